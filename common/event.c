@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+/* Builders and the validator for the record kinds of include/xpusup/event.h. */
+#include "xpusup/event.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct kind_info {
+	const char *name;
+	__u32 min_size;
+	__u32 max_size;
+};
+
+/* Fixed kinds have min == max. Variable kinds are checked exactly in validate_payload(). */
+static const struct kind_info kinds[XPU_REC_TYPE_MAX] = {
+	[XPU_REC_PAD] = { "pad", 8, 0xfffffff8u },
+	[XPU_REC_CPU_SAMPLE] = { "cpu_sample", sizeof(struct xpu_cpu_sample),
+				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES },
+	[XPU_REC_LAUNCH] = { "launch", sizeof(struct xpu_launch),
+			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES },
+	[XPU_REC_CUDA_API] = { "cuda_api", sizeof(struct xpu_cuda_api),
+			       sizeof(struct xpu_cuda_api) },
+	[XPU_REC_GPU_KERNEL] = { "gpu_kernel", sizeof(struct xpu_gpu_kernel),
+				 sizeof(struct xpu_gpu_kernel) },
+	[XPU_REC_GPU_MEMCPY] = { "gpu_memcpy", sizeof(struct xpu_gpu_memcpy),
+				 sizeof(struct xpu_gpu_memcpy) },
+	[XPU_REC_GPU_MEMSET] = { "gpu_memset", sizeof(struct xpu_gpu_memset),
+				 sizeof(struct xpu_gpu_memset) },
+	[XPU_REC_GPU_SYNC] = { "gpu_sync", sizeof(struct xpu_gpu_sync),
+			       sizeof(struct xpu_gpu_sync) },
+	[XPU_REC_GPU_MEMORY] = { "gpu_memory", sizeof(struct xpu_gpu_memory),
+				 sizeof(struct xpu_gpu_memory) },
+	[XPU_REC_PMU_COUNTER] = { "pmu_counter", sizeof(struct xpu_pmu_counter),
+				  sizeof(struct xpu_pmu_counter) },
+	[XPU_REC_RANGE] = { "range", sizeof(struct xpu_range),
+			    XPU_ROUND_UP8(sizeof(struct xpu_range) + XPU_RANGE_NAME_MAX) },
+	[XPU_REC_PROC_EXEC] = { "proc_exec", sizeof(struct xpu_proc_exec),
+				XPU_ROUND_UP8(sizeof(struct xpu_proc_exec) + XPU_PATH_MAX) },
+	[XPU_REC_PROC_EXIT] = { "proc_exit", sizeof(struct xpu_proc_exit),
+				sizeof(struct xpu_proc_exit) },
+	[XPU_REC_CLOCK_SYNC] = { "clock_sync", sizeof(struct xpu_clock_sync),
+				 sizeof(struct xpu_clock_sync) },
+	[XPU_REC_STRING] = { "string", sizeof(struct xpu_string),
+			     XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) },
+	[XPU_REC_LOSS] = { "loss", sizeof(struct xpu_loss), sizeof(struct xpu_loss) },
+};
+
+_Static_assert(XPU_REC_MAX_SIZE == XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX),
+	       "XPU_REC_MAX_SIZE is the largest kind");
+
+__u32 xpu_rec_type__min_size(__u32 type)
+{
+	return type < XPU_REC_TYPE_MAX ? kinds[type].min_size : 0;
+}
+
+__u32 xpu_rec_type__max_size(__u32 type)
+{
+	return type < XPU_REC_TYPE_MAX ? kinds[type].max_size : 0;
+}
+
+const char *xpu_rec_type__name(__u32 type)
+{
+	if (type < XPU_REC_TYPE_MAX && kinds[type].name)
+		return kinds[type].name;
+	return "unknown";
+}
+
+const char *xpu_loss_cause__name(__u32 cause)
+{
+	static const char *const names[XPU_LOSS_CAUSE_MAX] = {
+		[XPU_LOSS_RING_FULL] = "ring_full",	[XPU_LOSS_TOO_BIG] = "too_big",
+		[XPU_LOSS_BPF_RESERVE] = "bpf_reserve", [XPU_LOSS_CUPTI] = "cupti",
+		[XPU_LOSS_EVICTED] = "evicted",		[XPU_LOSS_CORRUPT] = "corrupt",
+	};
+
+	if (cause < XPU_LOSS_CAUSE_MAX && names[cause])
+		return names[cause];
+	return "unknown";
+}
+
+void xpu_rec__init(void *rec, __u16 type, __u32 size, __u64 ts_ns, __u32 pid, __u32 tid)
+{
+	struct xpu_rec *hdr = rec;
+
+	memset(rec, 0, size);
+	hdr->type = type;
+	hdr->size = size;
+	hdr->ts_ns = ts_ns;
+	hdr->pid = pid;
+	hdr->tid = tid;
+}
+
+/* The exact size that the counts inside a variable-length record imply. */
+static int validate_payload(const struct xpu_rec *hdr, __u32 size)
+{
+	__u64 want;
+
+	switch (hdr->type) {
+	case XPU_REC_CPU_SAMPLE: {
+		const struct xpu_cpu_sample *s = (const void *)hdr;
+
+		if (s->n_kernel > XPU_MAX_FRAMES || s->n_user > XPU_MAX_FRAMES)
+			return -EBADMSG;
+		want = xpu_cpu_sample__size(s->n_kernel, s->n_user);
+		break;
+	}
+	case XPU_REC_LAUNCH: {
+		const struct xpu_launch *l = (const void *)hdr;
+
+		if (l->n_user > XPU_MAX_FRAMES)
+			return -EBADMSG;
+		want = xpu_launch__size(l->n_user);
+		break;
+	}
+	case XPU_REC_RANGE: {
+		const struct xpu_range *r = (const void *)hdr;
+
+		if (r->name_len > XPU_RANGE_NAME_MAX || r->phase < XPU_RANGE_PUSH ||
+		    r->phase > XPU_RANGE_MARK)
+			return -EBADMSG;
+		want = xpu_range__size(r->name_len);
+		break;
+	}
+	case XPU_REC_PROC_EXEC: {
+		const struct xpu_proc_exec *e = (const void *)hdr;
+
+		if (e->path_len > XPU_PATH_MAX)
+			return -EBADMSG;
+		want = xpu_proc_exec__size(e->path_len);
+		break;
+	}
+	case XPU_REC_STRING: {
+		const struct xpu_string *s = (const void *)hdr;
+
+		if (s->len > XPU_STRING_MAX)
+			return -EBADMSG;
+		want = xpu_string__size(s->len);
+		break;
+	}
+	case XPU_REC_LOSS: {
+		const struct xpu_loss *l = (const void *)hdr;
+
+		if (l->cause == 0 || l->cause >= XPU_LOSS_CAUSE_MAX)
+			return -EBADMSG;
+		want = size;
+		break;
+	}
+	default:
+		want = size; /* fixed kinds: the bounds check already pinned the size */
+		break;
+	}
+	return want == size ? 0 : -EBADMSG;
+}
+
+int xpu_rec__validate(const void *buf, size_t len)
+{
+	const struct xpu_rec *hdr = buf;
+	__u32 size;
+
+	if (len < sizeof(*hdr) || len > 0xffffffffu)
+		return -EBADMSG;
+	size = hdr->size;
+	if (size != len || size % XPU_REC_ALIGN != 0)
+		return -EBADMSG;
+	if (hdr->type == XPU_REC_PAD || hdr->type >= XPU_REC_TYPE_MAX || !kinds[hdr->type].name)
+		return -EBADMSG;
+	if (size < kinds[hdr->type].min_size || size > kinds[hdr->type].max_size)
+		return -EBADMSG;
+	return validate_payload(hdr, size);
+}
+
+static void copy_comm(char dst[XPU_COMM_LEN], const char *comm)
+{
+	if (comm)
+		strncpy(dst, comm, XPU_COMM_LEN - 1);
+}
+
+int xpu_string__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u64 id,
+		      __u32 kind, const char *text, size_t len)
+{
+	struct xpu_string *s = buf;
+	__u32 size;
+
+	if (len > XPU_STRING_MAX)
+		return -EINVAL;
+	size = xpu_string__size((__u32)len);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(s, XPU_REC_STRING, size, ts_ns, pid, tid);
+	s->id = id;
+	s->kind = kind;
+	s->len = (__u32)len;
+	memcpy(s->text, text, len);
+	return (int)size;
+}
+
+int xpu_range__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 phase,
+		     __u64 range_id, __u64 name_id, __u64 domain_id, const char *name, size_t len)
+{
+	struct xpu_range *r = buf;
+	__u32 size;
+
+	if (len > XPU_RANGE_NAME_MAX || phase < XPU_RANGE_PUSH || phase > XPU_RANGE_MARK)
+		return -EINVAL;
+	size = xpu_range__size((__u32)len);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(r, XPU_REC_RANGE, size, ts_ns, pid, tid);
+	r->range_id = range_id;
+	r->name_id = name_id;
+	r->domain_id = domain_id;
+	r->phase = phase;
+	r->name_len = (__u32)len;
+	if (len)
+		memcpy(r->name, name, len);
+	return (int)size;
+}
+
+int xpu_proc_exec__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 ppid,
+			 const char *comm, const char *path, size_t path_len, __u16 flags)
+{
+	struct xpu_proc_exec *e = buf;
+	__u32 size;
+
+	if (path_len > XPU_PATH_MAX)
+		return -EINVAL;
+	size = xpu_proc_exec__size((__u32)path_len);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(e, XPU_REC_PROC_EXEC, size, ts_ns, pid, tid);
+	e->hdr.flags = flags;
+	e->ppid = ppid;
+	e->path_len = (__u32)path_len;
+	copy_comm(e->comm, comm);
+	if (path_len)
+		memcpy(e->path, path, path_len);
+	return (int)size;
+}
+
+int xpu_cpu_sample__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 cpu,
+			  __u32 weight, const char *comm, const __u64 *kernel_ips, __u32 n_kernel,
+			  const __u64 *user_ips, __u32 n_user)
+{
+	struct xpu_cpu_sample *s = buf;
+	__u32 size;
+
+	if (n_kernel > XPU_MAX_FRAMES || n_user > XPU_MAX_FRAMES)
+		return -EINVAL;
+	size = xpu_cpu_sample__size(n_kernel, n_user);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(s, XPU_REC_CPU_SAMPLE, size, ts_ns, pid, tid);
+	s->cpu = cpu;
+	s->weight = weight;
+	s->n_kernel = (__u16)n_kernel;
+	s->n_user = (__u16)n_user;
+	copy_comm(s->comm, comm);
+	if (n_kernel)
+		memcpy(s->ips, kernel_ips, 8u * n_kernel);
+	if (n_user)
+		memcpy(s->ips + n_kernel, user_ips, 8u * n_user);
+	return (int)size;
+}
+
+int xpu_launch__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid,
+		      __u64 correlation_id, __u32 api_id, const __u64 *user_ips, __u32 n_user)
+{
+	struct xpu_launch *l = buf;
+	__u32 size;
+
+	if (n_user > XPU_MAX_FRAMES)
+		return -EINVAL;
+	size = xpu_launch__size(n_user);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(l, XPU_REC_LAUNCH, size, ts_ns, pid, tid);
+	l->correlation_id = correlation_id;
+	l->api_id = api_id;
+	l->n_user = (__u16)n_user;
+	if (n_user)
+		memcpy(l->ips, user_ips, 8u * n_user);
+	return (int)size;
+}
+
+int xpu_loss__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 cause, __u64 count,
+		    __u64 first_ns)
+{
+	struct xpu_loss *l = buf;
+
+	if (cause == 0 || cause >= XPU_LOSS_CAUSE_MAX)
+		return -EINVAL;
+	if (cap < sizeof(*l))
+		return -ENOSPC;
+	xpu_rec__init(l, XPU_REC_LOSS, sizeof(*l), ts_ns, pid, 0);
+	l->cause = cause;
+	l->count = count;
+	l->first_ns = first_ns;
+	return (int)sizeof(*l);
+}

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xpusup event model: the records that travel through the shared-memory rings.
+ *
+ * Every record is a fixed-width little-endian layout that starts with struct xpu_rec.
+ * Records are 8-byte aligned and their size (header included) is a multiple of 8.
+ * No pointers and no size_t: a record written by one process (or by a BPF program, or
+ * read back from a replay file) means the same thing to every reader on the host.
+ *
+ * Variable-length kinds (stacks, names, paths) carry their counts in the payload; the
+ * record size must then equal the size computed from those counts, rounded up to 8.
+ * xpu_rec__validate() checks exactly that, so a reader that has validated a record may
+ * index its arrays with the counts it holds.
+ *
+ * Long names (kernel names, range names, counter names) travel once as XPU_REC_STRING
+ * records; other records refer to them by a 64-bit id that is unique per (pid, producer).
+ */
+#ifndef XPUSUP_EVENT_H
+#define XPUSUP_EVENT_H
+
+#include <linux/types.h>
+
+#if !defined(__bpf__)
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "xpusup records are little-endian; a big-endian port needs byte swapping here"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a layout below changes incompatibly; rings and replay files carry it. */
+#define XPU_EVENT_ABI 1
+
+#define XPU_REC_ALIGN 8u
+
+enum xpu_rec_type {
+	XPU_REC_INVALID = 0, /* zeroed memory is never a record */
+	XPU_REC_PAD = 1, /* ring-internal: fills the tail of the buffer before a wrap */
+	XPU_REC_CPU_SAMPLE = 2,
+	XPU_REC_LAUNCH = 3,
+	XPU_REC_CUDA_API = 4,
+	XPU_REC_GPU_KERNEL = 5,
+	XPU_REC_GPU_MEMCPY = 6,
+	XPU_REC_GPU_MEMSET = 7,
+	XPU_REC_GPU_SYNC = 8,
+	XPU_REC_GPU_MEMORY = 9,
+	XPU_REC_PMU_COUNTER = 10,
+	XPU_REC_RANGE = 11,
+	XPU_REC_PROC_EXEC = 12,
+	XPU_REC_PROC_EXIT = 13,
+	XPU_REC_CLOCK_SYNC = 14,
+	XPU_REC_STRING = 15,
+	XPU_REC_LOSS = 16,
+	XPU_REC_TYPE_MAX, /* one past the last kind */
+};
+
+/* The header of every record. ts_ns is CLOCK_MONOTONIC unless a kind says otherwise. */
+struct xpu_rec {
+	__u16 type; /* enum xpu_rec_type */
+	__u16 flags; /* kind-specific XPU_*_F_* bits */
+	__u32 size; /* whole record, header included, multiple of 8 */
+	__u64 ts_ns;
+	__u32 pid; /* thread group id */
+	__u32 tid;
+};
+
+/* Ring padding: only type and size are meaningful; may be as small as 8 bytes. */
+struct xpu_pad {
+	__u16 type;
+	__u16 flags;
+	__u32 size;
+};
+
+#define XPU_COMM_LEN 16
+#define XPU_MAX_FRAMES 127 /* the kernel's PERF_MAX_STACK_DEPTH default */
+
+/* CPU_SAMPLE: a stack sample. ips[] holds n_kernel kernel frames, then n_user user frames,
+ * innermost first. weight is the sample's period in ns (or 1 for plain counts). */
+struct xpu_cpu_sample {
+	struct xpu_rec hdr;
+	__u32 cpu;
+	__u32 weight;
+	__u16 n_kernel;
+	__u16 n_user;
+	__u32 reserved;
+	char comm[XPU_COMM_LEN];
+	__u64 ips[];
+};
+
+/* LAUNCH: user stack captured at a CUDA launch API call (the launch-marker uprobe). */
+struct xpu_launch {
+	struct xpu_rec hdr;
+	__u64 correlation_id;
+	__u32 api_id; /* CUPTI callback id of the launch API */
+	__u16 n_user;
+	__u16 reserved;
+	__u64 ips[];
+};
+
+enum xpu_api_domain {
+	XPU_API_RUNTIME = 1,
+	XPU_API_DRIVER = 2,
+};
+
+/* CUDA_API: one runtime or driver API call; hdr.ts_ns is the enter time. */
+struct xpu_cuda_api {
+	struct xpu_rec hdr;
+	__u64 end_ns;
+	__u64 correlation_id;
+	__u32 api_id;
+	__u16 domain; /* enum xpu_api_domain */
+	__u16 reserved;
+	__u32 result; /* CUresult / cudaError_t */
+	__u32 reserved2;
+};
+
+#define XPU_KERNEL_F_GRAPH (1u << 0) /* launched as part of a CUDA graph */
+#define XPU_KERNEL_F_COOPERATIVE (1u << 1)
+
+/* GPU_KERNEL: one kernel execution; hdr.ts_ns == start_ns. */
+struct xpu_gpu_kernel {
+	struct xpu_rec hdr;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 correlation_id;
+	__u64 graph_node_id;
+	__u64 name_id; /* STRING id of the (mangled) kernel name */
+	__u32 device_id;
+	__u32 context_id;
+	__u32 stream_id;
+	__u32 graph_id;
+	__s32 grid[3];
+	__s32 block[3];
+	__u32 static_smem;
+	__u32 dynamic_smem;
+	__u16 registers;
+	__u16 reserved;
+	__u32 reserved2;
+};
+
+enum xpu_copy_kind {
+	XPU_COPY_UNKNOWN = 0,
+	XPU_COPY_HTOD = 1,
+	XPU_COPY_DTOH = 2,
+	XPU_COPY_HTOA = 3,
+	XPU_COPY_ATOH = 4,
+	XPU_COPY_ATOA = 5,
+	XPU_COPY_ATOD = 6,
+	XPU_COPY_DTOA = 7,
+	XPU_COPY_DTOD = 8,
+	XPU_COPY_HTOH = 9,
+	XPU_COPY_PTOP = 10,
+};
+
+#define XPU_COPY_F_ASYNC (1u << 0)
+
+/* GPU_MEMCPY: one copy; hdr.ts_ns == start_ns. */
+struct xpu_gpu_memcpy {
+	struct xpu_rec hdr;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 correlation_id;
+	__u64 bytes;
+	__u32 device_id;
+	__u32 context_id;
+	__u32 stream_id;
+	__u8 copy_kind; /* enum xpu_copy_kind */
+	__u8 src_kind; /* CUpti_ActivityMemoryKind */
+	__u8 dst_kind;
+	__u8 reserved;
+};
+
+/* GPU_MEMSET: one memset; hdr.ts_ns == start_ns. */
+struct xpu_gpu_memset {
+	struct xpu_rec hdr;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 correlation_id;
+	__u64 bytes;
+	__u32 device_id;
+	__u32 context_id;
+	__u32 stream_id;
+	__u32 value;
+};
+
+enum xpu_sync_kind {
+	XPU_SYNC_UNKNOWN = 0,
+	XPU_SYNC_EVENT = 1,
+	XPU_SYNC_STREAM_WAIT_EVENT = 2,
+	XPU_SYNC_STREAM = 3,
+	XPU_SYNC_CONTEXT = 4,
+};
+
+/* GPU_SYNC: a synchronisation the CPU waited on; hdr.ts_ns == start_ns. */
+struct xpu_gpu_sync {
+	struct xpu_rec hdr;
+	__u64 start_ns;
+	__u64 end_ns;
+	__u64 correlation_id;
+	__u32 device_id;
+	__u32 context_id;
+	__u32 stream_id;
+	__u32 sync_kind; /* enum xpu_sync_kind */
+};
+
+enum xpu_memory_op {
+	XPU_MEM_ALLOC = 1,
+	XPU_MEM_FREE = 2,
+};
+
+/* GPU_MEMORY: a device allocation or release at hdr.ts_ns. */
+struct xpu_gpu_memory {
+	struct xpu_rec hdr;
+	__u64 address;
+	__u64 bytes;
+	__u64 correlation_id;
+	__u32 device_id;
+	__u32 context_id;
+	__u32 stream_id;
+	__u8 op; /* enum xpu_memory_op */
+	__u8 memory_kind;
+	__u16 reserved;
+};
+
+enum xpu_pmu_scope {
+	XPU_PMU_SCOPE_CPU = 1, /* system-wide counter of one CPU: cpu is set, hdr.pid is 0 */
+	XPU_PMU_SCOPE_PROCESS = 2, /* counter of hdr.pid's process tree (inherit) */
+	XPU_PMU_SCOPE_THREAD = 3, /* counter of hdr.tid */
+};
+
+#define XPU_PMU_NO_CPU 0xffffffffu
+
+/* PMU_COUNTER: one periodic reading; time_* come from PERF_FORMAT_TOTAL_TIME_*. */
+struct xpu_pmu_counter {
+	struct xpu_rec hdr;
+	__u64 counter_id; /* STRING id of the event name */
+	__u64 value; /* running total, unscaled */
+	__u64 delta; /* since the previous reading, unscaled */
+	__u64 time_enabled;
+	__u64 time_running;
+	__u32 cpu; /* or XPU_PMU_NO_CPU */
+	__u32 scope; /* enum xpu_pmu_scope */
+};
+
+enum xpu_range_phase {
+	XPU_RANGE_PUSH = 1, /* thread-nested begin */
+	XPU_RANGE_POP = 2, /* thread-nested end */
+	XPU_RANGE_START = 3, /* start/end range (may cross threads), matched by range_id */
+	XPU_RANGE_END = 4,
+	XPU_RANGE_MARK = 5, /* instantaneous */
+};
+
+#define XPU_RANGE_F_NVTX (1u << 0) /* came from NVTX through CUPTI, not the annotate API */
+
+#define XPU_RANGE_NAME_MAX 1024
+
+/* RANGE: user or NVTX range event. The name is inline (name_len bytes, no NUL) or, when
+ * name_len is 0, the STRING record name_id. */
+struct xpu_range {
+	struct xpu_rec hdr;
+	__u64 range_id;
+	__u64 name_id;
+	__u64 domain_id;
+	__u32 phase; /* enum xpu_range_phase */
+	__u32 name_len;
+	char name[];
+};
+
+#define XPU_PROC_F_FORK (1u << 0) /* PROC_EXEC: a fork, not an exec; path is empty */
+#define XPU_PATH_MAX 1024
+
+/* PROC_EXEC: a process started (exec, or fork with XPU_PROC_F_FORK). path is not NUL-terminated. */
+struct xpu_proc_exec {
+	struct xpu_rec hdr;
+	__u32 ppid;
+	__u32 path_len;
+	char comm[XPU_COMM_LEN];
+	char path[];
+};
+
+/* PROC_EXIT: a process (hdr.pid) or, with tid != pid, a thread ended. */
+struct xpu_proc_exit {
+	struct xpu_rec hdr;
+	__s32 exit_code; /* wait status as the kernel reports it */
+	__u32 reserved;
+	char comm[XPU_COMM_LEN];
+};
+
+enum xpu_clock_id {
+	XPU_CLOCK_MONOTONIC = 1,
+	XPU_CLOCK_CUPTI = 2, /* CUPTI's own timestamp when no callback is registered */
+	XPU_CLOCK_REALTIME = 3,
+	XPU_CLOCK_REMOTE = 4,
+};
+
+/* CLOCK_SYNC: a bracketed paired reading: ref_before <= (other read) <= ref_after on the
+ * reference clock. The tighter the bracket, the better the calibration sample. */
+struct xpu_clock_sync {
+	struct xpu_rec hdr;
+	__u32 ref_clock; /* enum xpu_clock_id, usually MONOTONIC */
+	__u32 other_clock;
+	__u64 ref_before_ns;
+	__u64 other_ns;
+	__u64 ref_after_ns;
+};
+
+enum xpu_string_kind {
+	XPU_STR_KERNEL = 1,
+	XPU_STR_RANGE = 2,
+	XPU_STR_DOMAIN = 3,
+	XPU_STR_COUNTER = 4,
+	XPU_STR_OTHER = 5,
+};
+
+#define XPU_STRING_MAX 16384 /* long C++ template kernel names fit */
+
+/* STRING: id -> text, sent once per producer before the first record that uses id. */
+struct xpu_string {
+	struct xpu_rec hdr;
+	__u64 id;
+	__u32 kind; /* enum xpu_string_kind */
+	__u32 len; /* bytes of text, no NUL */
+	char text[];
+};
+
+enum xpu_loss_cause {
+	XPU_LOSS_RING_FULL = 1, /* the ring had no room */
+	XPU_LOSS_TOO_BIG = 2, /* larger than the ring's max_record */
+	XPU_LOSS_BPF_RESERVE = 3, /* bpf_ringbuf_reserve failed in the kernel */
+	XPU_LOSS_CUPTI = 4, /* CUPTI dropped activity records */
+	XPU_LOSS_EVICTED = 5, /* correlator evicted pending state (max_pending) */
+	XPU_LOSS_CORRUPT = 6, /* a consumer skipped corrupt input */
+	XPU_LOSS_CAUSE_MAX,
+};
+
+/* LOSS: count records were dropped for cause between first_ns and hdr.ts_ns. */
+struct xpu_loss {
+	struct xpu_rec hdr;
+	__u32 cause; /* enum xpu_loss_cause */
+	__u32 reserved;
+	__u64 count;
+	__u64 first_ns;
+};
+
+#define XPU_ROUND_UP8(n) (((n) + 7u) & ~7u)
+
+#if !defined(__bpf__)
+
+#define XPU_STATIC_LAYOUT(type, size_) _Static_assert(sizeof(type) == (size_), #type " size")
+#define XPU_STATIC_OFFSET(type, field, off) \
+	_Static_assert(offsetof(type, field) == (off), #type "." #field " offset")
+
+XPU_STATIC_LAYOUT(struct xpu_rec, 24);
+XPU_STATIC_OFFSET(struct xpu_rec, size, 4);
+XPU_STATIC_OFFSET(struct xpu_rec, ts_ns, 8);
+XPU_STATIC_OFFSET(struct xpu_rec, pid, 16);
+XPU_STATIC_OFFSET(struct xpu_rec, tid, 20);
+XPU_STATIC_LAYOUT(struct xpu_pad, 8);
+XPU_STATIC_LAYOUT(struct xpu_cpu_sample, 56);
+XPU_STATIC_OFFSET(struct xpu_cpu_sample, n_kernel, 32);
+XPU_STATIC_OFFSET(struct xpu_cpu_sample, comm, 40);
+XPU_STATIC_OFFSET(struct xpu_cpu_sample, ips, 56);
+XPU_STATIC_LAYOUT(struct xpu_launch, 40);
+XPU_STATIC_OFFSET(struct xpu_launch, api_id, 32);
+XPU_STATIC_OFFSET(struct xpu_launch, ips, 40);
+XPU_STATIC_LAYOUT(struct xpu_cuda_api, 56);
+XPU_STATIC_OFFSET(struct xpu_cuda_api, api_id, 40);
+XPU_STATIC_LAYOUT(struct xpu_gpu_kernel, 120);
+XPU_STATIC_OFFSET(struct xpu_gpu_kernel, name_id, 56);
+XPU_STATIC_OFFSET(struct xpu_gpu_kernel, device_id, 64);
+XPU_STATIC_OFFSET(struct xpu_gpu_kernel, grid, 80);
+XPU_STATIC_OFFSET(struct xpu_gpu_kernel, block, 92);
+XPU_STATIC_OFFSET(struct xpu_gpu_kernel, registers, 112);
+XPU_STATIC_LAYOUT(struct xpu_gpu_memcpy, 72);
+XPU_STATIC_OFFSET(struct xpu_gpu_memcpy, copy_kind, 68);
+XPU_STATIC_LAYOUT(struct xpu_gpu_memset, 72);
+XPU_STATIC_LAYOUT(struct xpu_gpu_sync, 64);
+XPU_STATIC_LAYOUT(struct xpu_gpu_memory, 64);
+XPU_STATIC_OFFSET(struct xpu_gpu_memory, op, 60);
+XPU_STATIC_LAYOUT(struct xpu_pmu_counter, 72);
+XPU_STATIC_OFFSET(struct xpu_pmu_counter, cpu, 64);
+XPU_STATIC_LAYOUT(struct xpu_range, 56);
+XPU_STATIC_OFFSET(struct xpu_range, name, 56);
+XPU_STATIC_LAYOUT(struct xpu_proc_exec, 48);
+XPU_STATIC_OFFSET(struct xpu_proc_exec, path, 48);
+XPU_STATIC_LAYOUT(struct xpu_proc_exit, 48);
+XPU_STATIC_LAYOUT(struct xpu_clock_sync, 56);
+XPU_STATIC_LAYOUT(struct xpu_string, 40);
+XPU_STATIC_OFFSET(struct xpu_string, text, 40);
+XPU_STATIC_LAYOUT(struct xpu_loss, 48);
+
+/* Sizes of the variable-length kinds; all are multiples of 8. */
+static inline __u32 xpu_cpu_sample__size(__u32 n_kernel, __u32 n_user)
+{
+	return (__u32)sizeof(struct xpu_cpu_sample) + 8u * (n_kernel + n_user);
+}
+
+static inline __u32 xpu_launch__size(__u32 n_user)
+{
+	return (__u32)sizeof(struct xpu_launch) + 8u * n_user;
+}
+
+static inline __u32 xpu_range__size(__u32 name_len)
+{
+	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_range) + name_len);
+}
+
+static inline __u32 xpu_proc_exec__size(__u32 path_len)
+{
+	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_proc_exec) + path_len);
+}
+
+static inline __u32 xpu_string__size(__u32 len)
+{
+	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_string) + len);
+}
+
+/* The largest valid record of any kind (a STRING of XPU_STRING_MAX bytes). */
+#define XPU_REC_MAX_SIZE XPU_ROUND_UP8(40u + XPU_STRING_MAX)
+
+/*
+ * xpu_rec__init - fill in the common header of a record of size bytes at rec.
+ * Zeroes the payload so reserved fields and padding never leak stale bytes.
+ */
+void xpu_rec__init(void *rec, __u16 type, __u32 size, __u64 ts_ns, __u32 pid, __u32 tid);
+
+/*
+ * Builders for the variable-length kinds. Each writes a complete record into buf (cap
+ * bytes, 8-byte aligned) and returns its size, or -ENOSPC when cap is too small, or
+ * -EINVAL when a count or length is over its kind's limit. Text is copied without a NUL.
+ */
+int xpu_string__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u64 id,
+		      __u32 kind, const char *text, size_t len);
+int xpu_range__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 phase,
+		     __u64 range_id, __u64 name_id, __u64 domain_id, const char *name, size_t len);
+int xpu_proc_exec__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 ppid,
+			 const char *comm, const char *path, size_t path_len, __u16 flags);
+int xpu_cpu_sample__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u32 cpu,
+			  __u32 weight, const char *comm, const __u64 *kernel_ips, __u32 n_kernel,
+			  const __u64 *user_ips, __u32 n_user);
+int xpu_launch__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid,
+		      __u64 correlation_id, __u32 api_id, const __u64 *user_ips, __u32 n_user);
+int xpu_loss__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 cause, __u64 count,
+		    __u64 first_ns);
+
+/*
+ * xpu_rec__validate - check that len bytes at buf are one well-formed record.
+ *
+ * Checks, in order: len covers a header, hdr.size == len, size is a multiple of 8, the type
+ * is known and not PAD, size is within the kind's bounds, and every count or length inside
+ * the payload agrees exactly with size. A record that passes may be read with the counts it
+ * holds without further bounds checks. buf must be 8-byte aligned and stable (a private
+ * copy, never memory another process is still writing).
+ *
+ * Returns 0, or -EBADMSG for a malformed record (which a caller counts and skips).
+ */
+int xpu_rec__validate(const void *buf, size_t len);
+
+/* Smallest and largest valid size of a kind; 0 for an unknown kind. */
+__u32 xpu_rec_type__min_size(__u32 type);
+__u32 xpu_rec_type__max_size(__u32 type);
+
+/* Stable lowercase name of a kind ("gpu_kernel"), or "unknown". */
+const char *xpu_rec_type__name(__u32 type);
+
+/* Stable lowercase name of a loss cause ("ring_full"), or "unknown". */
+const char *xpu_loss_cause__name(__u32 cause);
+
+#endif /* !__bpf__ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XPUSUP_EVENT_H */
