@@ -81,6 +81,14 @@ static inline int tr_check(const void *rec, __u32 size, __u64 *seq)
 	return 0;
 }
 
+/* The end of a test stream: a PROC_EXIT record (the producer is done). */
+#define TR_END_SIZE ((__u32)sizeof(struct xpu_proc_exit))
+
+static inline void tr_build_end(void *rec)
+{
+	xpu_rec__init(rec, XPU_REC_PROC_EXIT, TR_END_SIZE, 0, (__u32)getpid(), (__u32)getpid());
+}
+
 static inline __u64 tr_now_ns(void)
 {
 	struct timespec ts;
