@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pipeline.conf: parsed and validated completely before anything starts.
+ *
+ * INI syntax: `[section]` or `[section NAME]` headers, `key = value` lines, `;` or `#`
+ * comments (whole line, or after whitespace at the end of a value), blank lines. Sections:
+ *
+ *	[supervisor]		at most once; session-wide settings
+ *	[source NAME]		a source actor (start order: after correlators)
+ *	[correlator]		at most once; expands into `shards` actors correlator.0 ..
+ *	[sink NAME]		a sink actor (started first, stopped last)
+ *
+ * Every key and kind is in a schema table (config.c), documented in docs/pipeline.md with its
+ * default. Errors are reported as "FILE:LINE: message" and the whole file is rejected.
+ */
+#ifndef XPUSUP_COMMON_CONFIG_H
+#define XPUSUP_COMMON_CONFIG_H
+
+#include <stdio.h>
+
+#define CONF_NAME_MAX 32 /* actor and section names, NUL included */
+#define CONF_KIND_MAX 16
+#define CONF_KEY_MAX 32
+#define CONF_VALUE_MAX 512
+#define CONF_MAX_ACTORS 64
+#define CONF_MAX_SHARDS 32
+
+/* Start order: sinks first, then correlators, then sources; stop in reverse. */
+enum conf_role {
+	CONF_ROLE_SINK = 0,
+	CONF_ROLE_CORRELATOR = 1,
+	CONF_ROLE_SOURCE = 2,
+};
+
+enum conf_strategy {
+	CONF_ONE_FOR_ONE = 0,
+	CONF_ONE_FOR_ALL = 1,
+	CONF_REST_FOR_ONE = 2,
+};
+
+enum conf_restart {
+	CONF_PERMANENT = 0, /* always restarted (unless it exits 100) */
+	CONF_TRANSIENT = 1, /* restarted only after an abnormal exit */
+	CONF_TEMPORARY = 2, /* never restarted */
+};
+
+struct conf_kv {
+	char key[CONF_KEY_MAX];
+	char value[CONF_VALUE_MAX]; /* trimmed, comment removed */
+	int line;
+};
+
+struct conf_actor {
+	char name[CONF_NAME_MAX]; /* "gpu" for [source gpu]; "correlator.N" for shard N */
+	char kind[CONF_KIND_MAX]; /* "test", "correlator", ... */
+	char section[CONF_NAME_MAX + 16]; /* the header as written, e.g. "source gpu" */
+	enum conf_role role;
+	enum conf_restart restart;
+	unsigned int shard; /* correlators: which shard; others 0 */
+	unsigned int start_timeout_ms;
+	unsigned int shutdown_timeout_ms;
+	int line; /* line of the section header */
+	struct conf_kv *keys; /* every key of the section as validated (kind, restart included) */
+	unsigned int n_keys;
+};
+
+struct conf {
+	char path[4096];
+	/* [supervisor] */
+	enum conf_strategy strategy;
+	unsigned int intensity_max; /* restarts ... */
+	unsigned int intensity_period_ms; /* ... within this period */
+	unsigned int backoff_min_ms;
+	unsigned int backoff_max_ms;
+	unsigned int watchdog_ms; /* an actor without a heartbeat this long is frozen */
+	unsigned int heartbeat_ms; /* how often actors are asked to beat */
+	unsigned int ring_kib; /* capacity of each ring */
+	/* [correlator] */
+	unsigned int shards; /* 0 when there is no [correlator] section */
+	/* actors in start order: sinks, correlators, sources; config order within a role */
+	struct conf_actor *actors;
+	unsigned int n_actors;
+};
+
+/*
+ * conf__load - parse and validate path.
+ *
+ * On success returns 0 and *out (owned by the caller: conf__free). On a configuration error
+ * prints one "PATH:LINE: message" line per error to err (at most 20) and returns -EINVAL;
+ * when the file cannot be read, prints "PATH: reason" and returns -errno.
+ */
+int conf__load(const char *path, struct conf **out, FILE *err);
+
+/* conf__load_string - as conf__load, from text in memory; name is used in messages. */
+int conf__load_string(const char *name, const char *text, struct conf **out, FILE *err);
+
+void conf__free(struct conf *conf);
+
+/* conf_actor__get - the validated value of key in the actor's section, or NULL if absent. */
+const char *conf_actor__get(const struct conf_actor *actor, const char *key);
+
+/* conf__find - the actor named name, or NULL. */
+const struct conf_actor *conf__find(const struct conf *conf, const char *name);
+
+/*
+ * Value parsers shared by the loader and by actors reading their own keys. Each returns 0
+ * or -EINVAL (and writes nothing on error).
+ *   conf_parse_uint:     decimal, within [min, max]
+ *   conf_parse_bool:     yes/no, on/off, true/false, 1/0
+ *   conf_parse_duration: integer with unit ms, s, m (or bare = ms), within [min_ms, max_ms]
+ */
+int conf_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+		    unsigned long long *out);
+int conf_parse_bool(const char *s, int *out);
+int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long long max_ms,
+			unsigned long long *out_ms);
+
+const char *conf_role__name(enum conf_role role);
+const char *conf_strategy__name(enum conf_strategy s);
+const char *conf_restart__name(enum conf_restart r);
+
+#endif /* XPUSUP_COMMON_CONFIG_H */

@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: MIT
+/* pipeline.conf: a full file is read back field by field; every class of mistake is reported
+ * as "NAME:LINE: message" and rejects the file; the value parsers hold at their edges. */
+#include "common/config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/tap.h"
+
+static char *err_text; /* what the last load printed */
+
+/* conf__load_string with err captured in err_text. */
+static int load(const char *text, struct conf **out)
+{
+	size_t len = 0;
+	FILE *err;
+	int ret;
+
+	free(err_text);
+	err_text = NULL;
+	err = open_memstream(&err_text, &len);
+	if (!err)
+		tap_bail("open_memstream: %s", strerror(errno));
+	ret = conf__load_string("t.conf", text, out, err);
+	fclose(err);
+	return ret;
+}
+
+static unsigned int err_lines(void)
+{
+	unsigned int n = 0;
+	const char *c;
+
+	for (c = err_text; c && *c; c++)
+		n += *c == '\n';
+	return n;
+}
+
+/* The printed line that starts with prefix and contains phrase, or NULL. */
+static const char *err_find(const char *prefix, const char *phrase)
+{
+	const char *line = err_text;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		const char *hit = strstr(line, phrase);
+
+		if (!strncmp(line, prefix, strlen(prefix)) && hit &&
+		    hit + strlen(phrase) <= line + n)
+			return line;
+		line += n + (nl ? 1 : 0);
+	}
+	return NULL;
+}
+
+/* text must be rejected with a message at prefix ("t.conf:LINE: ") containing phrase. */
+static void check_error(const char *what, const char *text, const char *prefix, const char *phrase)
+{
+	struct conf *sentinel = (struct conf *)&err_text, *conf = sentinel;
+	int ret = load(text, &conf);
+
+	if (!tap_ok(ret == -EINVAL && conf == sentinel && err_find(prefix, phrase), "%s: \"%s%s\"",
+		    what, prefix, phrase))
+		tap_diag("ret %d, printed:\n%s", ret, err_text ? err_text : "(nothing)");
+}
+
+static const char full[] = "# a full pipeline; [supervisor] comes last on purpose\n"
+			   "[sink trace]\n"
+			   "kind = test\n"
+			   "restart = transient ; inline comment\n"
+			   "start_timeout_ms = 1234\n"
+			   "\n"
+			   "[source gpu]\n"
+			   "  kind=test\n"
+			   "produce_per_s = 1000 # another comment\n"
+			   "crash_after_ms = 250\n"
+			   "crash_times = 2\n"
+			   "ignore_sigterm = on\n"
+			   "\n"
+			   "[ correlator ]\n"
+			   "kind = test\n"
+			   "shards = 3\n"
+			   "restart = temporary\n"
+			   "shutdown_timeout_ms = 77\n"
+			   "\n"
+			   "; a comment\n"
+			   "[sink stats]\t; the second sink\n"
+			   "kind = test\n"
+			   "never_ready = yes\n"
+			   "\n"
+			   "[source cpu]\n"
+			   "kind = test\n"
+			   "ready_delay_ms = 10\n"
+			   "\n"
+			   "[supervisor]\n"
+			   "strategy = rest_for_one\n"
+			   "intensity = 7/2m\n"
+			   "backoff_min_ms = 20\n"
+			   "backoff_max_ms = 400\n"
+			   "watchdog_ms = 900\n"
+			   "heartbeat_ms = 300\n"
+			   "ring_kib = 64\n"
+			   "start_timeout_ms = 3000\n"
+			   "shutdown_timeout_ms = 4000\n";
+
+static void test_full(void)
+{
+	static const char *const order[] = { "trace",	     "stats",	     "correlator.0",
+					     "correlator.1", "correlator.2", "gpu",
+					     "cpu" };
+	const struct conf_actor *a;
+	struct conf *conf = NULL;
+	unsigned int i;
+	int ret;
+
+	ret = load(full, &conf);
+	if (!tap_ok(ret == 0 && conf, "full config loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	tap_ok(err_lines() == 0, "nothing printed for a valid file");
+	tap_ok(!strcmp(conf->path, "t.conf"), "path is the name given");
+	tap_eq_u64(conf->strategy, CONF_REST_FOR_ONE, "strategy");
+	tap_eq_u64(conf->intensity_max, 7, "intensity N");
+	tap_eq_u64(conf->intensity_period_ms, 120000, "intensity period 2m");
+	tap_eq_u64(conf->backoff_min_ms, 20, "backoff_min_ms");
+	tap_eq_u64(conf->backoff_max_ms, 400, "backoff_max_ms");
+	tap_eq_u64(conf->watchdog_ms, 900, "watchdog_ms");
+	tap_eq_u64(conf->heartbeat_ms, 300, "heartbeat_ms");
+	tap_eq_u64(conf->ring_kib, 64, "ring_kib");
+	tap_eq_u64(conf->shards, 3, "shards");
+
+	tap_eq_u64(conf->n_actors, 7, "2 sinks + 3 shards + 2 sources");
+	for (i = 0; i < conf->n_actors && i < 7; i++)
+		tap_ok(!strcmp(conf->actors[i].name, order[i]), "actor %u is %s (got %s)", i,
+		       order[i], conf->actors[i].name);
+
+	a = conf__find(conf, "trace");
+	tap_ok(a == &conf->actors[0], "conf__find trace");
+	tap_ok(a->role == CONF_ROLE_SINK && !strcmp(a->kind, "test") &&
+		       !strcmp(a->section, "sink trace") && a->line == 2,
+	       "trace: role, kind, section, line");
+	tap_eq_u64(a->restart, CONF_TRANSIENT, "trace: restart override");
+	tap_eq_u64(a->start_timeout_ms, 1234, "trace: start timeout override");
+	tap_eq_u64(a->shutdown_timeout_ms, 4000,
+		   "trace: shutdown timeout from a later [supervisor]");
+	tap_eq_u64(a->n_keys, 3, "trace: every key line kept");
+	tap_ok(!strcmp(a->keys[1].key, "restart") && !strcmp(a->keys[1].value, "transient") &&
+		       a->keys[1].line == 4,
+	       "trace: key copied with its line, inline comment removed");
+
+	a = conf__find(conf, "gpu");
+	tap_ok(a && a->role == CONF_ROLE_SOURCE && a->line == 7, "gpu is a source");
+	tap_eq_u64(a->restart, CONF_PERMANENT, "gpu: restart default");
+	tap_eq_u64(a->start_timeout_ms, 3000, "gpu: start timeout from [supervisor]");
+	tap_ok(!strcmp(conf_actor__get(a, "produce_per_s"), "1000"), "gpu: produce_per_s");
+	tap_ok(!strcmp(conf_actor__get(a, "kind"), "test"), "gpu: kind is among its keys");
+	tap_ok(!strcmp(conf_actor__get(a, "ignore_sigterm"), "on"), "gpu: value as written");
+	tap_ok(conf_actor__get(a, "ready_delay_ms") == NULL, "gpu: absent key is NULL");
+	tap_ok(conf_actor__get(conf__find(conf, "cpu"), "ready_delay_ms") != NULL,
+	       "cpu: its own keys only");
+
+	for (i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "correlator.%u", i);
+		a = conf__find(conf, name);
+		tap_ok(a && a == &conf->actors[2 + i] && a->shard == i &&
+			       a->role == CONF_ROLE_CORRELATOR && !strcmp(a->kind, "test") &&
+			       !strcmp(a->section, "correlator") && a->line == 14,
+		       "%s: shard %u of [correlator]", name, i);
+		tap_ok(a && a->restart == CONF_TEMPORARY && a->shutdown_timeout_ms == 77 &&
+			       a->start_timeout_ms == 3000,
+		       "%s: keys apply to every shard", name);
+		tap_ok(a && !strcmp(conf_actor__get(a, "shards"), "3") && a->n_keys == 4,
+		       "%s: has its own copy of the keys", name);
+	}
+	tap_ok(conf->actors[2].keys != conf->actors[3].keys, "shards do not share key arrays");
+	tap_ok(conf__find(conf, "correlator") == NULL, "no actor named plain 'correlator'");
+	tap_ok(conf__find(conf, "nope") == NULL, "conf__find of an unknown name is NULL");
+	conf__free(conf);
+}
+
+static void test_defaults(void)
+{
+	struct conf *conf = NULL;
+	const struct conf_actor *a;
+	int ret;
+
+	/* No [supervisor]: every default comes from the schema. CRLF line ends are fine. */
+	ret = load("[source s]\r\nkind = test\r\n", &conf);
+	if (!tap_ok(ret == 0 && conf, "minimal config loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	tap_eq_u64(conf->strategy, CONF_ONE_FOR_ONE, "default strategy");
+	tap_eq_u64(conf->intensity_max, 5, "default intensity N");
+	tap_eq_u64(conf->intensity_period_ms, 30000, "default intensity period");
+	tap_eq_u64(conf->backoff_min_ms, 10, "default backoff_min_ms");
+	tap_eq_u64(conf->backoff_max_ms, 2000, "default backoff_max_ms");
+	tap_eq_u64(conf->watchdog_ms, 2000, "default watchdog_ms");
+	tap_eq_u64(conf->heartbeat_ms, 100, "default heartbeat_ms");
+	tap_eq_u64(conf->ring_kib, 4096, "default ring_kib");
+	tap_eq_u64(conf->shards, 0, "no [correlator]: shards 0");
+	tap_eq_u64(conf->n_actors, 1, "one actor");
+	a = &conf->actors[0];
+	tap_ok(!strcmp(a->name, "s") && a->role == CONF_ROLE_SOURCE, "the source");
+	tap_eq_u64(a->restart, CONF_PERMANENT, "default restart");
+	tap_eq_u64(a->start_timeout_ms, 5000, "default start timeout");
+	tap_eq_u64(a->shutdown_timeout_ms, 5000, "default shutdown timeout");
+	tap_ok(!strcmp(conf_actor__get(a, "kind"), "test"), "CR removed from the value");
+	conf__free(conf);
+
+	/* [correlator] without shards is one shard; the bounds of the ranges are inclusive. */
+	ret = load("[correlator]\nkind = test\n"
+		   "[supervisor]\nintensity = 0/1ms\nring_kib = 1048576\nwatchdog_ms = 50\n"
+		   "heartbeat_ms = 25\nbackoff_min_ms = 0\nbackoff_max_ms = 0\n",
+		   &conf);
+	if (!tap_ok(ret == 0 && conf, "boundary values load"))
+		tap_bail("ret %d: %s", ret, err_text);
+	tap_ok(conf->n_actors == 1 && conf->shards == 1 &&
+		       !strcmp(conf->actors[0].name, "correlator.0"),
+	       "[correlator] alone is correlator.0");
+	tap_ok(conf->intensity_max == 0 && conf->intensity_period_ms == 1, "intensity 0/1ms");
+	tap_eq_u64(conf->ring_kib, 1048576, "ring_kib at its maximum");
+	conf__free(conf);
+
+	ret = load("[sink a]\nkind = test\n"
+		   "[supervisor]\nintensity = 1000/60m\nwatchdog_ms = 3600000\n",
+		   &conf);
+	tap_ok(ret == 0 && conf && conf->intensity_max == 1000 &&
+		       conf->intensity_period_ms == 3600000 && conf->watchdog_ms == 3600000,
+	       "intensity 1000/60m and watchdog at its maximum");
+	conf__free(conf);
+}
+
+static void test_errors(void)
+{
+	char *text;
+	size_t i;
+
+	check_error("unknown section", "[foo]\n", "t.conf:1: ", "unknown section [foo]");
+	check_error("name not allowed", "[sink a]\nkind=test\n[correlator x]\n",
+		    "t.conf:3: ", "section [correlator] takes no name");
+	check_error("name not allowed on supervisor", "[sink a]\nkind=test\n[supervisor s]\n",
+		    "t.conf:3: ", "section [supervisor] takes no name");
+	check_error("name missing", "[source]\nkind = test\n",
+		    "t.conf:1: ", "section [source] needs a name");
+	check_error("invalid name", "[sink a]\nkind=test\n[source Gpu]\n",
+		    "t.conf:3: ", "invalid actor name 'Gpu'");
+	check_error("name starting with a digit", "[sink 1a]\n",
+		    "t.conf:1: ", "invalid actor name '1a'");
+	check_error("name too long", "[sink abcdefghijabcdefghijabcdefghijab]\n",
+		    "t.conf:1: ", "invalid actor name");
+	check_error("unterminated header", "[sink a]\nkind=test\n[source b\nkind=test\n",
+		    "t.conf:3: ", "unterminated section header");
+	check_error("text after header", "[sink a] x\nkind=test\n",
+		    "t.conf:1: ", "unexpected text 'x' after section header");
+	check_error("too many words", "[sink a b]\n",
+		    "t.conf:1: ", "too many words in section header");
+	check_error("empty header", "[ ]\n", "t.conf:1: ", "empty section header");
+	check_error("duplicate supervisor", "[supervisor]\n[sink a]\nkind=test\n[supervisor]\n",
+		    "t.conf:4: ", "duplicate section [supervisor] (first at line 1)");
+	check_error("duplicate correlator", "[correlator]\nkind=test\n\n[correlator]\n",
+		    "t.conf:4: ", "duplicate section [correlator] (first at line 1)");
+	check_error("duplicate name across roles", "[source x]\nkind=test\n[sink x]\nkind=test\n",
+		    "t.conf:3: ", "duplicate actor name 'x' (first at line 1 as [source x])");
+	check_error("keys of a duplicate are still checked",
+		    "[sink x]\nkind = test\n[sink x]\nkind = test\nexit_code = 999\n",
+		    "t.conf:5: ", "bad value '999' for 'exit_code'");
+	check_error("duplicate key", "[sink a]\nkind = test\nexit_code = 1\nexit_code = 2\n",
+		    "t.conf:4: ", "duplicate key 'exit_code' in [sink a] (first at line 3)");
+	check_error("key outside any section", "kind = test\n[sink a]\nkind = test\n",
+		    "t.conf:1: ", "key 'kind' outside any section");
+	check_error("line without '='", "[sink a]\nkind test\n", "t.conf:2: ",
+		    "expected 'key = value' or a [section] header, found 'kind test'");
+	check_error("empty value", "[sink a]\nkind =\n", "t.conf:2: ", "empty value for 'kind'");
+	check_error("value only a comment", "[sink a]\nkind = test\nexit_code = ; later\n",
+		    "t.conf:3: ", "empty value for 'exit_code'");
+	check_error("missing key", "[sink a]\n= test\n", "t.conf:2: ", "missing key before '='");
+	check_error("invalid key", "[sink a]\nKind = test\n", "t.conf:2: ", "invalid key 'Kind'");
+	check_error("unknown key in an actor", "[sink a]\nkind = test\nfrequency_hz = 99\n",
+		    "t.conf:3: ", "unknown key 'frequency_hz' in [sink a] (kind 'test')");
+	check_error("shards outside [correlator]", "[source a]\nkind = test\nshards = 2\n",
+		    "t.conf:3: ", "unknown key 'shards' in [source a]");
+	check_error("unknown key in [supervisor]", "[supervisor]\nstrategi = one_for_one\n",
+		    "t.conf:2: ", "unknown key 'strategi' in [supervisor]");
+	check_error("bad integer", "[sink a]\nkind = test\nready_delay_ms = abc\n", "t.conf:3: ",
+		    "bad value 'abc' for 'ready_delay_ms': expected an integer in 0..600000");
+	check_error("integer out of range", "[sink a]\nkind = test\nexit_code = 256\n",
+		    "t.conf:3: ", "bad value '256' for 'exit_code': expected an integer in 0..255");
+	check_error("negative integer", "[sink a]\nkind = test\nready_delay_ms = -1\n",
+		    "t.conf:3: ", "bad value '-1'");
+	check_error("bad bool", "[sink a]\nkind = test\nnever_ready = maybe\n",
+		    "t.conf:3: ", "expected yes/no, on/off, true/false or 1/0");
+	check_error("bad enum", "[supervisor]\nstrategy = one_for_some\n[sink a]\nkind=test\n",
+		    "t.conf:2: ", "expected one of one_for_one, one_for_all, rest_for_one");
+	check_error("bad restart", "[sink a]\nkind = test\nrestart = always\n",
+		    "t.conf:3: ", "bad value 'always' for 'restart'");
+	check_error("ring_kib not a power of two", "[supervisor]\nring_kib = 100\n[sink a]\n",
+		    "t.conf:2: ", "expected a power of two in 4..1048576");
+	check_error("intensity without a unit", "[supervisor]\nintensity = 5/30\n[sink a]\n",
+		    "t.conf:2: ", "bad value '5/30' for 'intensity': expected N/PERIOD");
+	check_error("intensity too long a period", "[supervisor]\nintensity = 5/61m\n",
+		    "t.conf:2: ", "bad value '5/61m'");
+	check_error("intensity zero period", "[supervisor]\nintensity = 5/0s\n",
+		    "t.conf:2: ", "bad value '5/0s'");
+	check_error("intensity N too big", "[supervisor]\nintensity = 1001/1s\n",
+		    "t.conf:2: ", "bad value '1001/1s'");
+	check_error("intensity without N", "[supervisor]\nintensity = /1s\n",
+		    "t.conf:2: ", "bad value '/1s'");
+	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
+		    "t.conf:3: ", "expected an integer in 1..32");
+	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
+		    "t.conf:4: ", "missing 'kind' in [source gpu] (known: test)");
+	check_error("unknown kind", "[sink a]\nkind = foo\n",
+		    "t.conf:2: ", "unknown kind 'foo' (known: test)");
+	check_error("planned kind", "[source c]\nkind = cpu\n",
+		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
+	check_error("planned sink kind", "[sink f]\nkind = folded\npath = x\n",
+		    "t.conf:2: ", "kind 'folded' is not available in this build yet");
+	check_error(
+		"default correlator kind is planned", "[sink a]\nkind=test\n[correlator]\n",
+		"t.conf:3: ", "kind 'correlator' (the default for [correlator]) is not available");
+	check_error("kind in the wrong role", "[source f]\nkind = folded\n",
+		    "t.conf:2: ", "kind 'folded' cannot be used in [source f] (known: test)");
+	check_error(
+		"backoff_max < backoff_min",
+		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
+		"t.conf:3: ", "backoff_max_ms (100) is less than backoff_min_ms (500)");
+	check_error("backoff_min above the default max",
+		    "[sink a]\nkind=test\n[supervisor]\nbackoff_min_ms = 5000\n",
+		    "t.conf:4: ", "backoff_max_ms (2000) is less than backoff_min_ms (5000)");
+	check_error("watchdog < 2 * heartbeat",
+		    "[supervisor]\nwatchdog_ms = 150\nheartbeat_ms = 100\n[sink a]\nkind=test\n",
+		    "t.conf:2: ", "watchdog_ms (150) must be at least 2 * heartbeat_ms (100)");
+	check_error("no actors", "[supervisor]\nstrategy = one_for_all\n", "t.conf:1: ",
+		    "no actors: add a [source NAME], [correlator] or [sink NAME] section");
+	check_error("empty file", "", "t.conf:1: ", "no actors");
+	check_error("only comments", "; nothing\n# here\n\n", "t.conf:1: ", "no actors");
+	check_error("control character", "[sink a]\nkind = te\001st\n",
+		    "t.conf:2: ", "control character 0x01");
+	check_error("value too long",
+		    "[sink a]\nkind = test\nexit_code = "
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000"
+		    "0000000000000000000000000000000000000000000000000000000000000000\n",
+		    "t.conf:3: ", "value for 'exit_code' too long (at most 511 characters)");
+
+	/* 1024 characters: one over the limit; the line after it is still read. */
+	text = malloc(2048);
+	if (!text)
+		tap_bail("malloc");
+	strcpy(text, "[sink a]\nkind = test\n# ");
+	for (i = strlen("# "); i < 1024; i++)
+		strcat(text, "x");
+	strcat(text, "\nexit_code = x\n");
+	check_error("line too long", text, "t.conf:3: ", "line too long (at most 1023 characters)");
+	check_error("and the next line is still read", text,
+		    "t.conf:4: ", "bad value 'x' for 'exit_code'");
+	free(text);
+
+	/* 64 actors are fine, 65 are not: 32 shards + 32 sinks, then one source more. */
+	text = malloc(8192);
+	if (!text)
+		tap_bail("malloc");
+	strcpy(text, "[correlator]\nkind = test\nshards = 32\n");
+	for (i = 0; i < 32; i++)
+		sprintf(text + strlen(text), "[sink s%zu]\nkind = test\n", i);
+	{
+		struct conf *conf = NULL;
+
+		tap_ok(load(text, &conf) == 0 && conf && conf->n_actors == 64, "64 actors load");
+		conf__free(conf);
+	}
+	strcat(text, "[source extra]\nkind = test\n");
+	check_error("65 actors", text, "t.conf:68: ", "too many actors: at most 64");
+	free(text);
+}
+
+static void test_many_errors(void)
+{
+	struct conf *conf = NULL;
+	char text[4096] = "";
+	unsigned int i;
+	int ret;
+
+	/* Errors from every pass come out in line order, each on its own line. */
+	ret = load("[sink a]\n" /* 1 */
+		   "kind = foo\n" /* 2: unknown kind */
+		   "[source b]\n" /* 3 */
+		   "kind = test\n" /* 4 */
+		   "exit_code = 300\n" /* 5: out of range */
+		   "bogus line\n" /* 6: no '=' */
+		   "exit_code = 1\n" /* 7: duplicate */
+		   "[widget w]\n" /* 8: unknown section */
+		   "x = 1\n" /* 9: ignored: its section was rejected */
+		   "[supervisor]\n" /* 10 */
+		   "heartbeat_ms = 5\n", /* 11: out of range */
+		   &conf);
+	tap_ok(ret == -EINVAL && conf == NULL, "several errors: rejected");
+	tap_eq_u64(err_lines(), 6, "several errors: six messages");
+	tap_ok(err_text && !strncmp(err_text, "t.conf:2: unknown kind", 22) &&
+		       err_find("t.conf:5: ", "bad value '300'") &&
+		       err_find("t.conf:6: ", "expected 'key = value'") &&
+		       err_find("t.conf:7: ",
+				"duplicate key 'exit_code' in [source b] (first at line 5)") &&
+		       err_find("t.conf:8: ", "unknown section [widget w]") &&
+		       err_find("t.conf:11: ", "heartbeat_ms"),
+	       "several errors: each reported at its line, in order");
+	tap_ok(err_text && strstr(err_text, "t.conf:8:") < strstr(err_text, "t.conf:11:"),
+	       "several errors: sorted by line");
+
+	/* 30 bad lines: the first 20 are printed. Line 31 reports "no actors" at line 1. */
+	for (i = 0; i < 30; i++)
+		strcat(text, "oops\n");
+	ret = load(text, &conf);
+	tap_ok(ret == -EINVAL && conf == NULL, "30 errors: rejected");
+	tap_eq_u64(err_lines(), 20, "30 errors: 20 printed");
+	tap_ok(err_find("t.conf:1: ", "no actors") && err_find("t.conf:19: ", "oops") &&
+		       !err_find("t.conf:20: ", "oops"),
+	       "30 errors: the earliest 20 by line");
+}
+
+static void test_parsers(void)
+{
+	unsigned long long v;
+	int b;
+
+	v = 42;
+	tap_ok(conf_parse_uint("0", 0, 10, &v) == 0 && v == 0, "uint 0");
+	tap_ok(conf_parse_uint("007", 0, 10, &v) == 0 && v == 7, "uint with leading zeros");
+	tap_ok(conf_parse_uint("18446744073709551615", 0, ULLONG_MAX, &v) == 0 && v == ULLONG_MAX,
+	       "uint at 2^64-1");
+	v = 42;
+	tap_ok(conf_parse_uint("18446744073709551616", 0, ULLONG_MAX, &v) == -EINVAL && v == 42,
+	       "uint overflow rejected, out untouched");
+	tap_ok(conf_parse_uint("99999999999999999999999", 0, ULLONG_MAX, &v) == -EINVAL,
+	       "uint far overflow");
+	tap_ok(conf_parse_uint("-1", 0, 10, &v) == -EINVAL, "uint negative");
+	tap_ok(conf_parse_uint("+1", 0, 10, &v) == -EINVAL, "uint with plus sign");
+	tap_ok(conf_parse_uint("1x", 0, 10, &v) == -EINVAL, "uint trailing junk");
+	tap_ok(conf_parse_uint("1 ", 0, 10, &v) == -EINVAL, "uint trailing blank");
+	tap_ok(conf_parse_uint(" 1", 0, 10, &v) == -EINVAL, "uint leading blank");
+	tap_ok(conf_parse_uint("0x10", 0, 100, &v) == -EINVAL, "uint hex is not decimal");
+	tap_ok(conf_parse_uint("", 0, 10, &v) == -EINVAL, "uint empty");
+	tap_ok(conf_parse_uint(NULL, 0, 10, &v) == -EINVAL, "uint NULL");
+	tap_ok(conf_parse_uint("10", 0, 10, &v) == 0 && v == 10, "uint at max");
+	tap_ok(conf_parse_uint("11", 0, 10, &v) == -EINVAL, "uint above max");
+	tap_ok(conf_parse_uint("4", 5, 10, &v) == -EINVAL, "uint below min");
+
+	for (b = 0; b < 4; b++) {
+		static const char *const yes[] = { "yes", "on", "true", "1" };
+		static const char *const no[] = { "no", "off", "false", "0" };
+		int got = -1;
+
+		tap_ok(conf_parse_bool(yes[b], &got) == 0 && got == 1, "bool %s", yes[b]);
+		tap_ok(conf_parse_bool(no[b], &got) == 0 && got == 0, "bool %s", no[b]);
+	}
+	b = 7;
+	tap_ok(conf_parse_bool("Yes", &b) == -EINVAL && b == 7, "bool is lower case only");
+	tap_ok(conf_parse_bool("2", &b) == -EINVAL, "bool 2");
+	tap_ok(conf_parse_bool("", &b) == -EINVAL, "bool empty");
+	tap_ok(conf_parse_bool("yes ", &b) == -EINVAL, "bool trailing blank");
+
+	tap_ok(conf_parse_duration("5", 0, ULLONG_MAX, &v) == 0 && v == 5, "duration bare = ms");
+	tap_ok(conf_parse_duration("5ms", 0, ULLONG_MAX, &v) == 0 && v == 5, "duration ms");
+	tap_ok(conf_parse_duration("2s", 0, ULLONG_MAX, &v) == 0 && v == 2000, "duration s");
+	tap_ok(conf_parse_duration("3m", 0, ULLONG_MAX, &v) == 0 && v == 180000, "duration m");
+	tap_ok(conf_parse_duration("0s", 0, 10, &v) == 0 && v == 0, "duration zero");
+	v = 42;
+	tap_ok(conf_parse_duration("1h", 0, ULLONG_MAX, &v) == -EINVAL && v == 42,
+	       "duration h is not a unit, out untouched");
+	tap_ok(conf_parse_duration("5 s", 0, ULLONG_MAX, &v) == -EINVAL, "duration blank in");
+	tap_ok(conf_parse_duration("s", 0, ULLONG_MAX, &v) == -EINVAL, "duration unit only");
+	tap_ok(conf_parse_duration("5sec", 0, ULLONG_MAX, &v) == -EINVAL, "duration sec");
+	tap_ok(conf_parse_duration("5S", 0, ULLONG_MAX, &v) == -EINVAL, "duration upper case");
+	tap_ok(conf_parse_duration("-5s", 0, ULLONG_MAX, &v) == -EINVAL, "duration negative");
+	tap_ok(conf_parse_duration("1.5s", 0, ULLONG_MAX, &v) == -EINVAL, "duration fraction");
+	tap_ok(conf_parse_duration("307445734561825861m", 0, ULLONG_MAX, &v) == -EINVAL,
+	       "duration overflow in the unit");
+	tap_ok(conf_parse_duration("18446744073709551616", 0, ULLONG_MAX, &v) == -EINVAL,
+	       "duration overflow in the digits");
+	tap_ok(conf_parse_duration("60m", 1, 3600000, &v) == 0 && v == 3600000,
+	       "duration range upper bound");
+	tap_ok(conf_parse_duration("61m", 1, 3600000, &v) == -EINVAL, "duration above max");
+	tap_ok(conf_parse_duration("0ms", 1, 3600000, &v) == -EINVAL, "duration below min");
+	tap_ok(conf_parse_duration("", 0, 10, &v) == -EINVAL, "duration empty");
+
+	tap_ok(!strcmp(conf_role__name(CONF_ROLE_SINK), "sink") &&
+		       !strcmp(conf_role__name(CONF_ROLE_CORRELATOR), "correlator") &&
+		       !strcmp(conf_role__name(CONF_ROLE_SOURCE), "source"),
+	       "role names");
+	tap_ok(!strcmp(conf_strategy__name(CONF_ONE_FOR_ONE), "one_for_one") &&
+		       !strcmp(conf_strategy__name(CONF_ONE_FOR_ALL), "one_for_all") &&
+		       !strcmp(conf_strategy__name(CONF_REST_FOR_ONE), "rest_for_one"),
+	       "strategy names");
+	tap_ok(!strcmp(conf_restart__name(CONF_PERMANENT), "permanent") &&
+		       !strcmp(conf_restart__name(CONF_TRANSIENT), "transient") &&
+		       !strcmp(conf_restart__name(CONF_TEMPORARY), "temporary"),
+	       "restart names");
+	tap_ok(!strcmp(conf_restart__name((enum conf_restart)9), "?"), "out-of-range name is ?");
+}
+
+static void test_files(void)
+{
+	char path[] = "/tmp/xpusup-config-test-XXXXXX";
+	char *printed = NULL;
+	struct conf *conf = NULL;
+	size_t len = 0;
+	FILE *err;
+	int fd, ret;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		tap_bail("mkstemp: %s", strerror(errno));
+	if (write(fd, full, sizeof(full) - 1) != (ssize_t)(sizeof(full) - 1))
+		tap_bail("write: %s", strerror(errno));
+	close(fd);
+
+	err = open_memstream(&printed, &len);
+	if (!err)
+		tap_bail("open_memstream: %s", strerror(errno));
+	ret = conf__load(path, &conf, err);
+	tap_ok(ret == 0 && conf && conf->n_actors == 7 && !strcmp(conf->path, path),
+	       "conf__load reads a real file");
+	conf__free(conf);
+	conf = NULL;
+
+	/* Errors name the path as given. */
+	fd = open(path, O_WRONLY | O_APPEND);
+	if (fd < 0 || write(fd, "oops\n", 5) != 5)
+		tap_bail("append: %s", strerror(errno));
+	close(fd);
+	ret = conf__load(path, &conf, err);
+	fflush(err);
+	tap_ok(ret == -EINVAL && conf == NULL, "a broken file is rejected");
+	{
+		char want[128];
+
+		snprintf(want, sizeof(want), "%s:39: expected 'key = value'", path);
+		tap_ok(printed && strstr(printed, want), "message names the path and line");
+	}
+	unlink(path);
+
+	fclose(err);
+	free(printed);
+	printed = NULL;
+	err = open_memstream(&printed, &len);
+	if (!err)
+		tap_bail("open_memstream: %s", strerror(errno));
+	ret = conf__load("/nonexistent/pipeline.conf", &conf, err);
+	fclose(err);
+	tap_ok(ret == -ENOENT && conf == NULL, "missing file is -ENOENT");
+	tap_ok(printed &&
+		       !strcmp(printed, "/nonexistent/pipeline.conf: No such file or directory\n"),
+	       "missing file: \"PATH: reason\"");
+	free(printed);
+
+	ret = conf__load("/tmp", &conf, NULL);
+	tap_ok(ret == -EISDIR && conf == NULL, "a directory is -EISDIR (and err may be NULL)");
+}
+
+int main(void)
+{
+	test_full();
+	test_defaults();
+	test_errors();
+	test_many_errors();
+	test_parsers();
+	test_files();
+	free(err_text);
+	return tap_done();
+}
