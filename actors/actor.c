@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+#include "actors/actor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_sigterm(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static int fail(const struct actor *a, const char *verb, const char *reason)
+{
+	fprintf(stderr, "%s: unable to %s: %s\n", a->prog, verb, reason);
+	return -EINVAL;
+}
+
+int actor__init(struct actor *a, int argc, char **argv, const char *prog)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "actor", required_argument, NULL, 'a' },
+		{ "slot", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = NULL, *fd_env;
+	struct sigaction sa = { .sa_handler = on_sigterm };
+	char path[4200];
+	unsigned long long v;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->prog = prog;
+	a->dirfd = -1;
+	a->notify_fd = -1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			snprintf(a->dir, sizeof(a->dir), "%s", optarg);
+			break;
+		case 'a':
+			name = optarg;
+			break;
+		case 'n':
+			if (conf_parse_uint(optarg, 0, XPU_STATUS_MAX_ACTORS - 1, &v))
+				return fail(a, "parse arguments", "bad --slot");
+			a->slot_index = (unsigned int)v;
+			break;
+		default:
+			return fail(
+				a, "parse arguments",
+				"usage: --session DIR --actor NAME --slot N (started by xpusup)");
+		}
+	}
+	if (!a->dir[0] || !name)
+		return fail(a, "parse arguments",
+			    "--session and --actor are required (started by "
+			    "the xpusup supervisor)");
+	fd_env = getenv("XPUSUP_NOTIFY_FD");
+	if (fd_env && !conf_parse_uint(fd_env, 0, 1 << 20, &v))
+		a->notify_fd = (int)v;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	a->dirfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (a->dirfd < 0)
+		return fail(a, "open session directory", strerror(errno));
+	snprintf(path, sizeof(path), "%s/pipeline.conf", a->dir);
+	if (conf__load(path, &a->conf, stderr))
+		return fail(a, "load configuration", path);
+	a->self = conf__find(a->conf, name);
+	if (!a->self)
+		return fail(a, "find own section", name);
+	a->status = status__map(a->dirfd, true);
+	if (!a->status)
+		return fail(a, "map status block", strerror(errno));
+	a->slot = &a->status->slots[a->slot_index];
+	if (strncmp(a->slot->name, name, sizeof(a->slot->name)))
+		return fail(a, "map status block", "slot does not belong to this actor");
+	a->beat_interval_ns = (__u64)a->conf->heartbeat_ms * 1000000ull;
+	actor__beat(a);
+	return 0;
+}
+
+int actor__ready(struct actor *a)
+{
+	static const char line[] = "READY\n";
+	int err = 0;
+
+	actor__beat(a);
+	if (a->notify_fd < 0)
+		return 0;
+	if (write(a->notify_fd, line, sizeof(line) - 1) != (ssize_t)sizeof(line) - 1)
+		err = -errno;
+	close(a->notify_fd);
+	a->notify_fd = -1;
+	return err;
+}
+
+void actor__beat(struct actor *a)
+{
+	__u64 now = xpu_now_ns();
+
+	if (now - a->last_beat_ns < a->beat_interval_ns / 2)
+		return;
+	a->last_beat_ns = now;
+	status_store(&a->slot->heartbeat_ns, now);
+}
+
+bool actor__stopping(const struct actor *a)
+{
+	(void)a;
+	return stop_requested;
+}
+
+void actor__ignore_sigterm(struct actor *a)
+{
+	(void)a;
+	signal(SIGTERM, SIG_IGN);
+}
+
+int actor__counter(struct actor *a, const char *name)
+{
+	__u32 n = status_load(&a->slot->n_counters);
+	struct xpu_status_counter *c;
+
+	if (n >= XPU_STATUS_MAX_COUNTERS)
+		return -ENOSPC;
+	c = &a->slot->counters[n];
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	status_store(&c->value, 0);
+	/* Release: a reader that sees the new count sees the name written before it. */
+	__atomic_store_n(&a->slot->n_counters, n + 1, __ATOMIC_RELEASE);
+	return (int)n;
+}
+
+void actor__count(struct actor *a, int index, __u64 value)
+{
+	if (index >= 0 && index < XPU_STATUS_MAX_COUNTERS)
+		status_store(&a->slot->counters[index].value, value);
+}
+
+void actor__sleep_ms(struct actor *a, unsigned int ms)
+{
+	__u64 end = xpu_now_ns() + (__u64)ms * 1000000ull;
+	__u64 step = a->beat_interval_ns / 2 ? a->beat_interval_ns / 2 : 1000000ull;
+	struct timespec ts;
+	__u64 now, left;
+
+	while (!actor__stopping(a) && (now = xpu_now_ns()) < end) {
+		left = end - now < step ? end - now : step;
+		ts.tv_sec = (time_t)(left / 1000000000ull);
+		ts.tv_nsec = (long)(left % 1000000000ull);
+		nanosleep(&ts, NULL);
+		actor__beat(a);
+	}
+}
+
+void actor__fini(struct actor *a)
+{
+	if (a->notify_fd >= 0)
+		close(a->notify_fd);
+	status__unmap(a->status);
+	conf__free(a->conf);
+	if (a->dirfd >= 0)
+		close(a->dirfd);
+}

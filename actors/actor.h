@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The actor side of the actor contract (docs/supervisor.md). Every actor program:
+ *
+ *	struct actor a;
+ *	if (actor__init(&a, argc, argv))	parses the supervisor's arguments, maps its slot
+ *		return 100;
+ *	... open rings, sockets, files ...
+ *	actor__ready(&a);			no data is routed to it before this
+ *	while (!actor__stopping(&a)) {		SIGTERM: stop taking input
+ *		... a bounded amount of work ...
+ *		actor__beat(&a);		at least every heartbeat_ms, or it is "frozen"
+ *	}
+ *	... flush ...
+ *	actor__fini(&a);
+ *	return 0;				100: permanent failure, 111: restart me
+ *
+ * Arguments (given by the supervisor): --session DIR --actor NAME --slot N. The readiness fd
+ * number is in XPUSUP_NOTIFY_FD. The actor's configuration is read from DIR/pipeline.conf,
+ * the snapshot the supervisor validated.
+ */
+#ifndef XPUSUP_ACTORS_ACTOR_H
+#define XPUSUP_ACTORS_ACTOR_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "common/config.h"
+#include "common/status.h"
+
+#define ACTOR_EXIT_PERMANENT 100
+#define ACTOR_EXIT_RESTART 111
+
+struct actor {
+	const char *prog;
+	char dir[4096];
+	int dirfd;
+	unsigned int slot_index;
+	struct conf *conf;
+	const struct conf_actor *self;
+	struct xpu_status_block *status;
+	struct xpu_actor_slot *slot;
+	int notify_fd;
+	__u64 beat_interval_ns;
+	__u64 last_beat_ns;
+};
+
+/*
+ * actor__init - parse argv, load the config snapshot, map the status slot, install the
+ * SIGTERM handler. Prints "PROG: unable to <verb>: <reason>" and returns -errno on failure
+ * (the caller exits 100: nothing a restart would fix).
+ */
+int actor__init(struct actor *a, int argc, char **argv, const char *prog);
+
+/* actor__ready - tell the supervisor this actor is ready (once). Returns 0 or -errno. */
+int actor__ready(struct actor *a);
+
+/* actor__beat - publish a heartbeat if heartbeat_ms has passed since the last one. Cheap. */
+void actor__beat(struct actor *a);
+
+/* actor__stopping - SIGTERM has arrived. */
+bool actor__stopping(const struct actor *a);
+
+/* actor__ignore_sigterm - for the test actor: behave like an actor that never stops. */
+void actor__ignore_sigterm(struct actor *a);
+
+/*
+ * actor__counter - register a named counter shown by `xpusup status`; returns its index or
+ * -ENOSPC. actor__count stores its value (relaxed, no syscall).
+ */
+int actor__counter(struct actor *a, const char *name);
+void actor__count(struct actor *a, int index, __u64 value);
+
+/* actor__sleep_ms - sleep up to ms, returning early on SIGTERM, beating meanwhile. */
+void actor__sleep_ms(struct actor *a, unsigned int ms);
+
+void actor__fini(struct actor *a);
+
+#endif /* XPUSUP_ACTORS_ACTOR_H */

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xpusup-test: an actor whose misbehaviour is configured, so that every supervisor behaviour
+ * is tested with real processes (docs/pipeline.md lists the keys): slow or no readiness,
+ * crashes, exits with a chosen code, ignoring SIGTERM, freezing. As a source it writes test
+ * records into its rings; as a correlator it reads its rings; so the ring mesh and its
+ * survival across restarts are exercised too.
+ */
+#include "actors/actor.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "shm/ring.h"
+#include "xpusup/event.h"
+
+#define PROG "xpusup-test"
+
+struct test_keys {
+	unsigned long long ready_delay_ms, crash_after_ms, crash_times, exit_after_ms, exit_code;
+	unsigned long long hang_after_ms, produce_per_s;
+	int never_ready, ignore_sigterm;
+	int crash, exit, hang;
+};
+
+static int get_ms(const struct actor *a, const char *key, unsigned long long *out, int *present)
+{
+	const char *v = conf_actor__get(a->self, key);
+
+	if (present)
+		*present = v != NULL;
+	if (!v)
+		return 0;
+	return conf_parse_uint(v, 0, 3600000, out);
+}
+
+static int load_keys(const struct actor *a, struct test_keys *k)
+{
+	const char *v;
+	int err = 0;
+
+	memset(k, 0, sizeof(*k));
+	err |= get_ms(a, "ready_delay_ms", &k->ready_delay_ms, NULL);
+	err |= get_ms(a, "crash_after_ms", &k->crash_after_ms, &k->crash);
+	err |= get_ms(a, "exit_after_ms", &k->exit_after_ms, &k->exit);
+	err |= get_ms(a, "hang_after_ms", &k->hang_after_ms, &k->hang);
+	if ((v = conf_actor__get(a->self, "crash_times")))
+		err |= conf_parse_uint(v, 0, 1000000, &k->crash_times);
+	if ((v = conf_actor__get(a->self, "exit_code")))
+		err |= conf_parse_uint(v, 0, 255, &k->exit_code);
+	if ((v = conf_actor__get(a->self, "produce_per_s")))
+		err |= conf_parse_uint(v, 0, 10000000, &k->produce_per_s);
+	if ((v = conf_actor__get(a->self, "never_ready")))
+		err |= conf_parse_bool(v, &k->never_ready);
+	if ((v = conf_actor__get(a->self, "ignore_sigterm")))
+		err |= conf_parse_bool(v, &k->ignore_sigterm);
+	return err ? -EINVAL : 0;
+}
+
+struct mesh {
+	struct ring *rings[CONF_MAX_ACTORS];
+	unsigned int n;
+	__u64 records, lost, seq;
+	int c_records, c_lost;
+};
+
+/* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
+ * ring.S.K for every source S. Other roles have no rings. */
+static int mesh__open(struct mesh *m, struct actor *a)
+{
+	const struct conf *conf = a->conf;
+	char name[128];
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	if (a->self->role == CONF_ROLE_SOURCE) {
+		for (i = 0; i < conf->shards; i++) {
+			snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->self->name, i);
+			m->rings[m->n] = ring__open(a->dirfd, name, RING_PRODUCER);
+			if (!m->rings[m->n++])
+				goto err;
+		}
+		m->c_records = actor__counter(a, "records_out");
+		m->c_lost = actor__counter(a, "records_dropped");
+	} else if (a->self->role == CONF_ROLE_CORRELATOR) {
+		for (i = 0; i < conf->n_actors; i++) {
+			if (conf->actors[i].role != CONF_ROLE_SOURCE)
+				continue;
+			snprintf(name, sizeof(name), XPU_RING_NAME_FMT, conf->actors[i].name,
+				 a->self->shard);
+			m->rings[m->n] = ring__open(a->dirfd, name, RING_CONSUMER);
+			if (!m->rings[m->n++])
+				goto err;
+		}
+		m->c_records = actor__counter(a, "records_in");
+		m->c_lost = actor__counter(a, "records_lost");
+	}
+	return 0;
+err:
+	fprintf(stderr, PROG ": unable to open ring %s: %s\n", name, strerror(errno));
+	return -errno;
+}
+
+static int count_record(const void *rec, __u32 size, void *ctx)
+{
+	struct mesh *m = ctx;
+	const struct xpu_rec *h = rec;
+
+	(void)size;
+	if (h->type == XPU_REC_LOSS)
+		m->lost += ((const struct xpu_loss *)rec)->count;
+	else
+		m->records++;
+	return 0;
+}
+
+/* One step of data flow: a source writes what its rate allows since the last step. */
+static void mesh__step(struct mesh *m, struct actor *a, const struct test_keys *k, __u64 since_ns)
+{
+	_Alignas(8) unsigned char rec[64];
+	__u64 due, i;
+	unsigned int r;
+
+	if (a->self->role == CONF_ROLE_SOURCE && k->produce_per_s && m->n) {
+		due = (xpu_now_ns() - since_ns) * k->produce_per_s / 1000000000ull;
+		for (i = m->seq; i < due; i++) {
+			r = (unsigned int)(i % m->n);
+			xpu_string__build(rec, sizeof(rec), xpu_now_ns(), (__u32)getpid(),
+					  (__u32)getpid(), i, XPU_STR_OTHER, "test", 4);
+			if (ring__write(m->rings[r], rec, sizeof(struct xpu_string) + 8))
+				m->lost++;
+			else
+				m->records++;
+		}
+		m->seq = due > m->seq ? due : m->seq;
+		for (r = 0; r < m->n; r++)
+			ring__flush(m->rings[r]);
+	} else if (a->self->role == CONF_ROLE_CORRELATOR) {
+		for (r = 0; r < m->n; r++)
+			ring__consume(m->rings[r], count_record, m, 4096);
+	}
+	actor__count(a, m->c_records, m->records);
+	actor__count(a, m->c_lost, m->lost);
+}
+
+static void mesh__close(struct mesh *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->n; i++)
+		ring__close(m->rings[i]);
+}
+
+int main(int argc, char **argv)
+{
+	struct test_keys k;
+	struct actor a;
+	struct mesh m;
+	__u64 ready_ns, now, since;
+	int crash_now, misbehave;
+
+	/* Crashes are on purpose: do not leave core files behind. */
+	setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
+	if (actor__init(&a, argc, argv, PROG))
+		return ACTOR_EXIT_PERMANENT;
+	if (load_keys(&a, &k)) {
+		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
+			a.self->section);
+		return ACTOR_EXIT_PERMANENT;
+	}
+	if (k.ignore_sigterm)
+		actor__ignore_sigterm(&a);
+	if (mesh__open(&m, &a))
+		return ACTOR_EXIT_RESTART;
+	if (k.never_ready) {
+		while (!actor__stopping(&a))
+			actor__sleep_ms(&a, 1000);
+		return 0;
+	}
+	actor__sleep_ms(&a, (unsigned int)k.ready_delay_ms);
+	actor__ready(&a);
+	ready_ns = since = xpu_now_ns();
+	/* The supervisor counts restarts in our slot: crash (or exit) only on the first
+	 * crash_times starts, so a test can fail an actor exactly once. */
+	misbehave = !k.crash_times || status_load(&a.slot->restarts) < k.crash_times;
+	crash_now = k.crash && misbehave;
+
+	while (!actor__stopping(&a) || k.ignore_sigterm) {
+		now = xpu_now_ns();
+		if (crash_now && now - ready_ns >= k.crash_after_ms * 1000000ull)
+			abort();
+		if (k.exit && misbehave && now - ready_ns >= k.exit_after_ms * 1000000ull) {
+			mesh__close(&m);
+			actor__fini(&a);
+			return (int)k.exit_code;
+		}
+		if (k.hang && misbehave && now - ready_ns >= k.hang_after_ms * 1000000ull)
+			for (;;) /* frozen: alive, no heartbeat */
+				pause();
+		mesh__step(&m, &a, &k, since);
+		actor__sleep_ms(&a, 5);
+	}
+	mesh__step(&m, &a, &k, since); /* flush what is left */
+	mesh__close(&m);
+	actor__fini(&a);
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The session status block (layout in status_types.h): created by the supervisor, mapped by
+ * actors (heartbeat, counters) and read by `xpusup status`.
+ */
+#ifndef XPUSUP_COMMON_STATUS_H
+#define XPUSUP_COMMON_STATUS_H
+
+#include <stdbool.h>
+
+#include "common/status_types.h"
+
+#define XPU_STATUS_FILE "status"
+
+/* The ring from source NAME to correlator shard N: session-dir/ring.NAME.N. */
+#define XPU_RING_NAME_FMT "ring.%s.%u"
+
+/* CLOCK_MONOTONIC in ns. */
+__u64 xpu_now_ns(void);
+
+/*
+ * status__create - create and map `status` in dirfd (0600), zeroed with a valid header.
+ * Returns the mapping (writable, owned by the caller: status__unmap) or NULL with errno.
+ */
+struct xpu_status_block *status__create(int dirfd);
+
+/*
+ * status__map - map an existing status file; writable for actors, read-only for readers.
+ * The header is checked (magic, ABI, size). Returns the mapping or NULL with errno
+ * (EBADMSG: not a status block).
+ */
+struct xpu_status_block *status__map(int dirfd, bool writable);
+
+void status__unmap(struct xpu_status_block *block);
+
+/* Relaxed atomic accessors: every field of the block goes through these. */
+#define status_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define status_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+const char *xpu_actor_state__name(__u32 state);
+
+/* "SEGV" for SIGSEGV; "?" for a number that is not a signal. */
+const char *xpu_signal__name(int sig);
+
+#endif /* XPUSUP_COMMON_STATUS_H */

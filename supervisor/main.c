@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xpusup: the command line. Exit codes: 0 success, 100 usage or configuration error,
+ * 111 system failure. Errors read "xpusup: unable to <verb>: <reason>".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "supervisor/session.h"
+#include "supervisor/status_cmd.h"
+#include "supervisor/supervisor.h"
+
+static const char usage_main[] =
+	"usage: xpusup COMMAND [OPTIONS]\n"
+	"\n"
+	"Profile programs that use the CPU and NVIDIA GPUs together: which CPU code launched\n"
+	"the GPU work that takes the time, and what the CPU and hardware did meanwhile.\n"
+	"\n"
+	"Commands:\n"
+	"  start PIPELINE.conf   start a session running the pipeline in PIPELINE.conf\n"
+	"  stop                  stop a session: sources first, so sinks finalise their files\n"
+	"  status                actors, rings and counters of a running session\n"
+	"  record -- CMD         profile CMD with the built-in pipeline (not in this build yet)\n"
+	"  run -- CMD            run CMD attached to a running session (not in this build yet)\n"
+	"  subscribe URL         receive a session's events remotely (not in this build yet)\n"
+	"\n"
+	"`xpusup COMMAND --help` describes each command. Exit status: 0 success,\n"
+	"100 usage or configuration error, 111 system failure.\n"
+	"Documentation: README.md, docs/pipeline.md, docs/supervisor.md.\n";
+
+static const char usage_start[] =
+	"usage: xpusup start PIPELINE.conf [--session NAME] [--foreground] [--check]\n"
+	"\n"
+	"Validate PIPELINE.conf completely, then start a supervisor that starts its actors\n"
+	"(sinks, then correlators, then sources), restarts them by the configured policy and\n"
+	"keeps the session until `xpusup stop`. Returns once every actor is ready.\n"
+	"\n"
+	"  -s, --session NAME  session name (default: default); its directory is\n"
+	"                      /run/xpusup/NAME as root, $XDG_RUNTIME_DIR/xpusup/NAME otherwise\n"
+	"  -f, --foreground    supervise in this process, logging to stderr, until SIGINT/SIGTERM\n"
+	"  -c, --check         only validate PIPELINE.conf and the actor programs\n"
+	"\n"
+	"Configuration errors are printed as FILE:LINE: message (exit 100). The supervisor of a\n"
+	"background session logs to /run/xpusup/NAME.log (or the $XDG_RUNTIME_DIR equivalent).\n";
+
+static const char usage_stop[] =
+	"usage: xpusup stop [--session NAME] [--timeout SECONDS]\n"
+	"\n"
+	"Ask the session's supervisor to stop (SIGTERM) and wait until it has: sources stop\n"
+	"first, then correlators, then sinks, each within its shutdown_timeout_ms (then\n"
+	"SIGKILL). Nothing is left behind: no process, ring or status file.\n"
+	"\n"
+	"  -s, --session NAME  session name (default: default)\n"
+	"  -t, --timeout S     give up waiting after S seconds (default 60)\n";
+
+static const char usage_status[] =
+	"usage: xpusup status [--session NAME] [--json] [--watch [--interval MS]]\n"
+	"\n"
+	"Show the session's actors (kind, role, state, pid, restarts, last exit, uptime), its\n"
+	"rings (records produced, consumed, lost by cause, corrupt, fill) and the counters each\n"
+	"actor publishes.\n"
+	"\n"
+	"  -s, --session NAME  session name (default: default)\n"
+	"  -j, --json          one JSON object (see docs/supervisor.md for the fields)\n"
+	"  -w, --watch         redraw in place every interval until Ctrl-C\n"
+	"  -i, --interval MS   redraw interval for --watch (default 1000)\n";
+
+static const char usage_record[] =
+	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] -- CMD [ARGS...]\n"
+	"\n"
+	"Profile CMD with the built-in pipeline (CPU sampler on CMD's process tree, PMU\n"
+	"counters, CUPTI when CMD uses CUDA, correlators, folded/timeline/stats sinks) and write\n"
+	"DIR/flame.folded, trace.json, stats.json, stats.txt. Not in this build yet: it arrives\n"
+	"with the CPU source.\n";
+
+static const char usage_run[] =
+	"usage: xpusup run [--session NAME] -- CMD [ARGS...]\n"
+	"\n"
+	"Run CMD attached to a running session (sets the CUDA injection environment). Not in\n"
+	"this build yet: it arrives with the CUPTI source.\n";
+
+static const char usage_subscribe[] =
+	"usage: xpusup subscribe URL [--format folded|trace|stats|raw] [-o FILE]\n"
+	"\n"
+	"Receive the correlated events a session's publish sink sends. Not in this build yet:\n"
+	"it arrives with the sinks.\n";
+
+static int usage_error(const char *verb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int usage_error(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "xpusup: unable to %s: ", verb);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see `xpusup %s --help`)\n", verb);
+	return XPUSUP_EXIT_USAGE;
+}
+
+static int cmd_start(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "check", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = SESSION_DEFAULT;
+	char *progs[CONF_MAX_ACTORS] = { 0 };
+	int foreground = 0, check = 0, c, code, err, pipefd[2];
+	struct conf *conf = NULL;
+	struct session s;
+	pid_t pid, holder = 0;
+	unsigned int i;
+	FILE *in;
+	char line[4400];
+
+	while ((c = getopt_long(argc, argv, "s:fch", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			name = optarg;
+			break;
+		case 'f':
+			foreground = 1;
+			break;
+		case 'c':
+			check = 1;
+			break;
+		case 'h':
+			fputs(usage_start, stdout);
+			return 0;
+		default:
+			return usage_error("start", "%s", "bad option");
+		}
+	}
+	if (optind != argc - 1)
+		return usage_error("start", "%s", "expected one PIPELINE.conf");
+	if (session__paths(&s, name) == -EINVAL)
+		return usage_error("start", "bad session name '%s': use letters, digits, _ . -",
+				   name);
+	err = conf__load(argv[optind], &conf, stderr);
+	if (err)
+		return err == -EINVAL ? XPUSUP_EXIT_USAGE : XPUSUP_EXIT_SYSTEM;
+	code = XPUSUP_EXIT_SYSTEM;
+	if (supervisor_find_programs(conf, progs))
+		goto out;
+	if (check) {
+		printf("%s: ok (%u actors, %u shards)\n", conf->path, conf->n_actors, conf->shards);
+		code = 0;
+		goto out;
+	}
+	if (session__paths(&s, name)) {
+		fprintf(stderr,
+			"xpusup: unable to start: not root and XDG_RUNTIME_DIR is not set\n");
+		goto out;
+	}
+
+	if (foreground) {
+		err = session__create(&s, conf, &holder);
+		if (err) {
+			if (err == -EBUSY)
+				fprintf(stderr,
+					"xpusup: unable to start: session %s is already "
+					"running (pid %d)\n",
+					s.name, (int)holder);
+			else
+				fprintf(stderr, "xpusup: unable to start: %s: %s\n", s.dir,
+					strerror(-err));
+			goto out;
+		}
+		code = supervisor_run(&s, conf, progs, -1);
+		session__destroy(&s);
+		goto out;
+	}
+
+	/* Background: a child becomes the supervisor and tells us, over a pipe, when every
+	 * actor is ready or why the session could not start. */
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		fprintf(stderr, "xpusup: unable to start: pipe: %s\n", strerror(errno));
+		goto out;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "xpusup: unable to start: fork: %s\n", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		int logfd, devnull;
+
+		close(pipefd[0]);
+		setsid();
+		devnull = open("/dev/null", O_RDWR);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		err = session__create(&s, conf, &holder);
+		if (err) {
+			if (err == -EBUSY)
+				snprintf(line, sizeof(line),
+					 "ERR 111 session %s is already running "
+					 "(pid %d)\n",
+					 s.name, (int)holder);
+			else
+				snprintf(line, sizeof(line), "ERR 111 %s: %s\n", s.dir,
+					 strerror(-err));
+			if (write(pipefd[1], line, strlen(line)) < 0)
+				_exit(XPUSUP_EXIT_SYSTEM);
+			_exit(XPUSUP_EXIT_SYSTEM);
+		}
+		/* Only the lock holder may truncate the log: another session's start must not. */
+		logfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (logfd >= 0) {
+			dup2(logfd, 1);
+			dup2(logfd, 2);
+			close(logfd);
+		}
+		code = supervisor_run(&s, conf, progs, pipefd[1]);
+		session__destroy(&s);
+		_exit(code);
+	}
+	close(pipefd[1]);
+	fprintf(stderr, "xpusup: starting session %s (%u actors)...\n", s.name, conf->n_actors);
+	in = fdopen(pipefd[0], "r");
+	if (!in || !fgets(line, sizeof(line), in)) {
+		fprintf(stderr,
+			"xpusup: unable to start: the supervisor died during start (see %s)\n",
+			s.log);
+	} else if (!strncmp(line, "OK", 2)) {
+		printf("xpusup: session %s running: %u actors; log %s\n"
+		       "  xpusup status%s%s    xpusup stop%s%s\n",
+		       s.name, conf->n_actors, s.log,
+		       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
+		       strcmp(name, SESSION_DEFAULT) ? name : "",
+		       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
+		       strcmp(name, SESSION_DEFAULT) ? name : "");
+		code = 0;
+	} else {
+		char *msg = NULL;
+
+		code = (int)strtol(line + 4, &msg, 10);
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "xpusup: unable to start: %s\n", msg && *msg ? msg + 1 : line);
+		if (code != XPUSUP_EXIT_USAGE)
+			code = XPUSUP_EXIT_SYSTEM;
+		waitpid(pid, NULL, 0); /* it stops its actors and cleans up before exiting */
+	}
+	if (in)
+		fclose(in);
+out:
+	for (i = 0; i < CONF_MAX_ACTORS; i++)
+		free(progs[i]);
+	conf__free(conf);
+	return code;
+}
+
+static int cmd_stop(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = SESSION_DEFAULT;
+	unsigned long long timeout_s = 60;
+	struct pollfd pfd;
+	struct session s;
+	int c, err, pidfd;
+	pid_t pid;
+
+	while ((c = getopt_long(argc, argv, "s:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			name = optarg;
+			break;
+		case 't':
+			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
+				return usage_error("stop", "bad --timeout '%s': seconds 1..86400",
+						   optarg);
+			break;
+		case 'h':
+			fputs(usage_stop, stdout);
+			return 0;
+		default:
+			return usage_error("stop", "%s", "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_error("stop", "unexpected argument '%s'", argv[optind]);
+	err = session__paths(&s, name);
+	if (err == -EINVAL)
+		return usage_error("stop", "bad session name '%s'", name);
+	if (err) {
+		fprintf(stderr,
+			"xpusup: unable to stop: not root and XDG_RUNTIME_DIR is not set\n");
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	err = session__open(&s);
+	if (err && err != -EAGAIN) {
+		fprintf(stderr, "xpusup: unable to stop: no session '%s' is running\n", s.name);
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	pid = session__pid(&s);
+	session__close(&s);
+	pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0)) {
+		fprintf(stderr, "xpusup: unable to stop: cannot signal supervisor pid %d: %s\n",
+			(int)pid, strerror(errno));
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	fprintf(stderr, "xpusup: stopping session %s (supervisor pid %d)...\n", s.name, (int)pid);
+	pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
+	err = poll(&pfd, 1, (int)(timeout_s * 1000));
+	close(pidfd);
+	if (err <= 0) {
+		fprintf(stderr,
+			"xpusup: unable to stop: session %s still running after %llu s "
+			"(supervisor pid %d; see %s)\n",
+			s.name, timeout_s, (int)pid, s.log);
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	fprintf(stderr, "xpusup: session %s stopped\n", s.name);
+	return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = SESSION_DEFAULT;
+	unsigned long long interval = 1000;
+	int c, json = 0, watch = 0;
+
+	while ((c = getopt_long(argc, argv, "s:jwi:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			name = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'w':
+			watch = 1;
+			break;
+		case 'i':
+			if (conf_parse_uint(optarg, 50, 3600000, &interval))
+				return usage_error("status", "bad --interval '%s': ms 50..3600000",
+						   optarg);
+			break;
+		case 'h':
+			fputs(usage_status, stdout);
+			return 0;
+		default:
+			return usage_error("status", "%s", "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_error("status", "unexpected argument '%s'", argv[optind]);
+	return status_cmd(name, json, watch, (unsigned int)interval);
+}
+
+static int cmd_later(const char *verb, const char *usage, const char *arrives, int argc,
+		     char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+	fprintf(stderr, "xpusup: unable to %s: not available in this build yet (arrives with %s)\n",
+		verb, arrives);
+	return XPUSUP_EXIT_SYSTEM;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd || !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		if (cmd && !strcmp(cmd, "help") && argc > 2) {
+			static char *help_argv[3];
+
+			help_argv[0] = argv[2];
+			help_argv[1] = (char *)"--help";
+
+			argv = help_argv;
+			argc = 2;
+			cmd = argv[0];
+			optind = 0;
+			goto dispatch;
+		}
+		fputs(usage_main, cmd ? stdout : stderr);
+		return cmd ? 0 : XPUSUP_EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("xpusup %s\n", XPUSUP_VERSION);
+		return 0;
+	}
+	argv++;
+	argc--;
+dispatch:
+	optind = 0; /* full getopt reset: each command parses from its own argv[0] */
+	if (!strcmp(cmd, "start"))
+		return cmd_start(argc, argv);
+	if (!strcmp(cmd, "stop"))
+		return cmd_stop(argc, argv);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc, argv);
+	if (!strcmp(cmd, "record"))
+		return cmd_later("record", usage_record, "the CPU source", argc, argv);
+	if (!strcmp(cmd, "run"))
+		return cmd_later("run", usage_run, "the CUPTI source", argc, argv);
+	if (!strcmp(cmd, "subscribe"))
+		return cmd_later("subscribe", usage_subscribe, "the sinks", argc, argv);
+	fprintf(stderr, "xpusup: unable to run '%s': unknown command (see `xpusup --help`)\n", cmd);
+	return XPUSUP_EXIT_USAGE;
+}
