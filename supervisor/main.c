@@ -122,7 +122,7 @@ static int cmd_start(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *name = SESSION_DEFAULT;
-	char *progs[CONF_MAX_ACTORS] = { 0 };
+	char *progs[CONF_MAX_ACTORS] = { 0 }, *conf_arg;
 	int foreground = 0, check = 0, c, code, err, pipefd[2];
 	struct conf *conf = NULL;
 	struct session s;
@@ -154,14 +154,18 @@ static int cmd_start(int argc, char **argv)
 	if (session__paths(&s, name) == -EINVAL)
 		return usage_error("start", "bad session name '%s': use letters, digits, _ . -",
 				   name);
-	err = conf__load(argv[optind], &conf, stderr);
+	/* An absolute path, so status shows where the config came from wherever it runs. */
+	conf_arg = realpath(argv[optind], NULL);
+	err = conf__load(conf_arg ? conf_arg : argv[optind], &conf, stderr);
+	free(conf_arg);
 	if (err)
 		return err == -EINVAL ? XPUSUP_EXIT_USAGE : XPUSUP_EXIT_SYSTEM;
 	code = XPUSUP_EXIT_SYSTEM;
 	if (supervisor_find_programs(conf, progs))
 		goto out;
 	if (check) {
-		printf("%s: ok (%u actors, %u shards)\n", conf->path, conf->n_actors, conf->shards);
+		printf("%s: ok: %u actors, correlator shards: %u\n", conf->path, conf->n_actors,
+		       conf->shards);
 		code = 0;
 		goto out;
 	}

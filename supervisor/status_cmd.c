@@ -122,7 +122,7 @@ static void print_text(FILE *out, const struct session *s)
 	bool any_counter = false;
 
 	fmt_duration(up, sizeof(up), now - b->hdr.started_ns);
-	fprintf(out, "session %s: %s, supervisor pid %u, up %s, %u actors, %u shards\n",
+	fprintf(out, "session %s: %s, supervisor pid %u, up %s, %u actors, correlator shards: %u\n",
 		b->hdr.session, session_state_name(status_load(&b->hdr.state)),
 		b->hdr.supervisor_pid, up, n_actors, b->hdr.shards);
 	fprintf(out, "config %s, log %s\n\n", b->hdr.config_path, s->log);

@@ -183,7 +183,7 @@ static int child_spawn(struct supervisor *sup, struct child *c)
 	char slot_arg[16];
 	struct epoll_event ev;
 	sigset_t none;
-	int pipefd[2];
+	int pipefd[2], nullfd;
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -217,6 +217,12 @@ static int child_spawn(struct supervisor *sup, struct child *c)
 				_exit(XPUSUP_EXIT_SYSTEM);
 		} else {
 			fcntl(3, F_SETFD, 0);
+		}
+		nullfd = open("/dev/null", O_RDONLY);
+		if (nullfd > 0) {
+			dup2(nullfd, 0);
+			if (nullfd != 3)
+				close(nullfd);
 		}
 		setenv("XPUSUP_NOTIFY_FD", "3", 1);
 		setenv("XPUSUP_SESSION", sup->session->dir, 1);
