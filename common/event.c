@@ -5,44 +5,53 @@
 #include <errno.h>
 #include <string.h>
 
-struct kind_info {
-	const char *name;
-	__u32 min_size;
-	__u32 max_size;
+static const char *const kind_names[XPU_REC_TYPE_MAX] = {
+	[XPU_REC_PAD] = "pad",
+	[XPU_REC_CPU_SAMPLE] = "cpu_sample",
+	[XPU_REC_LAUNCH] = "launch",
+	[XPU_REC_CUDA_API] = "cuda_api",
+	[XPU_REC_GPU_KERNEL] = "gpu_kernel",
+	[XPU_REC_GPU_MEMCPY] = "gpu_memcpy",
+	[XPU_REC_GPU_MEMSET] = "gpu_memset",
+	[XPU_REC_GPU_SYNC] = "gpu_sync",
+	[XPU_REC_GPU_MEMORY] = "gpu_memory",
+	[XPU_REC_PMU_COUNTER] = "pmu_counter",
+	[XPU_REC_RANGE] = "range",
+	[XPU_REC_PROC_EXEC] = "proc_exec",
+	[XPU_REC_PROC_EXIT] = "proc_exit",
+	[XPU_REC_CLOCK_SYNC] = "clock_sync",
+	[XPU_REC_STRING] = "string",
+	[XPU_REC_LOSS] = "loss",
 };
 
-/* Fixed kinds have min == max. Variable kinds are checked exactly in validate_payload(). */
-static const struct kind_info kinds[XPU_REC_TYPE_MAX] = {
-	[XPU_REC_PAD] = { "pad", 8, 0xfffffff8u },
-	[XPU_REC_CPU_SAMPLE] = { "cpu_sample", sizeof(struct xpu_cpu_sample),
+#define FIXED(type)                        \
+	{                                  \
+		sizeof(type), sizeof(type) \
+	}
+
+/* Fixed kinds have min == max. Variable kinds are checked exactly in xpu_rec__check(). */
+const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
+	[XPU_REC_PAD] = { 8, 0xfffffff8u },
+	[XPU_REC_CPU_SAMPLE] = { sizeof(struct xpu_cpu_sample),
 				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES },
-	[XPU_REC_LAUNCH] = { "launch", sizeof(struct xpu_launch),
+	[XPU_REC_LAUNCH] = { sizeof(struct xpu_launch),
 			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES },
-	[XPU_REC_CUDA_API] = { "cuda_api", sizeof(struct xpu_cuda_api),
-			       sizeof(struct xpu_cuda_api) },
-	[XPU_REC_GPU_KERNEL] = { "gpu_kernel", sizeof(struct xpu_gpu_kernel),
-				 sizeof(struct xpu_gpu_kernel) },
-	[XPU_REC_GPU_MEMCPY] = { "gpu_memcpy", sizeof(struct xpu_gpu_memcpy),
-				 sizeof(struct xpu_gpu_memcpy) },
-	[XPU_REC_GPU_MEMSET] = { "gpu_memset", sizeof(struct xpu_gpu_memset),
-				 sizeof(struct xpu_gpu_memset) },
-	[XPU_REC_GPU_SYNC] = { "gpu_sync", sizeof(struct xpu_gpu_sync),
-			       sizeof(struct xpu_gpu_sync) },
-	[XPU_REC_GPU_MEMORY] = { "gpu_memory", sizeof(struct xpu_gpu_memory),
-				 sizeof(struct xpu_gpu_memory) },
-	[XPU_REC_PMU_COUNTER] = { "pmu_counter", sizeof(struct xpu_pmu_counter),
-				  sizeof(struct xpu_pmu_counter) },
-	[XPU_REC_RANGE] = { "range", sizeof(struct xpu_range),
+	[XPU_REC_CUDA_API] = FIXED(struct xpu_cuda_api),
+	[XPU_REC_GPU_KERNEL] = FIXED(struct xpu_gpu_kernel),
+	[XPU_REC_GPU_MEMCPY] = FIXED(struct xpu_gpu_memcpy),
+	[XPU_REC_GPU_MEMSET] = FIXED(struct xpu_gpu_memset),
+	[XPU_REC_GPU_SYNC] = FIXED(struct xpu_gpu_sync),
+	[XPU_REC_GPU_MEMORY] = FIXED(struct xpu_gpu_memory),
+	[XPU_REC_PMU_COUNTER] = FIXED(struct xpu_pmu_counter),
+	[XPU_REC_RANGE] = { sizeof(struct xpu_range),
 			    XPU_ROUND_UP8(sizeof(struct xpu_range) + XPU_RANGE_NAME_MAX) },
-	[XPU_REC_PROC_EXEC] = { "proc_exec", sizeof(struct xpu_proc_exec),
+	[XPU_REC_PROC_EXEC] = { sizeof(struct xpu_proc_exec),
 				XPU_ROUND_UP8(sizeof(struct xpu_proc_exec) + XPU_PATH_MAX) },
-	[XPU_REC_PROC_EXIT] = { "proc_exit", sizeof(struct xpu_proc_exit),
-				sizeof(struct xpu_proc_exit) },
-	[XPU_REC_CLOCK_SYNC] = { "clock_sync", sizeof(struct xpu_clock_sync),
-				 sizeof(struct xpu_clock_sync) },
-	[XPU_REC_STRING] = { "string", sizeof(struct xpu_string),
+	[XPU_REC_PROC_EXIT] = FIXED(struct xpu_proc_exit),
+	[XPU_REC_CLOCK_SYNC] = FIXED(struct xpu_clock_sync),
+	[XPU_REC_STRING] = { sizeof(struct xpu_string),
 			     XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) },
-	[XPU_REC_LOSS] = { "loss", sizeof(struct xpu_loss), sizeof(struct xpu_loss) },
+	[XPU_REC_LOSS] = FIXED(struct xpu_loss),
 };
 
 _Static_assert(XPU_REC_MAX_SIZE == XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX),
@@ -50,18 +59,18 @@ _Static_assert(XPU_REC_MAX_SIZE == XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU
 
 __u32 xpu_rec_type__min_size(__u32 type)
 {
-	return type < XPU_REC_TYPE_MAX ? kinds[type].min_size : 0;
+	return type < XPU_REC_TYPE_MAX ? xpu_rec_bounds[type].min_size : 0;
 }
 
 __u32 xpu_rec_type__max_size(__u32 type)
 {
-	return type < XPU_REC_TYPE_MAX ? kinds[type].max_size : 0;
+	return type < XPU_REC_TYPE_MAX ? xpu_rec_bounds[type].max_size : 0;
 }
 
 const char *xpu_rec_type__name(__u32 type)
 {
-	if (type < XPU_REC_TYPE_MAX && kinds[type].name)
-		return kinds[type].name;
+	if (type < XPU_REC_TYPE_MAX && kind_names[type])
+		return kind_names[type];
 	return "unknown";
 }
 
@@ -90,83 +99,9 @@ void xpu_rec__init(void *rec, __u16 type, __u32 size, __u64 ts_ns, __u32 pid, __
 	hdr->tid = tid;
 }
 
-/* The exact size that the counts inside a variable-length record imply. */
-static int validate_payload(const struct xpu_rec *hdr, __u32 size)
-{
-	__u64 want;
-
-	switch (hdr->type) {
-	case XPU_REC_CPU_SAMPLE: {
-		const struct xpu_cpu_sample *s = (const void *)hdr;
-
-		if (s->n_kernel > XPU_MAX_FRAMES || s->n_user > XPU_MAX_FRAMES)
-			return -EBADMSG;
-		want = xpu_cpu_sample__size(s->n_kernel, s->n_user);
-		break;
-	}
-	case XPU_REC_LAUNCH: {
-		const struct xpu_launch *l = (const void *)hdr;
-
-		if (l->n_user > XPU_MAX_FRAMES)
-			return -EBADMSG;
-		want = xpu_launch__size(l->n_user);
-		break;
-	}
-	case XPU_REC_RANGE: {
-		const struct xpu_range *r = (const void *)hdr;
-
-		if (r->name_len > XPU_RANGE_NAME_MAX || r->phase < XPU_RANGE_PUSH ||
-		    r->phase > XPU_RANGE_MARK)
-			return -EBADMSG;
-		want = xpu_range__size(r->name_len);
-		break;
-	}
-	case XPU_REC_PROC_EXEC: {
-		const struct xpu_proc_exec *e = (const void *)hdr;
-
-		if (e->path_len > XPU_PATH_MAX)
-			return -EBADMSG;
-		want = xpu_proc_exec__size(e->path_len);
-		break;
-	}
-	case XPU_REC_STRING: {
-		const struct xpu_string *s = (const void *)hdr;
-
-		if (s->len > XPU_STRING_MAX)
-			return -EBADMSG;
-		want = xpu_string__size(s->len);
-		break;
-	}
-	case XPU_REC_LOSS: {
-		const struct xpu_loss *l = (const void *)hdr;
-
-		if (l->cause == 0 || l->cause >= XPU_LOSS_CAUSE_MAX)
-			return -EBADMSG;
-		want = size;
-		break;
-	}
-	default:
-		want = size; /* fixed kinds: the bounds check already pinned the size */
-		break;
-	}
-	return want == size ? 0 : -EBADMSG;
-}
-
 int xpu_rec__validate(const void *buf, size_t len)
 {
-	const struct xpu_rec *hdr = buf;
-	__u32 size;
-
-	if (len < sizeof(*hdr) || len > 0xffffffffu)
-		return -EBADMSG;
-	size = hdr->size;
-	if (size != len || size % XPU_REC_ALIGN != 0)
-		return -EBADMSG;
-	if (hdr->type == XPU_REC_PAD || hdr->type >= XPU_REC_TYPE_MAX || !kinds[hdr->type].name)
-		return -EBADMSG;
-	if (size < kinds[hdr->type].min_size || size > kinds[hdr->type].max_size)
-		return -EBADMSG;
-	return validate_payload(hdr, size);
+	return xpu_rec__check(buf, len);
 }
 
 static void copy_comm(char dst[XPU_COMM_LEN], const char *comm)

@@ -129,6 +129,13 @@ void *ring__reserve(struct ring *r, __u32 size);
  */
 bool ring__fits(struct ring *r, __u32 size);
 
+/*
+ * ring__try_reserve - as ring__reserve, for producers that would rather wait than drop:
+ * when the record does not fit now it returns NULL with errno EAGAIN and counts nothing
+ * (flush, let the consumer catch up, try again). E2BIG and EINVAL are as for ring__reserve.
+ */
+void *ring__try_reserve(struct ring *r, __u32 size);
+
 /* ring__commit - make the reserved record part of the next publish. */
 void ring__commit(struct ring *r);
 
@@ -175,9 +182,9 @@ void ring__release(struct ring *r);
 int ring__consume(struct ring *r, ring_record_fn fn, void *ctx, unsigned int max);
 
 /*
- * ring__wait - sleep until the producer publishes or timeout_ns passes (0: do not sleep,
- * -1 (~0ull): no timeout). Releases what was read first, so the producer is never kept
- * waiting for space by a sleeping consumer. Returns 1 when records are readable, 0 on
+ * ring__wait - wait until the producer publishes or timeout_ns passes (0: do not wait,
+ * -1 (~0ull): no timeout): poll for up to 20 us, then sleep on the futex. Releases what was
+ * read first, so the producer is never kept waiting for space by a sleeping consumer. Returns 1 when records are readable, 0 on
  * timeout or signal (EINTR is not an error here: the caller's loop checks its flags).
  */
 int ring__wait(struct ring *r, __u64 timeout_ns);

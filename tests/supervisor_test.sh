@@ -236,6 +236,7 @@ pid=$(json "$s" "a['victim']['pid']")
 kill -STOP "$pid"
 wait_for 5 restarts_is "$s" victim 1
 ok $? "a SIGSTOPped actor is detected by the watchdog and replaced"
+wait_for 5 restarts_is "$s" hangs 1
 got=$(json "$s" "a['victim']['state'], a['victim']['last_exit'], a['victim']['pid'] != $pid, a['hangs']['restarts'], a['hangs']['state']")
 [ "$got" = "running {'signal': 'SIGKILL'} True 1 running" ]
 ok $? "it was SIGKILLed and runs again under a new pid; an actor that stops beating is too (got $got)"
@@ -369,8 +370,10 @@ f1=$(min_fds)
 sleep 1
 r2=$(json "$s" "a['flappy']['restarts']")
 f2=$(min_fds)
-[ $((r2 - r1)) -ge 20 ] && [ "$f1" = "$f2" ]
-ok $? "the supervisor's open fds stay at $f1 over $((r2 - r1)) restarts (now $f2)"
+# A leak of one fd per restart would add as many fds as restarts; allow the one fd a child
+# between exit and restart may or may not hold when sampled.
+[ $((r2 - r1)) -ge 20 ] && [ "$f2" -le $((f1 + 1)) ]
+ok $? "the supervisor's open fds stay at $f1 (+-1 in flight) over $((r2 - r1)) restarts (now $f2)"
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
 
 # ---- start/stop cycles leave nothing behind --------------------------------------------

@@ -21,6 +21,7 @@
 #include <linux/types.h>
 
 #if !defined(__bpf__)
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #endif
@@ -448,6 +449,15 @@ int xpu_launch__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid,
 int xpu_loss__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 cause, __u64 count,
 		    __u64 first_ns);
 
+/* Size bounds per kind, indexed by type (defined in common/event.c). Fixed kinds have
+ * min_size == max_size; unknown kinds are all zero. */
+struct xpu_rec_bounds {
+	__u32 min_size;
+	__u32 max_size;
+};
+
+extern const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX];
+
 /*
  * xpu_rec__validate - check that len bytes at buf are one well-formed record.
  *
@@ -458,8 +468,80 @@ int xpu_loss__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 cause, 
  * copy, never memory another process is still writing).
  *
  * Returns 0, or -EBADMSG for a malformed record (which a caller counts and skips).
+ * xpu_rec__check is the same check, inline, for the hot paths (the ring consumer).
  */
 int xpu_rec__validate(const void *buf, size_t len);
+
+static inline int xpu_rec__check(const void *buf, size_t len)
+{
+	const struct xpu_rec *hdr = (const struct xpu_rec *)buf;
+	__u32 size, type;
+	__u64 want;
+
+	if (len < sizeof(*hdr) || len > 0xffffffffu)
+		return -EBADMSG;
+	size = hdr->size;
+	type = hdr->type;
+	if (size != len || size % XPU_REC_ALIGN || type == XPU_REC_PAD ||
+	    type >= XPU_REC_TYPE_MAX || size < xpu_rec_bounds[type].min_size ||
+	    size > xpu_rec_bounds[type].max_size)
+		return -EBADMSG;
+	switch (type) {
+	case XPU_REC_CPU_SAMPLE: {
+		const struct xpu_cpu_sample *s = (const struct xpu_cpu_sample *)buf;
+
+		if (s->n_kernel > XPU_MAX_FRAMES || s->n_user > XPU_MAX_FRAMES)
+			return -EBADMSG;
+		want = xpu_cpu_sample__size(s->n_kernel, s->n_user);
+		break;
+	}
+	case XPU_REC_LAUNCH: {
+		const struct xpu_launch *l = (const struct xpu_launch *)buf;
+
+		if (l->n_user > XPU_MAX_FRAMES)
+			return -EBADMSG;
+		want = xpu_launch__size(l->n_user);
+		break;
+	}
+	case XPU_REC_RANGE: {
+		const struct xpu_range *r = (const struct xpu_range *)buf;
+
+		if (r->name_len > XPU_RANGE_NAME_MAX || r->phase < XPU_RANGE_PUSH ||
+		    r->phase > XPU_RANGE_MARK)
+			return -EBADMSG;
+		want = xpu_range__size(r->name_len);
+		break;
+	}
+	case XPU_REC_PROC_EXEC: {
+		const struct xpu_proc_exec *e = (const struct xpu_proc_exec *)buf;
+
+		if (e->path_len > XPU_PATH_MAX)
+			return -EBADMSG;
+		want = xpu_proc_exec__size(e->path_len);
+		break;
+	}
+	case XPU_REC_STRING: {
+		const struct xpu_string *s = (const struct xpu_string *)buf;
+
+		if (s->len > XPU_STRING_MAX)
+			return -EBADMSG;
+		want = xpu_string__size(s->len);
+		break;
+	}
+	case XPU_REC_LOSS: {
+		const struct xpu_loss *l = (const struct xpu_loss *)buf;
+
+		if (l->cause == 0 || l->cause >= XPU_LOSS_CAUSE_MAX)
+			return -EBADMSG;
+		want = size;
+		break;
+	}
+	default:
+		want = size; /* fixed kinds: the bounds check already pinned the size */
+		break;
+	}
+	return want == size ? 0 : -EBADMSG;
+}
 
 /* Smallest and largest valid size of a kind; 0 for an unknown kind. */
 __u32 xpu_rec_type__min_size(__u32 type);
