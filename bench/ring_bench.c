@@ -162,21 +162,6 @@ static int pin_to(int cpu)
 }
 
 /* The per-record payload work of both producers; see the top of the file. */
-static inline void bench_rec_build(void *p, __u32 size, __u64 seq)
-{
-	struct xpu_string *s = p;
-
-	s->hdr.type = XPU_REC_STRING;
-	s->hdr.flags = 0;
-	s->hdr.size = size;
-	s->hdr.ts_ns = seq;
-	s->hdr.pid = 1;
-	s->hdr.tid = 1;
-	s->id = seq;
-	s->kind = XPU_STR_OTHER;
-	s->len = size - TR_MIN_SIZE;
-}
-
 static inline void tally_record(struct tally *t, const void *rec)
 {
 	const struct xpu_string *s = rec;
@@ -237,7 +222,7 @@ static int xpusup_produce(struct ring *r, __u32 size, __u64 count, pid_t consume
 					return -EPIPE;
 			}
 		}
-		bench_rec_build(p, size, seq);
+		tr_build_header(p, size, seq);
 		ring__commit(r);
 		if ((seq + 1) % FLUSH_EVERY == 0)
 			ring__flush(r);
@@ -323,7 +308,7 @@ static int slot_produce(struct slot_ring *sr, __u32 size, __u64 count, unsigned 
 			if (spins % 4096 == 0 && child_gone(consumer))
 				return -EPIPE;
 		}
-		bench_rec_build(slots + pos * size, size, seq);
+		tr_build_header(slots + pos * size, size, seq);
 		if (++pos == nslots)
 			pos = 0;
 		if (++head - published >= batch) {
@@ -790,7 +775,7 @@ static int check_record_format(const struct options *opt)
 
 	for (i = 0; i < opt->n_sizes; i++) {
 		memset(rec, 0, opt->sizes[i]);
-		bench_rec_build(rec, opt->sizes[i], 1);
+		tr_build_header(rec, opt->sizes[i], 1);
 		if (xpu_rec__validate(rec, opt->sizes[i]))
 			return -EBADMSG;
 	}

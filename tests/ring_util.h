@@ -39,12 +39,10 @@ static inline __u32 tr_size_for(__u64 seq, __u32 min, __u32 max)
 	return min + 8 * (__u32)(tr_mix(seq ^ 0x5eed) % slots);
 }
 
-/* Write a test record of size bytes (a multiple of 8, >= TR_MIN_SIZE) for seq at rec. */
-static inline void tr_build(void *rec, __u32 size, __u64 seq)
+/* The 40-byte header of a test record: what the bench writes per record. */
+static inline void tr_build_header(void *rec, __u32 size, __u64 seq)
 {
 	struct xpu_string *s = (struct xpu_string *)rec;
-	__u32 words = (size - TR_MIN_SIZE) / 8, i;
-	__u64 w;
 
 	s->hdr.type = XPU_REC_STRING;
 	s->hdr.flags = 0;
@@ -55,6 +53,16 @@ static inline void tr_build(void *rec, __u32 size, __u64 seq)
 	s->id = seq;
 	s->kind = XPU_STR_OTHER;
 	s->len = size - TR_MIN_SIZE;
+}
+
+/* Write a test record of size bytes (a multiple of 8, >= TR_MIN_SIZE) for seq at rec. */
+static inline void tr_build(void *rec, __u32 size, __u64 seq)
+{
+	struct xpu_string *s = (struct xpu_string *)rec;
+	__u32 words = (size - TR_MIN_SIZE) / 8, i;
+	__u64 w;
+
+	tr_build_header(rec, size, seq);
 	for (i = 0; i < words; i++) {
 		w = tr_mix(seq * 4099 + i);
 		memcpy(s->text + 8 * i, &w, 8);
