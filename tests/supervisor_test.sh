@@ -166,6 +166,26 @@ ok $? "and the message names the actor"
 ok $? "after exactly 4 exits (3 restarts allowed)"
 check "nothing is left: no session directory" session_gone "$s"
 
+# ---- backoff: first restart at once, then doubling up to the cap ----------------------
+s="$PREFIX-backoff"
+cat >"$WORK/backoff.conf" <<EOF
+[supervisor]
+intensity = 20/10s
+backoff_min_ms = 100
+backoff_max_ms = 200
+[source eager]
+kind = test
+crash_after_ms = 0
+EOF
+"$XPUSUP" start "$WORK/backoff.conf" --session "$s" >/dev/null 2>&1
+sleep 1
+got=$(json "$s" "a['eager']['restarts']")
+# Restarts at about 0, 0.1, 0.3, 0.5, 0.7, 0.9 s: without backoff there would be thousands
+# (and the intensity of 20 would stop the session within milliseconds).
+[ -n "$got" ] && [ "$got" -ge 3 ] && [ "$got" -le 7 ]
+ok $? "backoff: an actor crashing at once is restarted immediately, then after 100, 200, 200 ms ($got restarts in 1 s)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+
 # ---- shutdown timeout: SIGTERM ignored -> SIGKILL ----------------------------------------
 s="$PREFIX-stubborn"
 cat >"$WORK/stubborn.conf" <<EOF
