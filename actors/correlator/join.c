@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Exact (pid, correlation id) join. Data structures, all allocated in join__new:
+ *
+ *   entries[]   pending state per key, a free list through `next`
+ *   keys[]      open-addressing hash (linear probing, backward-shift deletion) -> entry index
+ *   pids[]      open-addressing hash of processes -> a doubly linked list of their entries,
+ *               so PROC_EXIT touches only that process's state
+ *   waiting[]   copies of GPU records that arrived before their launch side, listed per entry
+ *   ttl_q       FIFO of (deadline, entry, generation): entries are created in time order, so
+ *               deadlines come out sorted and expiry pops only what is due
+ *   exit_q      the same for exit-grace deadlines (PROC_EXIT arrives in time order too)
+ *   linger_q    the same for keys whose GPU work matched: kept linger_ns more, not ttl_ns
+ *
+ * A queue item whose generation no longer matches its entry (the entry was matched away,
+ * evicted, or reused) is skipped when it reaches the head.
+ */
+#include "actors/correlator/join.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NIL 0xffffffffu
+#define WAIT_REC_MAX 120 /* the largest GPU activity record: GPU_KERNEL */
+#define PIDS_MAX (1u << 17) /* process slots at most: 98304 processes at 3/4 load */
+
+enum {
+	F_USED = 1 << 0,
+	F_LAUNCH = 1 << 1, /* a LAUNCH record (with its stack) arrived */
+	F_API = 1 << 2, /* a CUDA_API record arrived */
+	F_GPU_OUT = 1 << 3, /* a GPU record of this key already went out */
+	F_EXITING = 1 << 4, /* queued on exit_q */
+	F_LINGER = 1 << 5, /* matched: queued on linger_q */
+};
+
+struct entry {
+	__u64 corr;
+	__u64 launch_id; /* event id of the LAUNCH record, 0: none yet */
+	__u64 api_id; /* event id of the CUDA_API record, 0: none yet */
+	__u64 *stack; /* the LAUNCH user stack, n_stack frames, owned */
+	__u32 pid;
+	__u32 gen;
+	__u16 flags;
+	__u16 n_stack;
+	__u32 next; /* free list */
+	__u32 pid_prev, pid_next;
+	__u32 wait_head, wait_tail;
+};
+
+struct waiting {
+	_Alignas(8) unsigned char rec[WAIT_REC_MAX];
+	__u64 id; /* event id given at arrival */
+	__u32 next;
+	__u32 size;
+};
+
+struct pidstate {
+	__u32 pid; /* 0: empty slot */
+	__u32 head; /* first entry of this process */
+	__u32 n; /* entries */
+	__u32 reserved;
+};
+
+struct qitem {
+	__u64 deadline;
+	__u32 entry;
+	__u32 gen;
+};
+
+struct fifo {
+	struct qitem *items;
+	__u32 cap, head, len;
+};
+
+struct join {
+	struct join_opts opts;
+	join_emit_fn emit;
+	void *ctx;
+	struct entry *entries;
+	__u32 free_entry;
+	__u32 *keys;
+	__u32 key_mask;
+	struct pidstate *pids;
+	__u32 pid_mask;
+	__u32 n_pids;
+	struct waiting *waiting;
+	__u32 free_wait;
+	struct fifo ttl_q, exit_q, linger_q;
+	__u64 next_id;
+	__u64 now_ns; /* of the record being processed */
+	struct join_stats st;
+};
+
+size_t join__entry_size(void)
+{
+	/* the entry, its hash slots (load <= 1/2), its share of the three queues (twice
+	 * max_pending each); the process table is fixed (at most 2 MiB) */
+	return sizeof(struct entry) + 2 * sizeof(__u32) + 6 * sizeof(struct qitem);
+}
+
+static __u64 hash64(__u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static __u64 key_hash(__u32 pid, __u64 corr)
+{
+	return hash64(corr * 0x9e3779b97f4a7c15ull ^ pid);
+}
+
+static __u32 pow2_at_least(__u64 n)
+{
+	__u64 p = 16;
+
+	while (p < n)
+		p <<= 1;
+	return (__u32)p;
+}
+
+/* ---- the key hash ---- */
+
+static __u32 key_find(const struct join *j, __u32 pid, __u64 corr, __u32 *slot)
+{
+	__u32 i = (__u32)key_hash(pid, corr) & j->key_mask, e;
+
+	for (;; i = (i + 1) & j->key_mask) {
+		e = j->keys[i];
+		if (e == NIL || (j->entries[e].corr == corr && j->entries[e].pid == pid)) {
+			*slot = i;
+			return e;
+		}
+	}
+}
+
+/* Backward-shift deletion keeps probe sequences unbroken without tombstones. */
+static void key_delete(struct join *j, __u32 slot)
+{
+	__u32 i = slot, k, e, home;
+
+	for (;;) {
+		j->keys[i] = NIL;
+		for (k = (i + 1) & j->key_mask;; k = (k + 1) & j->key_mask) {
+			e = j->keys[k];
+			if (e == NIL)
+				return;
+			home = (__u32)key_hash(j->entries[e].pid, j->entries[e].corr) & j->key_mask;
+			/* Can e move to i? Only if i lies cyclically in [home, k). */
+			if (((k - home) & j->key_mask) >= ((k - i) & j->key_mask))
+				break;
+		}
+		j->keys[i] = e;
+		i = k;
+	}
+}
+
+/* ---- processes ---- */
+
+static __u32 pid_slot(struct join *j, __u32 pid, bool create)
+{
+	__u32 i = (__u32)hash64(pid) & j->pid_mask;
+
+	for (;; i = (i + 1) & j->pid_mask) {
+		if (j->pids[i].pid == pid)
+			return i;
+		if (!j->pids[i].pid) {
+			if (!create)
+				return NIL;
+			j->pids[i] = (struct pidstate){ .pid = pid, .head = NIL };
+			j->n_pids++;
+			return i;
+		}
+	}
+}
+
+static void pid_delete(struct join *j, __u32 slot)
+{
+	__u32 i = slot, k, home;
+	struct pidstate p;
+
+	j->n_pids--;
+	for (;;) {
+		j->pids[i].pid = 0;
+		for (k = (i + 1) & j->pid_mask;; k = (k + 1) & j->pid_mask) {
+			p = j->pids[k];
+			if (!p.pid)
+				return;
+			home = (__u32)hash64(p.pid) & j->pid_mask;
+			if (((k - home) & j->pid_mask) >= ((k - i) & j->pid_mask))
+				break;
+		}
+		j->pids[i] = p;
+		i = k;
+	}
+}
+
+/* ---- queues ---- */
+
+static bool item_live(const struct join *j, const struct qitem *it)
+{
+	return (j->entries[it->entry].flags & F_USED) && j->entries[it->entry].gen == it->gen;
+}
+
+/*
+ * Each live entry has at most one live item per queue, and capacity is twice max_pending,
+ * so a full queue holds at least max_pending stale items (entries removed through the other
+ * queue or evicted): dropping them, in order, frees at least half. Amortised O(1) a push.
+ */
+static void fifo_compact(const struct join *j, struct fifo *q)
+{
+	__u32 i, n = 0;
+
+	for (i = 0; i < q->len; i++) {
+		struct qitem it = q->items[(q->head + i) % q->cap];
+
+		if (item_live(j, &it))
+			q->items[(q->head + n++) % q->cap] = it;
+	}
+	q->len = n;
+}
+
+static void fifo_push(const struct join *j, struct fifo *q, __u64 deadline, __u32 entry, __u32 gen)
+{
+	if (q->len == q->cap)
+		fifo_compact(j, q);
+	q->items[(q->head + q->len) % q->cap] = (struct qitem){ deadline, entry, gen };
+	q->len++;
+}
+
+static struct qitem *fifo_peek(struct fifo *q)
+{
+	return q->len ? &q->items[q->head] : NULL;
+}
+
+static void fifo_pop(struct fifo *q)
+{
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+}
+
+/* ---- events ---- */
+
+static void fill_common(struct xpu_cevent *ev, const struct xpu_rec *h, __u64 id)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->id = id;
+	ev->kind = h->type;
+	ev->flags = h->flags;
+	ev->pid = h->pid;
+	ev->tid = h->tid;
+	ev->ts_ns = h->ts_ns;
+}
+
+/* The correlated event for a raw record, before any join. Names travel as STRING records
+ * and are resolved by the shard's string table (not here): name stays NULL. */
+static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
+{
+	const struct xpu_rec *h = rec;
+
+	fill_common(ev, h, id);
+	switch (h->type) {
+	case XPU_REC_CPU_SAMPLE: {
+		const struct xpu_cpu_sample *s = rec;
+
+		ev->cpu = s->cpu;
+		ev->value = s->weight;
+		ev->n_kernel = s->n_kernel;
+		ev->n_user = s->n_user;
+		ev->stack = s->ips;
+		break;
+	}
+	case XPU_REC_LAUNCH: {
+		const struct xpu_launch *l = rec;
+
+		ev->correlation_id = l->correlation_id;
+		ev->api_id = l->api_id;
+		ev->n_user = l->n_user;
+		ev->stack = l->ips;
+		break;
+	}
+	case XPU_REC_CUDA_API: {
+		const struct xpu_cuda_api *a = rec;
+
+		ev->end_ns = a->end_ns;
+		ev->correlation_id = a->correlation_id;
+		ev->api_id = a->api_id;
+		ev->sub_kind = a->domain;
+		break;
+	}
+	case XPU_REC_GPU_KERNEL: {
+		const struct xpu_gpu_kernel *k = rec;
+
+		ev->ts_ns = k->start_ns;
+		ev->end_ns = k->end_ns;
+		ev->correlation_id = k->correlation_id;
+		ev->device = k->device_id;
+		ev->context = k->context_id;
+		ev->stream = k->stream_id;
+		ev->graph_id = k->graph_id;
+		ev->graph_node_id = k->graph_node_id;
+		memcpy(ev->grid, k->grid, sizeof(ev->grid));
+		memcpy(ev->block, k->block, sizeof(ev->block));
+		ev->registers = k->registers;
+		ev->shared_mem = k->static_smem + k->dynamic_smem;
+		break;
+	}
+	case XPU_REC_GPU_MEMCPY: {
+		const struct xpu_gpu_memcpy *m = rec;
+
+		ev->ts_ns = m->start_ns;
+		ev->end_ns = m->end_ns;
+		ev->correlation_id = m->correlation_id;
+		ev->bytes = m->bytes;
+		ev->device = m->device_id;
+		ev->context = m->context_id;
+		ev->stream = m->stream_id;
+		ev->sub_kind = m->copy_kind;
+		break;
+	}
+	case XPU_REC_GPU_MEMSET: {
+		const struct xpu_gpu_memset *m = rec;
+
+		ev->ts_ns = m->start_ns;
+		ev->end_ns = m->end_ns;
+		ev->correlation_id = m->correlation_id;
+		ev->bytes = m->bytes;
+		ev->device = m->device_id;
+		ev->context = m->context_id;
+		ev->stream = m->stream_id;
+		ev->value = m->value;
+		break;
+	}
+	case XPU_REC_GPU_SYNC: {
+		const struct xpu_gpu_sync *s = rec;
+
+		ev->ts_ns = s->start_ns;
+		ev->end_ns = s->end_ns;
+		ev->correlation_id = s->correlation_id;
+		ev->device = s->device_id;
+		ev->context = s->context_id;
+		ev->stream = s->stream_id;
+		ev->sub_kind = s->sync_kind;
+		break;
+	}
+	case XPU_REC_PROC_EXIT:
+		ev->value = (__u64)(__s64)((const struct xpu_proc_exit *)rec)->exit_code;
+		break;
+	case XPU_REC_LOSS:
+		ev->sub_kind = ((const struct xpu_loss *)rec)->cause;
+		ev->value = ((const struct xpu_loss *)rec)->count;
+		break;
+	default:
+		break;
+	}
+}
+
+static __u64 gpu_corr(const void *rec)
+{
+	switch (((const struct xpu_rec *)rec)->type) {
+	case XPU_REC_GPU_KERNEL:
+		return ((const struct xpu_gpu_kernel *)rec)->correlation_id;
+	case XPU_REC_GPU_MEMCPY:
+		return ((const struct xpu_gpu_memcpy *)rec)->correlation_id;
+	case XPU_REC_GPU_MEMSET:
+		return ((const struct xpu_gpu_memset *)rec)->correlation_id;
+	default:
+		return ((const struct xpu_gpu_sync *)rec)->correlation_id;
+	}
+}
+
+/* A GPU record goes out: joined to e's launch side when e has one. */
+static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
+{
+	struct xpu_cevent ev;
+
+	to_cevent(&ev, rec, id);
+	if (e && (e->flags & (F_LAUNCH | F_API))) {
+		ev.corr_type = XPU_CORR_EXACT_ID;
+		ev.confidence = 1.0f;
+		if (e->api_id) {
+			ev.links[ev.n_links++] = (struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY,
+								    .target = e->api_id };
+			ev.parent_id = ev.root_id = e->api_id;
+		}
+		if (e->launch_id) {
+			ev.links[ev.n_links++] = (struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY,
+								    .target = e->launch_id };
+			ev.parent_id = ev.root_id = e->launch_id;
+			ev.n_user = e->n_stack;
+			ev.stack = e->stack;
+		}
+		e->flags |= F_GPU_OUT;
+		j->st.matched++;
+		/* Matched: keep the launch side only a little longer, for the other kernels of
+		 * a graph launch (they share the correlation id and arrive together). */
+		if (!(e->flags & F_LINGER)) {
+			e->flags |= F_LINGER;
+			fifo_push(j, &j->linger_q, j->now_ns + j->opts.linger_ns,
+				  (__u32)(e - j->entries), e->gen);
+		}
+	} else {
+		ev.corr_type = XPU_CORR_NONE;
+		j->st.unmatched++;
+	}
+	j->emit(&ev, j->ctx);
+}
+
+/* Emit e's waiting GPU records in arrival order and return their slots. */
+static void release_waiting(struct join *j, struct entry *e)
+{
+	__u32 w = e->wait_head, next;
+
+	while (w != NIL) {
+		next = j->waiting[w].next;
+		emit_gpu(j, e, j->waiting[w].rec, j->waiting[w].id);
+		j->waiting[w].next = j->free_wait;
+		j->free_wait = w;
+		j->st.waiting--;
+		w = next;
+	}
+	e->wait_head = e->wait_tail = NIL;
+}
+
+static void entry_remove(struct join *j, __u32 idx)
+{
+	struct entry *e = &j->entries[idx];
+	__u32 slot, ps = pid_slot(j, e->pid, false);
+	struct pidstate *p = &j->pids[ps];
+
+	release_waiting(j, e); /* unmatched unless a launch side arrived */
+	key_find(j, e->pid, e->corr, &slot);
+	key_delete(j, slot);
+	if (e->pid_prev != NIL)
+		j->entries[e->pid_prev].pid_next = e->pid_next;
+	else
+		p->head = e->pid_next;
+	if (e->pid_next != NIL)
+		j->entries[e->pid_next].pid_prev = e->pid_prev;
+	if (!--p->n)
+		pid_delete(j, ps);
+	free(e->stack);
+	e->stack = NULL;
+	e->flags = 0;
+	e->gen++;
+	e->next = j->free_entry;
+	j->free_entry = idx;
+	j->st.pending--;
+}
+
+/* Pop the oldest live entry (for eviction) from the TTL queue. */
+static void evict_oldest(struct join *j)
+{
+	struct qitem *it;
+
+	while ((it = fifo_peek(&j->ttl_q))) {
+		__u32 idx = it->entry, gen = it->gen;
+
+		fifo_pop(&j->ttl_q);
+		if (item_live(j, &(struct qitem){ 0, idx, gen })) {
+			j->st.evicted++;
+			entry_remove(j, idx);
+			return;
+		}
+	}
+}
+
+static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_ns)
+{
+	__u32 slot, idx, ps;
+	struct entry *e;
+
+	idx = key_find(j, pid, corr, &slot);
+	if (idx != NIL)
+		return &j->entries[idx];
+	if (j->free_entry == NIL || (j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3) {
+		evict_oldest(j);
+		while ((j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3 && j->st.pending)
+			evict_oldest(j);
+		key_find(j, pid, corr, &slot); /* the table changed */
+	}
+	idx = j->free_entry;
+	e = &j->entries[idx];
+	j->free_entry = e->next;
+	ps = pid_slot(j, pid, true);
+	*e = (struct entry){ .corr = corr,
+			     .pid = pid,
+			     .gen = e->gen,
+			     .flags = F_USED,
+			     .pid_prev = NIL,
+			     .pid_next = j->pids[ps].head,
+			     .wait_head = NIL,
+			     .wait_tail = NIL,
+			     .next = NIL };
+	if (j->pids[ps].head != NIL)
+		j->entries[j->pids[ps].head].pid_prev = idx;
+	j->pids[ps].head = idx;
+	j->pids[ps].n++;
+	j->keys[slot] = idx;
+	fifo_push(j, &j->ttl_q, now_ns + j->opts.ttl_ns, idx, e->gen);
+	j->st.pending++;
+	return e;
+}
+
+static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_ns)
+{
+	const struct xpu_rec *h = rec;
+	struct xpu_cevent ev;
+	struct entry *e;
+	__u64 corr;
+
+	to_cevent(&ev, rec, id);
+	corr = ev.correlation_id;
+	j->emit(&ev, j->ctx);
+	if (!corr)
+		return;
+	e = entry_get(j, h->pid, corr, now_ns);
+	if (h->type == XPU_REC_LAUNCH) {
+		const struct xpu_launch *l = rec;
+
+		if (e->flags & F_GPU_OUT)
+			j->st.late_launch++;
+		if (!e->launch_id) {
+			e->launch_id = id;
+			e->flags |= F_LAUNCH;
+			if (l->n_user) {
+				e->stack = malloc(8u * l->n_user);
+				if (e->stack) {
+					memcpy(e->stack, l->ips, 8u * l->n_user);
+					e->n_stack = l->n_user;
+				}
+			}
+		}
+	} else if (!e->api_id) {
+		e->api_id = id;
+		e->flags |= F_API;
+	}
+	release_waiting(j, e);
+}
+
+static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 now_ns)
+{
+	const struct xpu_rec *h = rec;
+	__u64 corr = gpu_corr(rec);
+	struct waiting *w;
+	struct entry *e;
+	__u32 slot, idx;
+
+	if (!corr) {
+		emit_gpu(j, NULL, rec, id);
+		return;
+	}
+	idx = key_find(j, h->pid, corr, &slot);
+	e = idx == NIL ? NULL : &j->entries[idx];
+	if (e && (e->flags & (F_LAUNCH | F_API))) {
+		emit_gpu(j, e, rec, id);
+		return;
+	}
+	/* Launch side not here yet (CUPTI may deliver activity before the callback's record
+	 * reaches us through another ring): wait for it, within bounds. */
+	if (j->free_wait == NIL || size > WAIT_REC_MAX) {
+		j->st.evicted++;
+		emit_gpu(j, NULL, rec, id);
+		return;
+	}
+	e = entry_get(j, h->pid, corr, now_ns);
+	slot = j->free_wait;
+	w = &j->waiting[slot];
+	j->free_wait = w->next;
+	memcpy(w->rec, rec, size);
+	w->size = size;
+	w->id = id;
+	w->next = NIL;
+	if (e->wait_tail != NIL)
+		j->waiting[e->wait_tail].next = slot;
+	else
+		e->wait_head = slot;
+	e->wait_tail = slot;
+	j->st.waiting++;
+	j->st.waited++;
+}
+
+static void on_process_exit(struct join *j, __u32 pid, __u64 now_ns)
+{
+	__u32 ps = pid_slot(j, pid, false), e;
+
+	if (ps == NIL)
+		return;
+	for (e = j->pids[ps].head; e != NIL; e = j->entries[e].pid_next) {
+		if (j->entries[e].flags & F_EXITING)
+			continue;
+		j->entries[e].flags |= F_EXITING;
+		fifo_push(j, &j->exit_q, now_ns + j->opts.exit_grace_ns, e, j->entries[e].gen);
+	}
+}
+
+int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns)
+{
+	const struct xpu_rec *h = rec;
+	struct xpu_cevent ev;
+	__u64 id = j->next_id++;
+
+	j->st.in++;
+	j->now_ns = now_ns;
+	switch (h->type) {
+	case XPU_REC_LAUNCH:
+	case XPU_REC_CUDA_API:
+		on_launch_side(j, rec, id, now_ns);
+		break;
+	case XPU_REC_GPU_KERNEL:
+	case XPU_REC_GPU_MEMCPY:
+	case XPU_REC_GPU_MEMSET:
+	case XPU_REC_GPU_SYNC:
+		on_gpu(j, rec, size, id, now_ns);
+		break;
+	default:
+		to_cevent(&ev, rec, id);
+		j->emit(&ev, j->ctx);
+		if (h->type == XPU_REC_PROC_EXIT && h->pid == h->tid)
+			on_process_exit(j, h->pid, now_ns);
+		break;
+	}
+	return 0;
+}
+
+static void expire_queue(struct join *j, struct fifo *q, __u64 now_ns)
+{
+	struct qitem *it;
+
+	while ((it = fifo_peek(q)) && it->deadline <= now_ns) {
+		__u32 idx = it->entry, gen = it->gen;
+
+		fifo_pop(q);
+		if (item_live(j, &(struct qitem){ 0, idx, gen })) {
+			j->st.expired++;
+			entry_remove(j, idx);
+		}
+	}
+}
+
+void join__expire(struct join *j, __u64 now_ns)
+{
+	expire_queue(j, &j->ttl_q, now_ns);
+	expire_queue(j, &j->exit_q, now_ns);
+	expire_queue(j, &j->linger_q, now_ns);
+}
+
+void join__flush(struct join *j)
+{
+	join__expire(j, ~0ull);
+}
+
+void join__stats(const struct join *j, struct join_stats *st)
+{
+	*st = j->st;
+}
+
+struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx)
+{
+	struct join *j;
+	__u32 i;
+
+	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->opts = *opts;
+	j->emit = emit;
+	j->ctx = ctx;
+	j->next_id = opts->first_id ? opts->first_id : 1;
+	j->key_mask = pow2_at_least(2ull * opts->max_pending) - 1;
+	/* Processes with pending state: far fewer than keys in practice; entry_get evicts
+	 * when this table is three quarters full. */
+	j->pid_mask = pow2_at_least(2ull * opts->max_pending < PIDS_MAX ? 2ull * opts->max_pending :
+									  PIDS_MAX) -
+		      1;
+	j->entries = calloc(opts->max_pending, sizeof(*j->entries));
+	j->keys = malloc(sizeof(*j->keys) * ((size_t)j->key_mask + 1));
+	j->pids = calloc((size_t)j->pid_mask + 1, sizeof(*j->pids));
+	j->waiting = calloc(opts->max_waiting, sizeof(*j->waiting));
+	j->ttl_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
+	j->exit_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
+	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
+	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
+	    !j->exit_q.items || !j->linger_q.items) {
+		join__free(j);
+		errno = ENOMEM;
+		return NULL;
+	}
+	j->ttl_q.cap = j->exit_q.cap = j->linger_q.cap = 2 * opts->max_pending;
+	memset(j->keys, 0xff, sizeof(*j->keys) * ((size_t)j->key_mask + 1));
+	for (i = 0; i < opts->max_pending; i++)
+		j->entries[i].next = i + 1 < opts->max_pending ? i + 1 : NIL;
+	for (i = 0; i < opts->max_waiting; i++)
+		j->waiting[i].next = i + 1 < opts->max_waiting ? i + 1 : NIL;
+	j->free_entry = 0;
+	j->free_wait = 0;
+	return j;
+}
+
+void join__free(struct join *j)
+{
+	__u32 i;
+
+	if (!j)
+		return;
+	if (j->entries)
+		for (i = 0; i < j->opts.max_pending; i++)
+			free(j->entries[i].stack);
+	free(j->entries);
+	free(j->keys);
+	free(j->pids);
+	free(j->waiting);
+	free(j->ttl_q.items);
+	free(j->exit_q.items);
+	free(j->linger_q.items);
+	free(j);
+}

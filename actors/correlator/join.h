@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exact join of one correlator shard: CPU-side launch records (LAUNCH from the
+ * launch-marker uprobe, CUDA_API from CUPTI) with the GPU activity they caused (GPU_KERNEL,
+ * GPU_MEMCPY, GPU_MEMSET, GPU_SYNC) on (pid, correlation id), whatever the arrival order.
+ *
+ * Single-threaded (a shard owns its state; no locks). Every record goes out as a correlated
+ * event through the emit callback, exactly once:
+ *   - LAUNCH and CUDA_API at once (they start pending state for their key);
+ *   - GPU activity at once when its launch side is known (corr_type EXACT_ID, confidence 1,
+ *     links launched_by, the LAUNCH stack attached); otherwise it waits, and goes out when the
+ *     launch side arrives, or unmatched (corr_type NONE) when its state expires or is evicted.
+ *
+ * State is bounded: at most max_pending keys; each expires ttl_ns after it was created,
+ * linger_ns after its first match (a CUDA graph launch has many kernels on one correlation
+ * id, delivered together), or exit_grace_ns after its process exited, whichever comes
+ * first. Expiry costs what expires, not the table size: two FIFO queues ordered by deadline.
+ * When full, the oldest key is evicted (its waiting GPU records go out unmatched, counted).
+ */
+#ifndef XPUSUP_ACTORS_CORRELATOR_JOIN_H
+#define XPUSUP_ACTORS_CORRELATOR_JOIN_H
+
+#include "common/wire.h"
+
+struct join;
+
+struct join_opts {
+	__u64 ttl_ns; /* lifetime of pending state */
+	__u64 exit_grace_ns; /* after PROC_EXIT: late GPU records still join within this */
+	__u64 linger_ns; /* after a key's first match: its other GPU records (graph) within this */
+	__u32 max_pending; /* keys held at once */
+	__u32 max_waiting; /* GPU records waiting for their launch, at once */
+	__u64 first_id; /* ids given to events: first_id, first_id + 1, ... */
+};
+
+struct join_stats {
+	__u64 in; /* records offered */
+	__u64 matched; /* GPU records joined to their launch side */
+	__u64 unmatched; /* GPU records that went out without one */
+	__u64 waited; /* GPU records that arrived before their launch side */
+	__u64 expired; /* keys removed by TTL or exit grace */
+	__u64 evicted; /* keys removed because max_pending (or max_waiting) was reached */
+	__u64 late_launch; /* LAUNCH records for a key whose GPU records had already gone out */
+	__u64 pending; /* keys held now */
+	__u64 waiting; /* GPU records waiting now */
+};
+
+typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
+
+/* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is allocated up front:
+ * about sizeof(pending entry) * max_pending + a GPU record copy per max_waiting. */
+struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx);
+void join__free(struct join *j);
+
+/*
+ * join__record - take one validated record (xpu_rec__validate passed). now_ns is the
+ * shard's clock (CLOCK_MONOTONIC at processing, never decreasing from call to call), which
+ * TTLs are measured on. Emits zero or
+ * more events before it returns. Returns 0.
+ */
+int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns);
+
+/* join__expire - remove what expired by now_ns, emitting waiting GPU records unmatched. */
+void join__expire(struct join *j, __u64 now_ns);
+
+/* join__flush - expire everything (stop): every waiting GPU record goes out. */
+void join__flush(struct join *j);
+
+void join__stats(const struct join *j, struct join_stats *st);
+
+/* Bytes of state per pending key (allocated up front for max_pending), not counting a
+ * LAUNCH stack (8 bytes a frame, allocated when the LAUNCH arrives). */
+size_t join__entry_size(void);
+
+#endif /* XPUSUP_ACTORS_CORRELATOR_JOIN_H */

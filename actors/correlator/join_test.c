@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exact join against an answer key: every GPU record must be joined to the launch side
+ * of its own (pid, correlation id), whatever the arrival order, never to another; state must
+ * expire by TTL and by process exit, stay within max_pending, and every record must go out
+ * exactly once.
+ */
+#include "actors/correlator/join.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/tap.h"
+
+#define MAX_EVENTS 400000
+
+struct sink {
+	struct xpu_cevent ev[MAX_EVENTS];
+	__u64 stack0[MAX_EVENTS]; /* the first stack frame of each event (stacks are borrowed) */
+	unsigned int n;
+};
+
+static struct sink out;
+
+static void collect(const struct xpu_cevent *ev, void *ctx)
+{
+	struct sink *s = ctx;
+
+	if (s->n < MAX_EVENTS) {
+		s->ev[s->n] = *ev;
+		s->stack0[s->n] = ev->stack && (ev->n_kernel + ev->n_user) ? ev->stack[0] : 0;
+		s->ev[s->n].stack = NULL;
+		s->n++;
+	}
+}
+
+static _Alignas(8) unsigned char buf[2048];
+
+static void *launch(__u32 pid, __u64 corr, __u32 frames)
+{
+	__u64 ips[8] = { 0 };
+	__u32 i;
+
+	for (i = 0; i < frames && i < 8; i++)
+		ips[i] = 0x400000 + corr * 16 + i; /* the answer key: frame 0 encodes corr */
+	xpu_launch__build(buf, sizeof(buf), corr, pid, pid, corr, 211, ips, frames);
+	return buf;
+}
+
+static void *api(__u32 pid, __u64 corr)
+{
+	struct xpu_cuda_api *a = (void *)buf;
+
+	xpu_rec__init(a, XPU_REC_CUDA_API, sizeof(*a), corr, pid, pid);
+	a->end_ns = corr + 5;
+	a->correlation_id = corr;
+	a->api_id = 211;
+	a->domain = XPU_API_RUNTIME;
+	return buf;
+}
+
+static void *kernel(__u32 pid, __u64 corr)
+{
+	struct xpu_gpu_kernel *k = (void *)buf;
+
+	xpu_rec__init(k, XPU_REC_GPU_KERNEL, sizeof(*k), corr + 10, pid, 0);
+	k->start_ns = corr + 10;
+	k->end_ns = corr + 20;
+	k->correlation_id = corr;
+	k->stream_id = 7;
+	k->grid[0] = 128;
+	return buf;
+}
+
+static void *proc_exit(__u32 pid)
+{
+	struct xpu_proc_exit *e = (void *)buf;
+
+	xpu_rec__init(e, XPU_REC_PROC_EXIT, sizeof(*e), 1, pid, pid);
+	return buf;
+}
+
+static void offer(struct join *j, void *rec, __u64 now)
+{
+	join__record(j, rec, ((struct xpu_rec *)rec)->size, now);
+}
+
+static struct join *fresh(__u32 max_pending, __u32 max_waiting, __u64 ttl)
+{
+	struct join_opts o = { .ttl_ns = ttl,
+			       .exit_grace_ns = 100,
+			       .linger_ns = ttl,
+			       .max_pending = max_pending,
+			       .max_waiting = max_waiting };
+
+	out.n = 0;
+	return join__new(&o, collect, &out);
+}
+
+static const struct xpu_cevent *find(__u16 kind, __u32 pid, __u64 corr, unsigned int *idx)
+{
+	unsigned int i;
+
+	for (i = 0; i < out.n; i++)
+		if (out.ev[i].kind == kind && out.ev[i].pid == pid &&
+		    out.ev[i].correlation_id == corr) {
+			if (idx)
+				*idx = i;
+			return &out.ev[i];
+		}
+	return NULL;
+}
+
+static void test_orders(void)
+{
+	static const char *const names[] = { "launch, api, kernel", "kernel, launch, api",
+					     "api, kernel, launch" };
+	struct join_stats st;
+	const struct xpu_cevent *k, *l, *a;
+	unsigned int order, ki = 0;
+
+	for (order = 0; order < 3; order++) {
+		struct join *j = fresh(64, 64, 1000);
+
+		if (order == 0) {
+			offer(j, launch(10, 5, 3), 1);
+			offer(j, api(10, 5), 2);
+			offer(j, kernel(10, 5), 3);
+		} else if (order == 1) {
+			offer(j, kernel(10, 5), 1);
+			offer(j, launch(10, 5, 3), 2);
+			offer(j, api(10, 5), 3);
+		} else {
+			offer(j, api(10, 5), 1);
+			offer(j, kernel(10, 5), 2);
+			offer(j, launch(10, 5, 3), 3);
+		}
+		k = find(XPU_REC_GPU_KERNEL, 10, 5, &ki);
+		l = find(XPU_REC_LAUNCH, 10, 5, NULL);
+		a = find(XPU_REC_CUDA_API, 10, 5, NULL);
+		tap_ok(out.n == 3 && k && l && a, "%s: three events out, once each", names[order]);
+		if (!k || !l || !a)
+			continue;
+		tap_ok(k->corr_type == XPU_CORR_EXACT_ID && k->confidence == 1.0f,
+		       "%s: kernel joined by exact id, confidence 1", names[order]);
+		tap_ok(k->links[0].type == XPU_LINK_LAUNCHED_BY &&
+			       (k->links[0].target == a->id || k->links[0].target == l->id),
+		       "%s: kernel linked to its launch side", names[order]);
+		if (order == 0)
+			tap_ok(k->n_links == 2 && k->parent_id == l->id && k->n_user == 3 &&
+				       out.stack0[ki] == 0x400000 + 5 * 16,
+			       "launch first: both links, parent is the LAUNCH, its stack attached");
+		if (order == 2)
+			tap_ok(k->n_links == 1 && k->links[0].target == a->id && k->n_user == 0,
+			       "api first: the kernel goes out at once with the API link only");
+		join__stats(j, &st);
+		tap_eq_u64(st.matched, 1, "%s: matched counted", names[order]);
+		if (order == 2)
+			tap_eq_u64(st.late_launch, 1,
+				   "a LAUNCH after its kernel went out is counted late");
+		join__free(j);
+	}
+}
+
+/* N keys over P processes, each with LAUNCH, CUDA_API and 1-3 kernels (graph launches),
+ * offered in a random order: every kernel joins its own key, none another. */
+static void test_shuffled(void)
+{
+	enum { KEYS = 50000, PROCS = 7 };
+	struct rec_ref {
+		__u32 pid;
+		__u64 corr;
+		__u8 what; /* 0 launch, 1 api, 2 kernel */
+	} *refs = malloc(sizeof(*refs) * KEYS * 5);
+	__u64 *launch_id = calloc(KEYS + 1, sizeof(__u64)), *api_id = calloc(KEYS + 1, 8);
+	unsigned int n = 0, i, kernels = 0, good = 0, wrong = 0, exact = 0, stacks = 0;
+	__u64 rng = 42;
+	struct join_stats st;
+	struct join *j = fresh(KEYS, KEYS, ~0ull / 2);
+
+	for (i = 1; i <= KEYS; i++) {
+		__u32 pid = 100 + i % PROCS, k, nk = 1 + i % 3;
+
+		refs[n++] = (struct rec_ref){ pid, i, 0 };
+		refs[n++] = (struct rec_ref){ pid, i, 1 };
+		for (k = 0; k < nk; k++)
+			refs[n++] = (struct rec_ref){ pid, i, 2 };
+		kernels += nk;
+	}
+	for (i = n - 1; i > 0; i--) { /* Fisher-Yates */
+		struct rec_ref t;
+		unsigned int r;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		r = (unsigned int)((rng >> 33) % (i + 1));
+		t = refs[i];
+		refs[i] = refs[r];
+		refs[r] = t;
+	}
+	for (i = 0; i < n; i++) {
+		void *rec = refs[i].what == 0 ? launch(refs[i].pid, refs[i].corr, 2) :
+			    refs[i].what == 1 ? api(refs[i].pid, refs[i].corr) :
+						kernel(refs[i].pid, refs[i].corr);
+		offer(j, rec, i);
+	}
+	join__flush(j);
+	for (i = 0; i < out.n; i++) {
+		if (out.ev[i].kind == XPU_REC_LAUNCH)
+			launch_id[out.ev[i].correlation_id] = out.ev[i].id;
+		else if (out.ev[i].kind == XPU_REC_CUDA_API)
+			api_id[out.ev[i].correlation_id] = out.ev[i].id;
+	}
+	for (i = 0; i < out.n; i++) {
+		const struct xpu_cevent *e = &out.ev[i];
+		__u64 c = e->correlation_id;
+		unsigned int l, ok = e->n_links > 0;
+
+		if (e->kind != XPU_REC_GPU_KERNEL)
+			continue;
+		exact += e->corr_type == XPU_CORR_EXACT_ID;
+		for (l = 0; l < e->n_links; l++)
+			if (e->links[l].target != launch_id[c] && e->links[l].target != api_id[c])
+				ok = 0;
+		if (ok)
+			good++;
+		else
+			wrong += e->n_links > 0;
+		if (e->n_user && out.stack0[i] == 0x400000 + c * 16)
+			stacks++;
+	}
+	join__stats(j, &st);
+	tap_eq_u64(out.n, n, "shuffled: every one of %u records went out exactly once", n);
+	tap_eq_u64(good, kernels, "shuffled: all %u kernels joined to their own key", kernels);
+	tap_eq_u64(wrong, 0, "shuffled: zero false joins");
+	tap_eq_u64(exact, kernels, "shuffled: all by exact id");
+	tap_ok(stacks > kernels / 3, "shuffled: kernels after their LAUNCH carry its stack (%u)",
+	       stacks);
+	tap_ok(st.waited > 0, "shuffled: some kernels waited for their launch side (%llu)",
+	       (unsigned long long)st.waited);
+	tap_eq_u64(st.pending, 0, "shuffled: nothing pending after flush");
+	tap_eq_u64(st.waiting, 0, "shuffled: nothing waiting after flush");
+	join__free(j);
+	free(refs);
+	free(launch_id);
+	free(api_id);
+}
+
+static void test_ttl(void)
+{
+	struct join_stats st;
+	struct join *j = fresh(16, 16, 1000);
+	const struct xpu_cevent *k;
+
+	offer(j, kernel(1, 9), 0);
+	join__stats(j, &st);
+	tap_ok(out.n == 0 && st.waiting == 1, "a kernel without its launch waits");
+	join__expire(j, 999);
+	tap_eq_u64(out.n, 0, "not yet at ttl - 1");
+	join__expire(j, 1000);
+	k = find(XPU_REC_GPU_KERNEL, 1, 9, NULL);
+	tap_ok(k && k->corr_type == XPU_CORR_NONE && k->n_links == 0,
+	       "at the TTL it goes out unmatched");
+	join__stats(j, &st);
+	tap_ok(st.expired == 1 && st.unmatched == 1 && st.pending == 0,
+	       "counted expired, unmatched");
+	offer(j, launch(1, 9, 1), 1001);
+	join__stats(j, &st);
+	tap_ok(st.pending == 1 && st.late_launch == 0, "a launch after expiry starts new state");
+	join__free(j);
+}
+
+static void test_bounds(void)
+{
+	struct join_stats st;
+	struct join *j = fresh(100, 10, 1000000);
+	unsigned int i;
+
+	for (i = 1; i <= 250; i++)
+		offer(j, launch(1, i, 1), i);
+	join__stats(j, &st);
+	tap_eq_u64(st.pending, 100, "pending state stays at max_pending");
+	tap_eq_u64(st.evicted, 150, "the oldest keys were evicted, and counted");
+	offer(j, kernel(1, 250), 300);
+	offer(j, kernel(1, 1), 301);
+	join__stats(j, &st);
+	tap_ok(st.matched == 1 && st.unmatched == 0 && st.waiting == 1,
+	       "the newest key still joins; an evicted one's kernel waits again");
+	for (i = 0; i < 20; i++)
+		offer(j, kernel(2, 1000 + i), 400 + i);
+	join__stats(j, &st);
+	tap_eq_u64(st.waiting, 10, "waiting GPU records stay at max_waiting");
+	tap_ok(st.unmatched >= 10, "the overflow went out unmatched at once (%llu)",
+	       (unsigned long long)st.unmatched);
+	join__flush(j);
+	join__stats(j, &st);
+	tap_ok(st.pending == 0 && st.waiting == 0, "flush empties everything");
+	tap_eq_u64(out.n, st.in, "every record went out exactly once (%llu)",
+		   (unsigned long long)st.in);
+	tap_ok(join__entry_size() < 256, "state per pending key: %zu bytes plus its stack",
+	       join__entry_size());
+	join__free(j);
+}
+
+static void test_exit(void)
+{
+	struct join_stats st;
+	struct join *j = fresh(64, 64, 1000000);
+
+	offer(j, launch(5, 1, 1), 1);
+	offer(j, launch(5, 2, 1), 2);
+	offer(j, kernel(5, 3), 3); /* waits */
+	offer(j, launch(6, 1, 1), 4);
+	offer(j, proc_exit(5), 10);
+	offer(j, kernel(5, 1), 50); /* late, within the grace period: still joins */
+	join__stats(j, &st);
+	tap_ok(st.matched == 1 && st.pending == 4,
+	       "within the exit grace a late kernel still joins");
+	join__expire(j, 109);
+	join__stats(j, &st);
+	tap_eq_u64(st.pending, 4, "nothing removed before the grace period ends");
+	join__expire(j, 110);
+	join__stats(j, &st);
+	tap_ok(st.pending == 1 && st.expired == 3,
+	       "after it, the process's state is gone (3 keys)");
+	tap_ok(st.unmatched == 1 && st.waiting == 0, "its waiting kernel went out unmatched");
+	offer(j, kernel(6, 1), 120);
+	join__stats(j, &st);
+	tap_eq_u64(st.matched, 2, "another process is untouched");
+	join__free(j);
+}
+
+static void test_linger(void)
+{
+	struct join_opts o = { .ttl_ns = 1000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 50,
+			       .max_pending = 16,
+			       .max_waiting = 16 };
+	struct join_stats st;
+	struct join *j;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	offer(j, api(3, 1), 0);
+	offer(j, kernel(3, 1), 10); /* first kernel of a graph launch */
+	offer(j, kernel(3, 1), 40); /* another one, within the linger */
+	join__expire(j, 59);
+	join__stats(j, &st);
+	tap_ok(st.matched == 2 && st.pending == 1, "graph kernels within linger_ns all join");
+	join__expire(j, 60);
+	join__stats(j, &st);
+	tap_ok(st.pending == 0 && st.expired == 1,
+	       "a matched key is dropped linger_ns after its first match, long before its TTL");
+	join__free(j);
+}
+
+int main(void)
+{
+	struct join_opts bad = { 0 };
+
+	tap_ok(!join__new(&bad, collect, &out), "zero limits are refused");
+	test_orders();
+	test_shuffled();
+	test_ttl();
+	test_bounds();
+	test_exit();
+	test_linger();
+	return tap_done();
+}

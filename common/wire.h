@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire format between correlators and sinks (and remote subscribers): batches of
+ * correlated events encoded with MessagePack, one batch per nng message. docs/wire.md is the
+ * specification a third party writes a subscriber from; this header is the C side.
+ *
+ * A correlated event is a raw record (include/xpusup/event.h) plus what the correlator found
+ * out about it (seed 001): correlation_id, parent_id, root_id, typed links to other events,
+ * how it was correlated and how sure that is.
+ *
+ * Encoding uses msgpack-c's packer. Decoding does not use msgpack-c's object unpacker, which
+ * allocates what a message's headers declare: it is a bounded pull reader over the message
+ * bytes that checks every length against both the bytes left and the caller's limits before
+ * it touches anything, and never allocates. Strings in decoded events point into the message
+ * buffer; stack frames are copied into a caller-provided pool.
+ */
+#ifndef XPUSUP_COMMON_WIRE_H
+#define XPUSUP_COMMON_WIRE_H
+
+#include <stddef.h>
+
+#include "xpusup/event.h"
+
+#define XPU_WIRE_VERSION 1
+#define XPU_WIRE_LINKS_MAX 4
+#define XPU_WIRE_STACK_MAX (2 * XPU_MAX_FRAMES)
+
+enum xpu_link_type {
+	XPU_LINK_LAUNCHED_BY = 1, /* GPU activity -> the LAUNCH or CUDA_API call that launched it */
+	XPU_LINK_INSIDE_RANGE = 2, /* -> the innermost RANGE open on that thread at the time */
+	XPU_LINK_COMPLETES = 3, /* an end (range pop, API exit) -> its begin */
+	XPU_LINK_SAME_STREAM_PREV = 4, /* GPU activity -> the previous one on its (pid, stream) */
+	XPU_LINK_SAMPLED_IN = 5, /* CPU sample -> the CUDA API call it fell inside */
+	XPU_LINK_TYPE_MAX,
+};
+
+enum xpu_corr_type {
+	XPU_CORR_NONE = 0, /* nothing found */
+	XPU_CORR_EXACT_ID = 1, /* joined on (pid, correlation id): confidence 1.0 */
+	XPU_CORR_TIMESTAMP = 2, /* nearest candidate in time within a window: confidence < 1 */
+	XPU_CORR_NESTING = 3, /* parent from per-thread range/API nesting */
+	XPU_CORR_APPROXIMATE = 4, /* e.g. graph kernels attributed to the graph's capture stack */
+	XPU_CORR_TYPE_MAX,
+};
+
+struct xpu_link {
+	__u32 type; /* enum xpu_link_type */
+	__u32 reserved;
+	__u64 target; /* the id of the linked event */
+};
+
+/*
+ * One correlated event. Fields that do not apply to the kind are zero and are not encoded.
+ * Which payload fields each kind uses is in docs/wire.md.
+ */
+struct xpu_cevent {
+	__u64 id; /* unique per (producer, session), assigned by the correlator */
+	__u16 kind; /* enum xpu_rec_type */
+	__u16 flags; /* the record's flags */
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 ts_ns; /* start, CLOCK_MONOTONIC */
+	__u64 end_ns; /* end of an interval; 0 for an instant */
+
+	__u64 correlation_id;
+	__u64 parent_id; /* 0: none */
+	__u64 root_id; /* 0: none */
+	__u32 corr_type; /* enum xpu_corr_type */
+	float confidence; /* 0..1 */
+	__u32 n_links;
+	struct xpu_link links[XPU_WIRE_LINKS_MAX];
+
+	/* GPU */
+	__u32 device;
+	__u32 context;
+	__u32 stream;
+	__u32 graph_id;
+	__u64 graph_node_id;
+	__s32 grid[3];
+	__s32 block[3];
+	__u32 registers;
+	__u32 shared_mem; /* static + dynamic */
+
+	__u32 api_id; /* CUDA_API, LAUNCH: CUPTI callback id */
+	__u32 sub_kind; /* copy kind, sync kind, memory op, range phase, loss cause, pmu scope */
+	__u64 bytes; /* memcpy, memset, memory */
+	__u64 address; /* memory */
+	__u64 value; /* PMU total, LOSS count, PROC_EXIT code, CLOCK_SYNC other clock */
+	__u64 delta; /* PMU delta since the previous reading */
+	double scale; /* PMU time_enabled / time_running (1.0 unless multiplexed) */
+
+	/* name: kernel, range, counter, process comm, string text (not NUL-terminated) */
+	const char *name;
+	__u32 name_len;
+	/* stack: CPU sample frames, or the launch stack a GPU activity was joined to;
+	 * n_kernel kernel frames first, then n_user user frames, innermost first */
+	__u16 n_kernel;
+	__u16 n_user;
+	const __u64 *stack;
+};
+
+/* ---- encoder ---- */
+
+struct xpu_wire_enc;
+
+/* xpu_wire_enc__new - an encoder for producer (a correlator shard's id). NULL + errno. */
+struct xpu_wire_enc *xpu_wire_enc__new(__u32 producer);
+void xpu_wire_enc__free(struct xpu_wire_enc *enc);
+
+/*
+ * Batch calling order: begin(seq), add() per event, finish() -> the message bytes, valid
+ * until the next begin() or free(). Sequence numbers are the caller's: consecutive per
+ * producer, so a receiver counts gaps. Return 0, -EINVAL (an event the format cannot carry:
+ * unknown kind, more links than XPU_WIRE_LINKS_MAX, stack over XPU_WIRE_STACK_MAX, name over
+ * XPU_STRING_MAX), -ENOMEM.
+ */
+int xpu_wire_enc__begin(struct xpu_wire_enc *enc, __u64 seq);
+int xpu_wire_enc__add(struct xpu_wire_enc *enc, const struct xpu_cevent *ev);
+int xpu_wire_enc__finish(struct xpu_wire_enc *enc, const void **data, size_t *len);
+
+/* Events added since begin(), and bytes so far: for "send when big enough" policies. */
+__u32 xpu_wire_enc__count(const struct xpu_wire_enc *enc);
+size_t xpu_wire_enc__size(const struct xpu_wire_enc *enc);
+
+/* ---- decoder ---- */
+
+struct xpu_wire_batch {
+	__u32 version;
+	__u32 producer;
+	__u64 seq;
+	__u32 n_events; /* events decoded into the caller's array */
+};
+
+struct xpu_wire_limits {
+	size_t max_message; /* bytes; larger messages are rejected unread */
+	__u32 max_events; /* per batch */
+	__u32 max_depth; /* nesting of arrays and maps, the batch itself included */
+};
+
+/* The deepest nesting xpu_wire_decode() will follow whatever limits->max_depth says (a
+ * larger max_depth is treated as this): the reader skips unknown values with one counter per
+ * level in a fixed array on its stack instead of recursing, so this bounds that array. */
+#define XPU_WIRE_DEPTH_MAX 32
+
+/* Defaults: 64 MiB, 1 << 20 events, depth 5 (batch map, events array, event map, links
+ * array, link pair). */
+extern const struct xpu_wire_limits xpu_wire_default_limits;
+
+struct xpu_wire_error {
+	size_t offset; /* where in the message decoding stopped */
+	const char *reason; /* static text, e.g. "string longer than the message" */
+};
+
+/*
+ * xpu_wire_decode - decode one message (one batch).
+ *
+ * events has room for max_events events; stack_pool for pool_len frames (stacks of all
+ * events share it). Decoded names point into buf, which must outlive the events. Unknown
+ * map keys are skipped (forward compatibility), within the depth limit.
+ *
+ * Returns 0; -EBADMSG for malformed input (not MessagePack, wrong shape, a value of the wrong
+ * type, a length past the end, over a limit), with *err filled when err is not NULL;
+ * -ENOSPC when events or stack_pool is too small for a well-formed batch. Never allocates;
+ * never reads outside [buf, buf + len).
+ */
+int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *limits,
+		    struct xpu_wire_batch *batch, struct xpu_cevent *events, __u32 max_events,
+		    __u64 *stack_pool, __u32 pool_len, struct xpu_wire_error *err);
+
+/* Names for docs, JSON and messages: "launched_by", "exact_id"; "unknown" otherwise. */
+const char *xpu_link_type__name(__u32 type);
+const char *xpu_corr_type__name(__u32 type);
+
+#endif /* XPUSUP_COMMON_WIRE_H */
