@@ -161,8 +161,9 @@ struct xpu_wire_error {
  *
  * Returns 0; -EBADMSG for malformed input (not MessagePack, wrong shape, a value of the wrong
  * type, a length past the end, over a limit), with *err filled when err is not NULL;
- * -ENOSPC when events or stack_pool is too small for a well-formed batch. Never allocates;
- * never reads outside [buf, buf + len).
+ * -ENOSPC when events or stack_pool is too small for a well-formed batch (the whole batch is
+ * checked first; batch->n_events then says how many events it holds, and *err says which
+ * room ran out). Never allocates; never reads outside [buf, buf + len).
  */
 int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *limits,
 		    struct xpu_wire_batch *batch, struct xpu_cevent *events, __u32 max_events,

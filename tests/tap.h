@@ -23,7 +23,7 @@
 static unsigned int tap_count_;
 static unsigned int tap_failed_;
 
-static int tap_vok(int cond, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int tap_vok(int cond, const char *fmt, va_list ap)
 {
 	if (!tap_count_++)
 		printf("TAP version 13\n");

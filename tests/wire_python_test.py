@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The wire format read and written by an independent MessagePack implementation.
+
+Usage: /usr/bin/python3 wire_python_test.py PATH/TO/wire_dump
+
+1. wire_dump encodes a fixed set of batches with the C encoder and writes, straight from
+   its structs, a JSON sidecar of what they hold. python3-msgpack decodes each batch and
+   every value is compared with the sidecar, including which keys are absent.
+2. Python writes batches its own way (minimal widths, other key order, an unknown key,
+   float64 confidence) and wire_dump decodes them with the C decoder; its JSON must say
+   what Python meant. Malformed batches must be rejected with the documented reason.
+
+TAP on stdout; exits 77 (skip) when python3-msgpack is missing.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+count = 0
+failed = 0
+
+
+def ok(cond, what):
+    global count, failed
+    count += 1
+    if count == 1:
+        print("TAP version 13")
+    print(f"{'' if cond else 'not '}ok {count} - {what}")
+    if not cond:
+        failed += 1
+    sys.stdout.flush()
+    return cond
+
+
+def diag(msg):
+    sys.stdout.flush()
+    print(f"# {msg}", file=sys.stderr)
+
+
+try:
+    import msgpack
+except ImportError as e:
+    print(f"1..0 # SKIP needs python3-msgpack for /usr/bin/python3 ({e})")
+    sys.exit(77)
+
+INT_KEYS = {"k", "id", "ts", "pid", "tid", "cpu", "end", "flags", "corr", "parent", "root",
+            "ct", "dev", "ctx", "str", "graph", "node", "regs", "smem", "api", "sub",
+            "bytes", "addr", "val", "delta", "nk"}
+KNOWN_KEYS = INT_KEYS | {"conf", "links", "grid", "block", "scale", "name", "stack"}
+
+
+def check_event(got, want, where):
+    """got: an event map from msgpack (bytes keys); want: the sidecar's object."""
+    keys = {k.decode() for k in got}
+    if not ok(keys == set(want), f"{where}: keys {sorted(want)}"):
+        diag(f"got keys {sorted(keys)}")
+        return
+    good = True
+    for key, w in want.items():
+        g = got[key.encode()]
+        if key in INT_KEYS:
+            same = type(g) is int and g == w
+        elif key == "conf":
+            same = type(g) is float and struct.pack(">f", g).hex() == w
+        elif key == "scale":
+            same = type(g) is float and struct.pack(">d", g).hex() == w
+        elif key == "name":
+            same = type(g) is bytes and g.hex() == w
+        elif key in ("grid", "block"):
+            same = type(g) is list and len(g) == 3 and g == w
+        elif key == "links":
+            same = type(g) is list and [list(p) for p in g] == w
+        elif key == "stack":
+            same = type(g) is list and g == w
+        else:
+            same = False
+        if not same:
+            diag(f"{where}: {key}: got {g!r}, want {w!r}")
+            good = False
+    ok(good, f"{where}: every value")
+
+
+def read_batches(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    out, pos = [], 0
+    while pos < len(data):
+        (n,) = struct.unpack_from("<I", data, pos)
+        out.append(data[pos + 4:pos + 4 + n])
+        pos += 4 + n
+    return out
+
+
+def encoded_by_c(wire_dump, tmp):
+    bin_path = os.path.join(tmp, "batches.bin")
+    json_path = os.path.join(tmp, "expected.json")
+    r = subprocess.run([wire_dump, "encode", bin_path, json_path])
+    if not ok(r.returncode == 0, "wire_dump encode ran"):
+        return
+    with open(json_path) as f:
+        expected = json.load(f)
+    raws = read_batches(bin_path)
+    ok(len(raws) == len(expected), f"{len(raws)} batches, as the sidecar says")
+    kinds = set()
+    for i, (raw, want) in enumerate(zip(raws, expected)):
+        b = msgpack.unpackb(raw, raw=True, strict_map_key=False)
+        ok(isinstance(b, dict) and set(b) == {b"v", b"producer", b"seq", b"events"},
+           f"batch {i}: a map of exactly v, producer, seq, events")
+        ok(raw[0] == 0x84 and raw[1:3] == b"\xa1v", f"batch {i}: fixmap of 4, \"v\" first")
+        # the events array is always array32, its count patched in by finish()
+        at = raw.find(b"\xa6events")
+        ok(at > 0 and raw[at + 7] == 0xdd
+           and struct.unpack_from(">I", raw, at + 8)[0] == len(want["events"]),
+           f"batch {i}: events header is array32 of {len(want['events'])}")
+        ok(b[b"v"] == 1 and b[b"producer"] == want["producer"] and b[b"seq"] == want["seq"],
+           f"batch {i}: v 1, producer {want['producer']}, seq {want['seq']}")
+        events = b[b"events"]
+        if not ok(len(events) == len(want["events"]), f"batch {i}: {len(events)} events"):
+            continue
+        for j, (g, w) in enumerate(zip(events, want["events"])):
+            kinds.add(w["k"])
+            check_event(g, w, f"batch {i} event {j} (kind {w['k']})")
+    ok(kinds == set(range(2, 17)), "every kind 2..16 was checked")
+
+
+def decoded_by_c(wire_dump, tmp):
+    def c_decode(raw):
+        path = os.path.join(tmp, "message.bin")
+        with open(path, "wb") as f:
+            f.write(raw)
+        r = subprocess.run([wire_dump, "decode", path], capture_output=True, text=True)
+        if r.returncode != 0:
+            return {"error": "exit %d" % r.returncode}
+        return json.loads(r.stdout)
+
+    name = b"\xce\xbb kernel \xff\x00 tail"
+    events = [
+        # keys in an order of Python's choosing, an unknown key, conf as float64
+        {b"zz-future": {b"nested": [1, 2.5, None, True]}, b"name": name,
+         b"grid": [-3, 2, 1], b"block": [1024, -1, 1], b"conf": 0.25, b"ct": 2,
+         b"links": [[1, 2**64 - 1], [4, 0]], b"str": 9, b"ts": 5, b"id": 2**63, b"k": 5},
+        {b"stack": [1, 2**32, 2**64 - 1], b"nk": 1, b"k": 2, b"id": 1, b"ts": 0, b"cpu": 0},
+        {b"scale": 1.5, b"val": 10, b"k": 10, b"id": 3, b"ts": 2**64 - 1, b"sub": 3},
+    ]
+    batch = {b"events": events, b"seq": 2**64 - 1, b"producer": 2**32 - 1, b"v": 1,
+             b"extra": {b"a": b"b"}}
+    # use_bin_type=False: bytes become MessagePack str, which is what names and keys are
+    raw = msgpack.packb(batch, use_bin_type=False)
+    got = c_decode(raw)
+    ok("error" not in got, "C decodes a batch written by python3-msgpack")
+    if "error" in got:
+        diag(f"{got}")
+        return
+    ok(got["producer"] == 2**32 - 1 and got["seq"] == 2**64 - 1 and got["v"] == 1,
+       "python batch: producer and seq at their maxima")
+    want = [
+        {"k": 5, "id": 2**63, "ts": 5, "ct": 2, "conf": struct.pack(">f", 0.25).hex(),
+         "links": [[1, 2**64 - 1], [4, 0]], "str": 9, "grid": [-3, 2, 1],
+         "block": [1024, -1, 1], "name": name.hex()},
+        # "cpu": 0 was sent; zero reads as absent
+        {"k": 2, "id": 1, "ts": 0, "nk": 1, "stack": [1, 2**32, 2**64 - 1]},
+        {"k": 10, "id": 3, "ts": 2**64 - 1, "sub": 3, "val": 10,
+         "scale": struct.pack(">d", 1.5).hex()},
+    ]
+    ok(len(got["events"]) == len(want), "python batch: 3 events")
+    for j, (g, w) in enumerate(zip(got["events"], want)):
+        same = g == w
+        if not same:
+            diag(f"event {j}: got {g}, want {w}")
+        ok(same, f"python event {j} decoded by C as meant")
+
+    def bad(obj, reason, what):
+        got = c_decode(msgpack.packb(obj, use_bin_type=False) if not isinstance(obj, bytes)
+                       else obj)
+        if not ok(got.get("error") == -74 and got.get("reason") == reason,
+                  f"C rejects {what}: {reason}"):
+            diag(f"got {got}")
+
+    ev = {b"k": 5, b"id": 1, b"ts": 1}
+    bad({b"v": 2, b"producer": 1, b"seq": 1, b"events": []}, "unsupported version", "v 2")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{b"k": 5, b"ts": 1}]},
+        "missing required key id", "an event without id")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**ev, b"conf": 1.01}]},
+        "confidence outside 0..1", "conf 1.01")
+    # str keys stay str, the bytes name becomes bin: what a careless producer sends
+    bad(msgpack.packb({"v": 1, "producer": 1, "seq": 1,
+                       "events": [{"k": 5, "id": 1, "ts": 1, "name": b"x"}]},
+                      use_bin_type=True),
+        "name is not a string", "a name packed as bin")
+    bad(msgpack.packb({b"v": 1, b"producer": 1, b"seq": 1, b"events": [ev]},
+                      use_bin_type=False)[:-1], "truncated", "a batch missing its last byte")
+    bad([1, 2, 3], "batch is not a map", "an array")
+    bad({b"v": 1, b"producer": 1, b"seq": 1,
+         b"events": [{**ev, b"future": {b"nested": [1, [2]]}}]},
+        "depth limit", "an unknown value nested 6 deep")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: wire_python_test.py PATH/TO/wire_dump", file=sys.stderr)
+        return 100
+    with tempfile.TemporaryDirectory() as tmp:
+        encoded_by_c(sys.argv[1], tmp)
+        decoded_by_c(sys.argv[1], tmp)
+    print(f"1..{count}")
+    if failed:
+        print(f"# {failed} of {count} checks failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
