@@ -238,6 +238,16 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 ok $? "start returns only once every actor is ready ($ms ms for a 300 ms ready delay)"
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
 
+# ---- status --watch redraws in place until interrupted -------------------------------
+s="$PREFIX-watch"
+"$XPUSUP" start "$WORK/slow.conf" --session "$s" >/dev/null 2>&1
+timeout -s INT 1.8 "$XPUSUP" status --session "$s" --watch --interval 400 >"$WORK/watch.out" 2>&1
+code=$?
+redraws=$(grep -o $'\033\\[H\033\\[2J' "$WORK/watch.out" | wc -l)
+[ "$redraws" -ge 3 ] && grep -q "session $s: running" "$WORK/watch.out"
+ok $? "status --watch redraws in place ($redraws frames in 1.8 s at 400 ms, exit $code on Ctrl-C)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+
 # ---- frozen actors: SIGSTOP and a hang -----------------------------------------------
 s="$PREFIX-frozen"
 cat >"$WORK/frozen.conf" <<EOF
