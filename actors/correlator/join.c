@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,17 @@ static void fill_common(struct xpu_cevent *ev, const struct xpu_rec *h, __u64 id
 	ev->ts_ns = h->ts_ns;
 }
 
+static void fill_gpu(struct xpu_cevent *ev, __u64 start, __u64 end, __u64 corr, __u32 device,
+		     __u32 context, __u32 stream)
+{
+	ev->ts_ns = start;
+	ev->end_ns = end;
+	ev->correlation_id = corr;
+	ev->device = device;
+	ev->context = context;
+	ev->stream = stream;
+}
+
 /* The correlated event for a raw record, before any join. Names travel as STRING records
  * and are resolved by the shard's string table (not here): name stays NULL. */
 static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
@@ -295,12 +307,8 @@ static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
 	case XPU_REC_GPU_KERNEL: {
 		const struct xpu_gpu_kernel *k = rec;
 
-		ev->ts_ns = k->start_ns;
-		ev->end_ns = k->end_ns;
-		ev->correlation_id = k->correlation_id;
-		ev->device = k->device_id;
-		ev->context = k->context_id;
-		ev->stream = k->stream_id;
+		fill_gpu(ev, k->start_ns, k->end_ns, k->correlation_id, k->device_id, k->context_id,
+			 k->stream_id);
 		ev->graph_id = k->graph_id;
 		ev->graph_node_id = k->graph_node_id;
 		memcpy(ev->grid, k->grid, sizeof(ev->grid));
@@ -312,39 +320,27 @@ static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
 	case XPU_REC_GPU_MEMCPY: {
 		const struct xpu_gpu_memcpy *m = rec;
 
-		ev->ts_ns = m->start_ns;
-		ev->end_ns = m->end_ns;
-		ev->correlation_id = m->correlation_id;
+		fill_gpu(ev, m->start_ns, m->end_ns, m->correlation_id, m->device_id, m->context_id,
+			 m->stream_id);
 		ev->bytes = m->bytes;
-		ev->device = m->device_id;
-		ev->context = m->context_id;
-		ev->stream = m->stream_id;
 		ev->sub_kind = m->copy_kind;
 		break;
 	}
 	case XPU_REC_GPU_MEMSET: {
 		const struct xpu_gpu_memset *m = rec;
 
-		ev->ts_ns = m->start_ns;
-		ev->end_ns = m->end_ns;
-		ev->correlation_id = m->correlation_id;
+		fill_gpu(ev, m->start_ns, m->end_ns, m->correlation_id, m->device_id, m->context_id,
+			 m->stream_id);
 		ev->bytes = m->bytes;
-		ev->device = m->device_id;
-		ev->context = m->context_id;
-		ev->stream = m->stream_id;
 		ev->value = m->value;
 		break;
 	}
 	case XPU_REC_GPU_SYNC: {
-		const struct xpu_gpu_sync *s = rec;
+		const struct xpu_gpu_sync *y = rec;
 
-		ev->ts_ns = s->start_ns;
-		ev->end_ns = s->end_ns;
-		ev->correlation_id = s->correlation_id;
-		ev->device = s->device_id;
-		ev->context = s->context_id;
-		ev->stream = s->stream_id;
-		ev->sub_kind = s->sync_kind;
+		fill_gpu(ev, y->start_ns, y->end_ns, y->correlation_id, y->device_id, y->context_id,
+			 y->stream_id);
+		ev->sub_kind = y->sync_kind;
 		break;
 	}
 	case XPU_REC_PROC_EXIT:
@@ -359,18 +355,16 @@ static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
 	}
 }
 
+/* Every GPU activity kind starts start_ns, end_ns, correlation_id after the header. */
+_Static_assert(offsetof(struct xpu_gpu_kernel, correlation_id) == 40 &&
+		       offsetof(struct xpu_gpu_memcpy, correlation_id) == 40 &&
+		       offsetof(struct xpu_gpu_memset, correlation_id) == 40 &&
+		       offsetof(struct xpu_gpu_sync, correlation_id) == 40,
+	       "GPU activity records share their correlation_id offset");
+
 static __u64 gpu_corr(const void *rec)
 {
-	switch (((const struct xpu_rec *)rec)->type) {
-	case XPU_REC_GPU_KERNEL:
-		return ((const struct xpu_gpu_kernel *)rec)->correlation_id;
-	case XPU_REC_GPU_MEMCPY:
-		return ((const struct xpu_gpu_memcpy *)rec)->correlation_id;
-	case XPU_REC_GPU_MEMSET:
-		return ((const struct xpu_gpu_memset *)rec)->correlation_id;
-	default:
-		return ((const struct xpu_gpu_sync *)rec)->correlation_id;
-	}
+	return ((const struct xpu_gpu_sync *)rec)->correlation_id;
 }
 
 /* A GPU record goes out: joined to e's launch side when e has one. */
