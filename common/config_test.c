@@ -314,18 +314,17 @@ static void test_errors(void)
 	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
 		    "t.conf:3: ", "expected an integer in 1..32");
 	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
-		    "t.conf:4: ", "missing 'kind' in [source gpu] (known: test)");
+		    "t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test)");
 	check_error("planned kind", "[source c]\nkind = cpu\n",
 		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
 	check_error("planned sink kind", "[sink f]\nkind = folded\npath = x\n",
 		    "t.conf:2: ", "kind 'folded' is not available in this build yet");
-	check_error(
-		"default correlator kind is planned", "[sink a]\nkind=test\n[correlator]\n",
-		"t.conf:3: ", "kind 'correlator' (the default for [correlator]) is not available");
-	check_error("kind in the wrong role", "[source f]\nkind = folded\n",
-		    "t.conf:2: ", "kind 'folded' cannot be used in [source f] (known: test)");
+	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
+		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
+	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
+		    "kind 'folded' cannot be used in [source f] (known: test, synthetic)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xpusup-correlator: one shard. Reads the rings of its shard (one per source) in turn, in
+ * batches, runs every record through the exact join (join.c) and encodes what comes out into
+ * wire batches (common/wire.c). Publishes its counters in the status block.
+ *
+ * Not yet here (docs/correlator.md): sending the batches to the sinks over nng (the sinks'
+ * endpoints arrive with the sinks; until then a finished batch is counted and dropped),
+ * STRING resolution, the timestamp strategy, range nesting, per-stream state.
+ *
+ * A restart loses the join state (pending keys); the rings keep every record not yet
+ * consumed, so the new incarnation resumes exactly where the old one released.
+ */
+#include "actors/actor.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/correlator/join.h"
+#include "common/wire.h"
+#include "shm/ring.h"
+
+#define PROG "xpusup-correlator"
+#define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
+#define BATCH_EVENTS 4096 /* events per wire batch */
+
+enum counter {
+	C_IN,
+	C_MATCHED,
+	C_UNMATCHED,
+	C_WAITED,
+	C_EXPIRED,
+	C_EVICTED,
+	C_LATE,
+	C_PENDING,
+	C_EVENTS,
+	C_BATCHES,
+	C_N,
+};
+
+static const char *const counter_names[C_N] = {
+	"in",	   "matched",	  "unmatched", "waited",     "expired",
+	"evicted", "late_launch", "pending",   "events_out", "batches",
+};
+
+struct shard {
+	struct actor *a;
+	struct ring *rings[CONF_MAX_ACTORS];
+	unsigned int n_rings;
+	struct join *join;
+	struct xpu_wire_enc *enc;
+	__u64 seq, events, batches, now;
+	int counters[C_N];
+};
+
+static void finish_batch(struct shard *s)
+{
+	const void *data;
+	size_t len;
+
+	if (!xpu_wire_enc__count(s->enc))
+		return;
+	if (!xpu_wire_enc__finish(s->enc, &data, &len))
+		s->batches++; /* the nng send to the sinks goes here */
+	xpu_wire_enc__begin(s->enc, ++s->seq);
+}
+
+static void on_event(const struct xpu_cevent *ev, void *ctx)
+{
+	struct shard *s = ctx;
+
+	if (xpu_wire_enc__add(s->enc, ev) == 0)
+		s->events++;
+	if (xpu_wire_enc__count(s->enc) >= BATCH_EVENTS)
+		finish_batch(s);
+}
+
+static int on_record(const void *rec, __u32 size, void *ctx)
+{
+	struct shard *s = ctx;
+
+	join__record(s->join, rec, size, s->now);
+	return 0;
+}
+
+static void publish(struct shard *s)
+{
+	struct join_stats st;
+	__u64 v[C_N];
+	int i;
+
+	join__stats(s->join, &st);
+	v[C_IN] = st.in;
+	v[C_MATCHED] = st.matched;
+	v[C_UNMATCHED] = st.unmatched;
+	v[C_WAITED] = st.waited;
+	v[C_EXPIRED] = st.expired;
+	v[C_EVICTED] = st.evicted;
+	v[C_LATE] = st.late_launch;
+	v[C_PENDING] = st.pending;
+	v[C_EVENTS] = s->events;
+	v[C_BATCHES] = s->batches;
+	for (i = 0; i < C_N; i++)
+		actor__count(s->a, s->counters[i], v[i]);
+}
+
+static int get_ms(const struct actor *a, const char *key, unsigned long long def,
+		  unsigned long long *out)
+{
+	const char *v = conf_actor__get(a->self, key);
+
+	*out = def;
+	return v ? conf_parse_uint(v, 0, 16777216ull * 1000, out) : 0;
+}
+
+static int open_shard(struct shard *s, struct actor *a)
+{
+	unsigned long long ttl, linger, grace, max_pending, max_waiting;
+	struct join_opts o = { 0 };
+	char name[128];
+	unsigned int i;
+	int err = 0;
+
+	err |= get_ms(a, "ttl_ms", 10000, &ttl);
+	err |= get_ms(a, "linger_ms", 200, &linger);
+	err |= get_ms(a, "exit_grace_ms", 1000, &grace);
+	err |= get_ms(a, "max_pending", 1000000, &max_pending);
+	err |= get_ms(a, "max_waiting", 65536, &max_waiting);
+	if (err) {
+		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
+			a->self->section);
+		return -EINVAL;
+	}
+	o.ttl_ns = ttl * 1000000ull;
+	o.linger_ns = linger * 1000000ull;
+	o.exit_grace_ns = grace * 1000000ull;
+	o.max_pending = (__u32)max_pending;
+	o.max_waiting = (__u32)max_waiting;
+	/* ids unique across shards: the shard number in the top byte */
+	o.first_id = ((__u64)a->self->shard << 56) + 1;
+	s->join = join__new(&o, on_event, s);
+	s->enc = xpu_wire_enc__new(a->self->shard);
+	if (!s->join || !s->enc || xpu_wire_enc__begin(s->enc, 0))
+		return -ENOMEM;
+	for (i = 0; i < a->conf->n_actors; i++) {
+		if (a->conf->actors[i].role != CONF_ROLE_SOURCE)
+			continue;
+		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->conf->actors[i].name,
+			 a->self->shard);
+		s->rings[s->n_rings] = ring__open(a->dirfd, name, RING_CONSUMER);
+		if (!s->rings[s->n_rings]) {
+			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
+				strerror(errno));
+			return -errno;
+		}
+		s->n_rings++;
+	}
+	for (i = 0; i < C_N; i++)
+		s->counters[i] = actor__counter(a, counter_names[i]);
+	return 0;
+}
+
+/* One turn over every ring; returns the records read. */
+static __u64 turn(struct shard *s)
+{
+	__u64 total = 0;
+	unsigned int i;
+	int n;
+
+	s->now = xpu_now_ns();
+	for (i = 0; i < s->n_rings; i++) {
+		n = ring__consume(s->rings[i], on_record, s, CONSUME_MAX);
+		if (n > 0)
+			total += (__u64)n;
+	}
+	join__expire(s->join, s->now);
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	struct shard s = { 0 };
+	struct actor a;
+	__u64 last_publish = 0;
+	unsigned int idle_ring = 0, i;
+	int err;
+
+	if (actor__init(&a, argc, argv, PROG))
+		return ACTOR_EXIT_PERMANENT;
+	s.a = &a;
+	err = open_shard(&s, &a);
+	if (err)
+		return err == -EINVAL ? ACTOR_EXIT_PERMANENT : ACTOR_EXIT_RESTART;
+	actor__ready(&a);
+	while (!actor__stopping(&a)) {
+		if (!turn(&s)) {
+			/* Nothing anywhere: a partial batch goes out rather than waiting, and we
+			 * sleep on one ring at a time (a producer's flush wakes us). */
+			finish_batch(&s);
+			if (s.n_rings)
+				ring__wait(s.rings[idle_ring++ % s.n_rings], 2000000);
+			else
+				actor__sleep_ms(&a, 10);
+		}
+		if (s.now - last_publish > 10000000) {
+			publish(&s);
+			last_publish = s.now;
+		}
+		actor__beat(&a);
+	}
+	/* SIGTERM: the sources have stopped (they stop first); drain what they left. */
+	while (turn(&s))
+		;
+	join__flush(s.join);
+	finish_batch(&s);
+	publish(&s);
+	for (i = 0; i < s.n_rings; i++)
+		ring__close(s.rings[i]);
+	join__free(s.join);
+	xpu_wire_enc__free(s.enc);
+	actor__fini(&a);
+	return 0;
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xpusup-synthetic: a source that generates what a CUDA program under xpusup would produce,
+ * for tests and benchmarks. Per kernel launch of a simulated thread: a CUDA_API record and a
+ * LAUNCH record (with a user stack), then the GPU activity (a kernel; every 4th launch a
+ * memcpy, every 8th a memset) delivered late and out of order the way CUPTI delivers its
+ * buffers; CPU samples, user ranges around launches, PMU counters and the kernel names as
+ * STRING records in between. Each process's records go to the correlator shard that owns its
+ * pid (xpu_shard_of).
+ *
+ * Answer key: a configured share of launches leaves out its CUDA_API and LAUNCH records, so
+ * its GPU record can only go out unmatched; the counters say how many, so a test compares
+ * them with what the correlators matched: every GPU record with a launch must be matched
+ * (launches - gpu_missing_launch), every other unmatched. The LAUNCH stack's first frame is
+ * 0x7f0000000000 + correlation id, so a consumer can check that a join is the right one.
+ */
+#include "actors/actor.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shm/ring.h"
+#include "xpusup/event.h"
+
+#define PROG "xpusup-synthetic"
+#define GPU_REC_MAX 120
+#define BATCH 256 /* launches per loop step: one flush per ring per step */
+
+struct keys {
+	unsigned long long processes, threads, rate, count, missing_pct, reorder, pid_base;
+};
+
+struct delayed {
+	_Alignas(8) unsigned char rec[GPU_REC_MAX];
+	__u32 shard;
+};
+
+struct synth {
+	struct actor *a;
+	struct keys k;
+	struct ring *rings[CONF_MAX_SHARDS];
+	__u32 shards;
+	bool flat_out; /* wait for room instead of dropping */
+	struct delayed *delay; /* reorder buffer of GPU records */
+	__u32 n_delayed;
+	__u64 rng;
+	__u64 launches, records, dropped, gpu_records, gpu_missing;
+	int c_launches, c_records, c_dropped, c_gpu, c_missing;
+};
+
+static __u64 mix(__u64 x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int get_uint(const struct actor *a, const char *key, unsigned long long def,
+		    unsigned long long max, unsigned long long *out)
+{
+	const char *v = conf_actor__get(a->self, key);
+
+	*out = def;
+	return v ? conf_parse_uint(v, 0, max, out) : 0;
+}
+
+static int load_keys(const struct actor *a, struct keys *k)
+{
+	int err = 0;
+
+	err |= get_uint(a, "processes", 4, 4096, &k->processes);
+	err |= get_uint(a, "threads", 2, 64, &k->threads);
+	err |= get_uint(a, "launches_per_s", 10000, 100000000, &k->rate);
+	err |= get_uint(a, "count", 0, 1000000000000ull, &k->count);
+	err |= get_uint(a, "missing_launch_pct", 0, 100, &k->missing_pct);
+	err |= get_uint(a, "reorder", 64, 65536, &k->reorder);
+	err |= get_uint(a, "pid_base", 1000000, 4000000000ull, &k->pid_base);
+	return err || !k->processes || !k->threads ? -EINVAL : 0;
+}
+
+/* Write one record into shard's ring; flat out waits for room, paced drops (and the ring
+ * counts the loss). */
+static void put(struct synth *s, __u32 shard, const void *rec)
+{
+	__u32 size = ((const struct xpu_rec *)rec)->size;
+	void *p;
+
+	if (s->flat_out) {
+		while (!(p = ring__try_reserve(s->rings[shard], size))) {
+			if (errno != EAGAIN || actor__stopping(s->a))
+				goto drop;
+			ring__flush(s->rings[shard]);
+			actor__beat(s->a);
+			sched_yield();
+		}
+	} else {
+		p = ring__reserve(s->rings[shard], size);
+		if (!p)
+			goto drop;
+	}
+	memcpy(p, rec, size);
+	ring__commit(s->rings[shard]);
+	s->records++;
+	return;
+drop:
+	s->dropped++;
+}
+
+/* A GPU record waits in the reorder buffer; when it is full a random one goes out. */
+static void delay_gpu(struct synth *s, __u32 shard, const void *rec)
+{
+	__u32 i;
+
+	if (!s->k.reorder) {
+		put(s, shard, rec);
+		return;
+	}
+	if (s->n_delayed == s->k.reorder) {
+		s->rng = mix(s->rng);
+		i = (__u32)(s->rng % s->n_delayed);
+		put(s, s->delay[i].shard, s->delay[i].rec);
+		s->delay[i] = s->delay[--s->n_delayed];
+	}
+	memcpy(s->delay[s->n_delayed].rec, rec, ((const struct xpu_rec *)rec)->size);
+	s->delay[s->n_delayed++].shard = shard;
+}
+
+static void flush_delayed(struct synth *s)
+{
+	while (s->n_delayed) {
+		s->n_delayed--;
+		put(s, s->delay[s->n_delayed].shard, s->delay[s->n_delayed].rec);
+	}
+}
+
+static bool launch_missing(const struct synth *s, __u32 pid, __u64 corr)
+{
+	return s->k.missing_pct && mix((__u64)pid << 40 ^ corr) % 100 < s->k.missing_pct;
+}
+
+static void one_launch(struct synth *s)
+{
+	_Alignas(8) unsigned char rec[1024];
+	__u64 u = s->launches++, corr = u + 1, now = xpu_now_ns(), ips[12];
+	__u32 p = (__u32)(u % s->k.processes), pid = (__u32)(s->k.pid_base + p);
+	__u32 tid = pid + (__u32)((u / s->k.processes) % s->k.threads);
+	__u32 shard = xpu_shard_of(pid, s->shards), i;
+	char name[48];
+	int n;
+
+	for (i = 0; i < 12; i++)
+		ips[i] = 0x7f0000001000ull + i * 0x40 + (p << 8);
+	if (u < s->k.processes) { /* first launch of a process: its kernel names */
+		for (i = 0; i < 4; i++) {
+			n = snprintf(name, sizeof(name), "void synth_kernel_%u<float>(float*, int)",
+				     i);
+			xpu_string__build(rec, sizeof(rec), now, pid, pid, i + 1, XPU_STR_KERNEL,
+					  name, (size_t)n);
+			put(s, shard, rec);
+		}
+	}
+	if (u % 32 == 0) {
+		xpu_range__build(rec, sizeof(rec), now, pid, tid, XPU_RANGE_PUSH, corr, 0, 0,
+				 "train_step", 10);
+		put(s, shard, rec);
+	}
+	if (!launch_missing(s, pid, corr)) {
+		struct xpu_cuda_api *api = (void *)rec;
+
+		xpu_rec__init(api, XPU_REC_CUDA_API, sizeof(*api), now, pid, tid);
+		api->end_ns = now + 4000;
+		api->correlation_id = corr;
+		api->api_id = 211; /* cudaLaunchKernel */
+		api->domain = XPU_API_RUNTIME;
+		put(s, shard, rec);
+		ips[0] = 0x7f0000000000ull + corr; /* the answer key */
+		xpu_launch__build(rec, sizeof(rec), now + 100, pid, tid, corr, 211, ips, 12);
+		put(s, shard, rec);
+	} else {
+		s->gpu_missing++;
+	}
+	if (u % 8 == 7) {
+		struct xpu_gpu_memset *m = (void *)rec;
+
+		xpu_rec__init(m, XPU_REC_GPU_MEMSET, sizeof(*m), now + 20000, pid, tid);
+		m->start_ns = now + 20000;
+		m->end_ns = now + 21000;
+		m->correlation_id = corr;
+		m->bytes = 1 << 20;
+		m->stream_id = 7;
+	} else if (u % 4 == 3) {
+		struct xpu_gpu_memcpy *m = (void *)rec;
+
+		xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), now + 20000, pid, tid);
+		m->start_ns = now + 20000;
+		m->end_ns = now + 60000;
+		m->correlation_id = corr;
+		m->bytes = 4 << 20;
+		m->copy_kind = XPU_COPY_HTOD;
+		m->stream_id = 7;
+	} else {
+		struct xpu_gpu_kernel *k = (void *)rec;
+
+		xpu_rec__init(k, XPU_REC_GPU_KERNEL, sizeof(*k), now + 20000, pid, tid);
+		k->start_ns = now + 20000;
+		k->end_ns = now + 20000 + 1000 * (1 + u % 50);
+		k->correlation_id = corr;
+		k->name_id = 1 + u % 4;
+		k->stream_id = 7;
+		k->grid[0] = 256;
+		k->grid[1] = k->grid[2] = 1;
+		k->block[0] = 128;
+		k->block[1] = k->block[2] = 1;
+		k->registers = 32;
+	}
+	s->gpu_records++;
+	delay_gpu(s, shard, rec);
+	if (u % 32 == 31) {
+		xpu_range__build(rec, sizeof(rec), now + 5000, pid, tid, XPU_RANGE_POP, corr - 31,
+				 0, 0, NULL, 0);
+		put(s, shard, rec);
+	}
+	if (u % 16 == 0) {
+		xpu_cpu_sample__build(rec, sizeof(rec), now, pid, tid, (__u32)(u % 2), 10101010,
+				      "synth", NULL, 0, ips, 12);
+		put(s, shard, rec);
+	}
+	if (u % 64 == 0) {
+		struct xpu_pmu_counter *c = (void *)rec;
+
+		xpu_rec__init(c, XPU_REC_PMU_COUNTER, sizeof(*c), now, pid, tid);
+		c->counter_id = 1;
+		c->value = u * 1000;
+		c->delta = 64000;
+		c->time_enabled = c->time_running = 1000000;
+		c->cpu = XPU_PMU_NO_CPU;
+		c->scope = XPU_PMU_SCOPE_PROCESS;
+		put(s, shard, rec);
+	}
+}
+
+static void publish(struct synth *s)
+{
+	__u32 i;
+
+	for (i = 0; i < s->shards; i++)
+		ring__flush(s->rings[i]);
+	actor__count(s->a, s->c_launches, s->launches);
+	actor__count(s->a, s->c_records, s->records);
+	actor__count(s->a, s->c_dropped, s->dropped);
+	actor__count(s->a, s->c_gpu, s->gpu_records);
+	actor__count(s->a, s->c_missing, s->gpu_missing);
+}
+
+/* The simulated processes end: the correlators clean up after their exit grace. */
+static void end_processes(struct synth *s)
+{
+	_Alignas(8) unsigned char rec[64];
+	__u64 p;
+
+	for (p = 0; p < s->k.processes; p++) {
+		__u32 pid = (__u32)(s->k.pid_base + p);
+
+		xpu_rec__init(rec, XPU_REC_PROC_EXIT, sizeof(struct xpu_proc_exit), xpu_now_ns(),
+			      pid, pid);
+		put(s, xpu_shard_of(pid, s->shards), rec);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct synth s = { .rng = 0x5eed };
+	char name[128];
+	struct actor a;
+	__u64 start, due, n;
+	__u32 i;
+
+	if (actor__init(&a, argc, argv, PROG))
+		return ACTOR_EXIT_PERMANENT;
+	s.a = &a;
+	if (load_keys(&a, &s.k)) {
+		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
+			a.self->section);
+		return ACTOR_EXIT_PERMANENT;
+	}
+	s.shards = a.conf->shards;
+	if (!s.shards) {
+		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
+		return ACTOR_EXIT_PERMANENT;
+	}
+	s.flat_out = s.k.rate == 0;
+	s.delay = calloc(s.k.reorder ? s.k.reorder : 1, sizeof(*s.delay));
+	if (!s.delay)
+		return ACTOR_EXIT_RESTART;
+	for (i = 0; i < s.shards; i++) {
+		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
+		s.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
+		if (!s.rings[i]) {
+			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
+				strerror(errno));
+			return ACTOR_EXIT_RESTART;
+		}
+	}
+	s.c_launches = actor__counter(&a, "launches");
+	s.c_records = actor__counter(&a, "records_out");
+	s.c_dropped = actor__counter(&a, "records_dropped");
+	s.c_gpu = actor__counter(&a, "gpu_records");
+	s.c_missing = actor__counter(&a, "gpu_missing_launch");
+	actor__ready(&a);
+
+	start = xpu_now_ns();
+	while (!actor__stopping(&a) && (!s.k.count || s.launches < s.k.count)) {
+		due = s.flat_out ? s.launches + BATCH :
+				   (xpu_now_ns() - start) / 1000 * s.k.rate / 1000000;
+		if (s.k.count && due > s.k.count)
+			due = s.k.count;
+		for (n = 0; s.launches < due && n < BATCH; n++)
+			one_launch(&s);
+		publish(&s);
+		actor__beat(&a);
+		if (!n)
+			actor__sleep_ms(&a, 1);
+	}
+	flush_delayed(&s);
+	if (s.k.count && s.launches >= s.k.count)
+		end_processes(&s);
+	publish(&s);
+	/* Done producing: stay (a source that exits would be restarted) until told to stop. */
+	while (!actor__stopping(&a))
+		actor__sleep_ms(&a, 100);
+	for (i = 0; i < s.shards; i++)
+		ring__close(s.rings[i]);
+	free(s.delay);
+	actor__fini(&a);
+	return 0;
+}
