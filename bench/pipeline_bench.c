@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pipeline_bench - records/s through a real session: the synthetic source flat out ->
+ * shared-memory rings -> C correlator shards (exact join, wire encoding), under the real
+ * supervisor, with 1 and then 2 shards in the same run.
+ *
+ * Not yet end to end: the correlators do not send their batches to a sink yet (nng output
+ * arrives with the sinks), so this measures source -> rings -> join -> encode. The rate is
+ * records consumed by the shards over the time from the session being ready to the last
+ * record consumed, read from the status block; the baseline line is the 1-shard run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/status.h"
+
+#define EXIT_USAGE 100
+#define EXIT_SYSTEM 111
+
+static int run(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static __u64 counter(const struct xpu_actor_slot *slot, const char *name)
+{
+	__u32 n = __atomic_load_n(&slot->n_counters, __ATOMIC_ACQUIRE), i;
+
+	for (i = 0; i < n && i < XPU_STATUS_MAX_COUNTERS; i++)
+		if (!strncmp(slot->counters[i].name, name, sizeof(slot->counters[i].name)))
+			return status_load(&slot->counters[i].value);
+	return 0;
+}
+
+struct result {
+	double seconds;
+	__u64 records, launches, matched, lost;
+};
+
+static int one_run(const char *xpusup, unsigned int shards, unsigned long long launches,
+		   struct result *res)
+{
+	char conf[] = "/tmp/xpusup-pipeline-bench-XXXXXX", session[64], dir[4200];
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct xpu_status_block *b = NULL;
+	__u64 t0, in, out, deadline;
+	unsigned int i, syn = 0;
+	int fd, dirfd = -1, err = -EIO;
+	FILE *f;
+
+	fd = mkstemp(conf);
+	if (fd < 0 || !(f = fdopen(fd, "w")))
+		return -errno;
+	fprintf(f,
+		"[sink out]\nkind = test\n[correlator]\nshards = %u\n[source syn]\nkind = synthetic\n"
+		"processes = 64\nthreads = 4\nlaunches_per_s = 0\ncount = %llu\n",
+		shards, launches);
+	fclose(f);
+	snprintf(session, sizeof(session), "pipeline-bench-%d-%u", (int)getpid(), shards);
+	snprintf(dir, sizeof(dir), "%s/%s", geteuid() == 0 ? "/run/xpusup" : "", session);
+	if (geteuid() != 0)
+		snprintf(dir, sizeof(dir), "%s/xpusup/%s", xdg ? xdg : "/nonexistent", session);
+	{
+		char *start[] = { (char *)xpusup,      (char *)"start", conf,
+				  (char *)"--session", session,		NULL };
+
+		t0 = xpu_now_ns();
+		if (run(start)) {
+			fprintf(stderr, "pipeline_bench: unable to start a session with %s\n",
+				xpusup);
+			goto out_conf;
+		}
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	b = dirfd >= 0 ? status__map(dirfd, false) : NULL;
+	if (!b)
+		goto out_stop;
+	for (i = 0; i < b->hdr.n_actors; i++)
+		if (!strcmp(b->slots[i].kind, "synthetic"))
+			syn = i;
+	/* The source starts producing as soon as it is ready, before `start` returns: measure
+	 * from its start, which the status block records. */
+	t0 = status_load(&b->slots[syn].started_ns);
+	deadline = xpu_now_ns() + 300000000000ull;
+	for (;;) {
+		out = counter(&b->slots[syn], "records_out");
+		in = 0;
+		for (i = 0; i < b->hdr.n_actors; i++)
+			if (b->slots[i].role == CONF_ROLE_CORRELATOR)
+				in += counter(&b->slots[i], "in");
+		if (counter(&b->slots[syn], "launches") == launches && in >= out && out)
+			break;
+		if (xpu_now_ns() > deadline)
+			goto out_stop;
+		usleep(200);
+	}
+	res->seconds = (double)(xpu_now_ns() - t0) / 1e9;
+	res->records = in;
+	res->launches = launches;
+	res->matched = 0;
+	for (i = 0; i < b->hdr.n_actors; i++)
+		if (b->slots[i].role == CONF_ROLE_CORRELATOR)
+			res->matched += counter(&b->slots[i], "matched");
+	res->lost = counter(&b->slots[syn], "records_dropped");
+	err = 0;
+out_stop : {
+	char *stop[] = { (char *)xpusup, (char *)"stop", (char *)"--session", session, NULL };
+
+	status__unmap(b);
+	if (dirfd >= 0)
+		close(dirfd);
+	run(stop);
+}
+out_conf:
+	unlink(conf);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	const char *xpusup = NULL;
+	unsigned long long launches = 3000000;
+	struct result r[2];
+	unsigned int s;
+	int c;
+
+	while ((c = getopt(argc, argv, "x:n:h")) != -1) {
+		if (c == 'x')
+			xpusup = optarg;
+		else if (c == 'n' && !conf_parse_uint(optarg, 1000, 1000000000, &launches))
+			continue;
+		else {
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: pipeline_bench -x XPUSUP [-n LAUNCHES]  (default 3000000; "
+				"about 3 records each)\n");
+			return c == 'h' ? 0 : EXIT_USAGE;
+		}
+	}
+	if (!xpusup) {
+		fprintf(stderr, "pipeline_bench: unable to run: -x XPUSUP is required\n");
+		return EXIT_USAGE;
+	}
+	printf("pipeline_bench: synthetic source flat out -> rings -> correlator shards (join + "
+	       "wire encoding; no sink transport yet), %llu launches, %ld CPUs\n",
+	       launches, sysconf(_SC_NPROCESSORS_ONLN));
+	for (s = 1; s <= 2; s++) {
+		if (one_run(xpusup, s, launches, &r[s - 1])) {
+			fprintf(stderr, "pipeline_bench: the %u-shard run failed\n", s);
+			return EXIT_SYSTEM;
+		}
+		printf("%u shard%s: %.2f M events/s (%llu records in %.2f s), matched %llu, source "
+		       "drops %llu\n",
+		       s, s > 1 ? "s" : " ", (double)r[s - 1].records / r[s - 1].seconds / 1e6,
+		       (unsigned long long)r[s - 1].records, r[s - 1].seconds,
+		       (unsigned long long)r[s - 1].matched, (unsigned long long)r[s - 1].lost);
+	}
+	printf("ratio 2 shards / 1 shard: %.2f\n",
+	       ((double)r[1].records / r[1].seconds) / ((double)r[0].records / r[0].seconds));
+	return 0;
+}
