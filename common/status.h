@@ -15,6 +15,10 @@
 /* The ring from source NAME to correlator shard N: session-dir/ring.NAME.N. */
 #define XPU_RING_NAME_FMT "ring.%s.%u"
 
+/* The endpoint where sink NAME receives the correlators' wire batches (nng PULL; every
+ * correlator shard pushes every batch to every sink). */
+#define XPU_SINK_URL_FMT "ipc://%s/sink.%s.ipc"
+
 /* The correlator shard that owns pid: every source routes a process's records there, so one
  * shard holds all of a process's join state. */
 static inline __u32 xpu_shard_of(__u32 pid, __u32 shards)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # A real pipeline under the supervisor: the synthetic source -> rings -> correlator shards
-# (the exact join). Checks the joins against the synthetic source's answer key (its
+# (the exact join) -> wire batches over nng -> a sink that decodes and counts them. Checks the joins against the synthetic source's answer key (its
 # counters), arrival-order independence, and kill -9 of a correlator under load with exact
 # ring accounting. TAP on stdout.
 #
@@ -81,6 +81,11 @@ EOF
 	got=$(json "$s" "min(x['counters'].get('in', 0) for x in j['actors'] if x['role'] == 'correlator') > 100000")
 	[ "$got" = True ]
 	ok $? "reorder $2: both shards got their share of the processes"
+	wait_for 20 "$s" "c('out', 'events_in') == sum_('events_out')"
+	ok $? "reorder $2: the sink received every event the shards sent, over nng"
+	got=$(json "$s" "c('out', 'seq_gaps'), c('out', 'bad_batches'), c('out', 'batches_in') == sum_('batches')")
+	[ "$got" = "0 0 True" ]
+	ok $? "reorder $2: every batch decoded, no sequence gap ($got)"
 	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
 	ok $? "reorder $2: stops cleanly"
 }

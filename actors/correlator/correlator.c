@@ -4,9 +4,13 @@
  * batches, runs every record through the exact join (join.c) and encodes what comes out into
  * wire batches (common/wire.c). Publishes its counters in the status block.
  *
- * Not yet here (docs/correlator.md): sending the batches to the sinks over nng (the sinks'
- * endpoints arrive with the sinks; until then a finished batch is counted and dropped),
- * STRING resolution, the timestamp strategy, range nesting, per-stream state.
+ * Every batch goes to every sink: one nng PUSH socket per sink, dialled to the sink's PULL
+ * endpoint (XPU_SINK_URL_FMT). A slow or absent sink makes sending wait (heartbeating), the
+ * shard stops reading, its rings fill and the sources drop and count: loss only ever happens,
+ * counted, where the data enters.
+ *
+ * Not yet here (docs/correlator.md): STRING resolution, the timestamp strategy, range
+ * nesting, per-stream state.
  *
  * A restart loses the join state (pending keys); the rings keep every record not yet
  * consumed, so the new incarnation resumes exactly where the old one released.
@@ -17,6 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pipeline0/push.h>
+#include <nng/supplemental/util/platform.h>
 
 #include "actors/correlator/join.h"
 #include "common/wire.h"
@@ -37,12 +45,22 @@ enum counter {
 	C_PENDING,
 	C_EVENTS,
 	C_BATCHES,
+	C_SEND_WAITS,
 	C_N,
 };
 
 static const char *const counter_names[C_N] = {
-	"in",	   "matched",	  "unmatched", "waited",     "expired",
-	"evicted", "late_launch", "pending",   "events_out", "batches",
+	[C_IN] = "in",
+	[C_MATCHED] = "matched",
+	[C_UNMATCHED] = "unmatched",
+	[C_WAITED] = "waited",
+	[C_EXPIRED] = "expired",
+	[C_EVICTED] = "evicted",
+	[C_LATE] = "late_launch",
+	[C_PENDING] = "pending",
+	[C_EVENTS] = "events_out",
+	[C_BATCHES] = "batches",
+	[C_SEND_WAITS] = "send_waits",
 };
 
 struct shard {
@@ -51,9 +69,37 @@ struct shard {
 	unsigned int n_rings;
 	struct join *join;
 	struct xpu_wire_enc *enc;
-	__u64 seq, events, batches, now;
+	nng_socket sinks[CONF_MAX_ACTORS];
+	unsigned int n_sinks;
+	__u64 seq, events, batches, send_waits, now;
 	int counters[C_N];
 };
+
+/* Send one batch to every sink, waiting (and beating) while a sink cannot take it. A
+ * stopping shard gives up on a sink after 2 s so that a dead sink cannot hold the stop. */
+static void send_all(struct shard *s, const void *data, size_t len)
+{
+	__u64 give_up = 0;
+	unsigned int i;
+	int rv;
+
+	for (i = 0; i < s->n_sinks; i++) {
+		while ((rv = nng_send(s->sinks[i], (void *)data, len, NNG_FLAG_NONBLOCK)) ==
+		       NNG_EAGAIN) {
+			s->send_waits++;
+			actor__beat(s->a);
+			if (actor__stopping(s->a)) {
+				if (!give_up)
+					give_up = xpu_now_ns() + 2000000000ull;
+				else if (xpu_now_ns() > give_up)
+					break;
+			}
+			nng_msleep(1);
+		}
+		if (rv && rv != NNG_EAGAIN)
+			fprintf(stderr, PROG ": unable to send to a sink: %s\n", nng_strerror(rv));
+	}
+}
 
 static void finish_batch(struct shard *s)
 {
@@ -62,8 +108,10 @@ static void finish_batch(struct shard *s)
 
 	if (!xpu_wire_enc__count(s->enc))
 		return;
-	if (!xpu_wire_enc__finish(s->enc, &data, &len))
-		s->batches++; /* the nng send to the sinks goes here */
+	if (!xpu_wire_enc__finish(s->enc, &data, &len)) {
+		send_all(s, data, len);
+		s->batches++;
+	}
 	xpu_wire_enc__begin(s->enc, ++s->seq);
 }
 
@@ -102,6 +150,7 @@ static void publish(struct shard *s)
 	v[C_PENDING] = st.pending;
 	v[C_EVENTS] = s->events;
 	v[C_BATCHES] = s->batches;
+	v[C_SEND_WAITS] = s->send_waits;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -119,7 +168,7 @@ static int open_shard(struct shard *s, struct actor *a)
 {
 	unsigned long long ttl, linger, grace, max_pending, max_waiting;
 	struct join_opts o = { 0 };
-	char name[128];
+	char name[4300];
 	unsigned int i;
 	int err = 0;
 
@@ -156,6 +205,21 @@ static int open_shard(struct shard *s, struct actor *a)
 			return -errno;
 		}
 		s->n_rings++;
+	}
+	for (i = 0; i < a->conf->n_actors; i++) {
+		if (a->conf->actors[i].role != CONF_ROLE_SINK)
+			continue;
+		snprintf(name, sizeof(name), XPU_SINK_URL_FMT, a->dir, a->conf->actors[i].name);
+		err = nng_push0_open(&s->sinks[s->n_sinks]);
+		/* Non-blocking dial: nng connects when the sink listens and reconnects after a
+		 * sink restart by itself. */
+		if (!err)
+			err = nng_dial(s->sinks[s->n_sinks], name, NULL, NNG_FLAG_NONBLOCK);
+		if (err) {
+			fprintf(stderr, PROG ": unable to dial %s: %s\n", name, nng_strerror(err));
+			return -EIO;
+		}
+		s->n_sinks++;
 	}
 	for (i = 0; i < C_N; i++)
 		s->counters[i] = actor__counter(a, counter_names[i]);
@@ -218,6 +282,11 @@ int main(int argc, char **argv)
 	publish(&s);
 	for (i = 0; i < s.n_rings; i++)
 		ring__close(s.rings[i]);
+	/* nng sends asynchronously: give the last batches time to leave before closing. */
+	if (s.n_sinks)
+		nng_msleep(100);
+	for (i = 0; i < s.n_sinks; i++)
+		nng_close(s.sinks[i]);
 	join__free(s.join);
 	xpu_wire_enc__free(s.enc);
 	actor__fini(&a);

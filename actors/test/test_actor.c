@@ -15,6 +15,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/pipeline0/pull.h>
+
+#include "common/wire.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
@@ -66,7 +70,75 @@ struct mesh {
 	unsigned int n;
 	__u64 records, lost, seq;
 	int c_records, c_lost;
+	/* sinks: the correlators' wire batches, decoded and counted */
+	bool listening;
+	nng_socket pull;
+	struct xpu_cevent *events;
+	__u64 *stack_pool;
+	__u64 next_seq[CONF_MAX_SHARDS];
+	bool seen[CONF_MAX_SHARDS];
+	__u64 batches, events_in, seq_gaps, bad_batches;
+	int c_batches, c_events, c_gaps, c_bad;
 };
+
+#define SINK_MAX_EVENTS 8192
+#define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
+
+/* A sink of kind test listens where the correlators push (XPU_SINK_URL_FMT). */
+static int sink__open(struct mesh *m, struct actor *a)
+{
+	char url[4300];
+	int rv;
+
+	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, a->dir, a->self->name);
+	m->events = calloc(SINK_MAX_EVENTS, sizeof(*m->events));
+	m->stack_pool = calloc(SINK_STACK_POOL, sizeof(*m->stack_pool));
+	if (!m->events || !m->stack_pool)
+		return -ENOMEM;
+	rv = nng_pull0_open(&m->pull);
+	if (!rv)
+		rv = nng_listen(m->pull, url, NULL, 0);
+	if (rv) {
+		fprintf(stderr, PROG ": unable to listen on %s: %s\n", url, nng_strerror(rv));
+		return -EIO;
+	}
+	m->listening = true;
+	m->c_batches = actor__counter(a, "batches_in");
+	m->c_events = actor__counter(a, "events_in");
+	m->c_gaps = actor__counter(a, "seq_gaps");
+	m->c_bad = actor__counter(a, "bad_batches");
+	return 0;
+}
+
+/* Take every batch waiting, decode it, count its events and the producer's sequence gaps. */
+static void sink__step(struct mesh *m, struct actor *a)
+{
+	struct xpu_wire_batch batch;
+	void *buf;
+	size_t len;
+
+	while (nng_recv(m->pull, &buf, &len, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK) == 0) {
+		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &batch, m->events,
+				    SINK_MAX_EVENTS, m->stack_pool, SINK_STACK_POOL, NULL)) {
+			m->bad_batches++;
+		} else {
+			m->batches++;
+			m->events_in += batch.n_events;
+			if (batch.producer < CONF_MAX_SHARDS) {
+				if (m->seen[batch.producer] &&
+				    batch.seq > m->next_seq[batch.producer])
+					m->seq_gaps += batch.seq - m->next_seq[batch.producer];
+				m->seen[batch.producer] = true;
+				m->next_seq[batch.producer] = batch.seq + 1;
+			}
+		}
+		nng_free(buf, len);
+	}
+	actor__count(a, m->c_batches, m->batches);
+	actor__count(a, m->c_events, m->events_in);
+	actor__count(a, m->c_gaps, m->seq_gaps);
+	actor__count(a, m->c_bad, m->bad_batches);
+}
 
 /* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
  * ring.S.K for every source S. Other roles have no rings. */
@@ -77,6 +149,8 @@ static int mesh__open(struct mesh *m, struct actor *a)
 	unsigned int i;
 
 	memset(m, 0, sizeof(*m));
+	if (a->self->role == CONF_ROLE_SINK)
+		return sink__open(m, a);
 	if (a->self->role == CONF_ROLE_SOURCE) {
 		for (i = 0; i < conf->shards; i++) {
 			snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->self->name, i);
@@ -142,6 +216,9 @@ static void mesh__step(struct mesh *m, struct actor *a, const struct test_keys *
 	} else if (a->self->role == CONF_ROLE_CORRELATOR) {
 		for (r = 0; r < m->n; r++)
 			ring__consume(m->rings[r], count_record, m, 4096);
+	} else if (m->listening) {
+		sink__step(m, a);
+		return;
 	}
 	actor__count(a, m->c_records, m->records);
 	actor__count(a, m->c_lost, m->lost);
@@ -153,6 +230,10 @@ static void mesh__close(struct mesh *m)
 
 	for (i = 0; i < m->n; i++)
 		ring__close(m->rings[i]);
+	if (m->listening)
+		nng_close(m->pull);
+	free(m->events);
+	free(m->stack_pool);
 }
 
 int main(int argc, char **argv)
