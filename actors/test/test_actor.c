@@ -78,8 +78,42 @@ struct mesh {
 	__u64 next_seq[CONF_MAX_SHARDS];
 	bool seen[CONF_MAX_SHARDS];
 	__u64 batches, events_in, seq_gaps, bad_batches;
-	int c_batches, c_events, c_gaps, c_bad;
+	int c_batches, c_events, c_gaps, c_bad, c_p50, c_p99;
+	/* source-to-sink latency of CUDA_API records (stamped when the source made them) */
+	__u64 latency[128];
 };
+
+/* Bucket 4 * l + q holds [(4 + q) * 2^l / 4, (5 + q) * 2^l / 4) us: a quarter-octave
+ * log scale, so a reported percentile (the bucket's upper end) is at most 25 % high. */
+static unsigned int latency_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000 + 1;
+	unsigned int l = 63 - (unsigned int)__builtin_clzll(us), q, b;
+
+	q = l >= 2 ? (unsigned int)(us >> (l - 2)) & 3 : (unsigned int)(us << (2 - l)) & 3;
+	b = 4 * l + q;
+	return b < 128 ? b : 127;
+}
+
+static __u64 bucket_us(unsigned int b)
+{
+	return ((__u64)(5 + b % 4) << (b / 4)) / 4;
+}
+
+static __u64 latency_pct(const struct mesh *m, unsigned int pct)
+{
+	__u64 total = 0, seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < 128; b++)
+		total += m->latency[b];
+	for (b = 0; b < 128 && total; b++) {
+		seen += m->latency[b];
+		if (seen * 100 >= total * pct)
+			return bucket_us(b);
+	}
+	return 0;
+}
 
 #define SINK_MAX_EVENTS 8192
 #define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
@@ -107,6 +141,8 @@ static int sink__open(struct mesh *m, struct actor *a)
 	m->c_events = actor__counter(a, "events_in");
 	m->c_gaps = actor__counter(a, "seq_gaps");
 	m->c_bad = actor__counter(a, "bad_batches");
+	m->c_p50 = actor__counter(a, "latency_p50_us");
+	m->c_p99 = actor__counter(a, "latency_p99_us");
 	return 0;
 }
 
@@ -122,8 +158,15 @@ static void sink__step(struct mesh *m, struct actor *a)
 				    SINK_MAX_EVENTS, m->stack_pool, SINK_STACK_POOL, NULL)) {
 			m->bad_batches++;
 		} else {
+			__u64 now = xpu_now_ns();
+			__u32 e;
+
 			m->batches++;
 			m->events_in += batch.n_events;
+			for (e = 0; e < batch.n_events; e++)
+				if (m->events[e].kind == XPU_REC_CUDA_API &&
+				    now > m->events[e].ts_ns)
+					m->latency[latency_bucket(now - m->events[e].ts_ns)]++;
 			if (batch.producer < CONF_MAX_SHARDS) {
 				if (m->seen[batch.producer] &&
 				    batch.seq > m->next_seq[batch.producer])
@@ -138,6 +181,8 @@ static void sink__step(struct mesh *m, struct actor *a)
 	actor__count(a, m->c_events, m->events_in);
 	actor__count(a, m->c_gaps, m->seq_gaps);
 	actor__count(a, m->c_bad, m->bad_batches);
+	actor__count(a, m->c_p50, latency_pct(m, 50));
+	actor__count(a, m->c_p99, latency_pct(m, 99));
 }
 
 /* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
