@@ -9,8 +9,9 @@
  * shard stops reading, its rings fill and the sources drop and count: loss only ever happens,
  * counted, where the data enters.
  *
- * Not yet here (docs/correlator.md): STRING resolution, the timestamp strategy, range
- * nesting, per-stream state.
+ * STRING records fill a (pid, id) -> text table through which kernel and range names
+ * resolve. Not yet here (docs/correlator.md): the timestamp strategy, range nesting,
+ * per-stream state.
  *
  * A restart loses the join state (pending keys); the rings keep every record not yet
  * consumed, so the new incarnation resumes exactly where the old one released.
@@ -46,6 +47,8 @@ enum counter {
 	C_EVENTS,
 	C_BATCHES,
 	C_SEND_WAITS,
+	C_NAMES,
+	C_NAMES_DROPPED,
 	C_N,
 };
 
@@ -61,10 +64,66 @@ static const char *const counter_names[C_N] = {
 	[C_EVENTS] = "events_out",
 	[C_BATCHES] = "batches",
 	[C_SEND_WAITS] = "send_waits",
+	[C_NAMES] = "names",
+	[C_NAMES_DROPPED] = "names_dropped",
 };
+
+/* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
+ * (NAMES_MAX entries; beyond that new names are counted and dropped), never shrinks yet. */
+#define NAMES_MAX 65536
+
+struct name_entry {
+	__u64 id;
+	__u32 pid;
+	__u32 len;
+	char *text; /* NULL: empty slot */
+};
+
+struct names {
+	struct name_entry slots[2 * NAMES_MAX];
+	__u32 n;
+	__u64 dropped;
+};
+
+static __u32 names_slot(const struct names *t, __u32 pid, __u64 id)
+{
+	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full);
+	__u32 i = (__u32)(h >> 40) & (2 * NAMES_MAX - 1);
+
+	while (t->slots[i].text && (t->slots[i].pid != pid || t->slots[i].id != id))
+		i = (i + 1) & (2 * NAMES_MAX - 1);
+	return i;
+}
+
+static void names__put(struct names *t, const struct xpu_string *str)
+{
+	struct name_entry *e = &t->slots[names_slot(t, str->hdr.pid, str->id)];
+	char *text;
+
+	if (!e->text && t->n >= NAMES_MAX) {
+		t->dropped++;
+		return;
+	}
+	text = malloc(str->len ? str->len : 1);
+	if (!text) {
+		t->dropped++;
+		return;
+	}
+	memcpy(text, str->text, str->len);
+	if (e->text)
+		free(e->text);
+	else
+		t->n++;
+	*e = (struct name_entry){
+		.id = str->id, .pid = str->hdr.pid, .len = str->len, .text = text
+	};
+}
+
+static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx);
 
 struct shard {
 	struct actor *a;
+	struct names *names;
 	struct ring *rings[CONF_MAX_ACTORS];
 	unsigned int n_rings;
 	struct join *join;
@@ -125,10 +184,21 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		finish_batch(s);
 }
 
+static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
+{
+	const struct shard *s = ctx;
+	const struct name_entry *e = &s->names->slots[names_slot(s->names, pid, id)];
+
+	*len = e->text ? e->len : 0;
+	return e->text;
+}
+
 static int on_record(const void *rec, __u32 size, void *ctx)
 {
 	struct shard *s = ctx;
 
+	if (((const struct xpu_rec *)rec)->type == XPU_REC_STRING)
+		names__put(s->names, rec);
 	join__record(s->join, rec, size, s->now);
 	return 0;
 }
@@ -151,6 +221,8 @@ static void publish(struct shard *s)
 	v[C_EVENTS] = s->events;
 	v[C_BATCHES] = s->batches;
 	v[C_SEND_WAITS] = s->send_waits;
+	v[C_NAMES] = s->names->n;
+	v[C_NAMES_DROPPED] = s->names->dropped;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -191,8 +263,10 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
 	s->join = join__new(&o, on_event, s);
 	s->enc = xpu_wire_enc__new(a->self->shard);
-	if (!s->join || !s->enc || xpu_wire_enc__begin(s->enc, 0))
+	s->names = calloc(1, sizeof(*s->names));
+	if (!s->join || !s->enc || !s->names || xpu_wire_enc__begin(s->enc, 0))
 		return -ENOMEM;
+	join__set_names(s->join, names__get);
 	for (i = 0; i < a->conf->n_actors; i++) {
 		if (a->conf->actors[i].role != CONF_ROLE_SOURCE)
 			continue;

@@ -78,6 +78,7 @@ struct fifo {
 struct join {
 	struct join_opts opts;
 	join_emit_fn emit;
+	join_name_fn name;
 	void *ctx;
 	struct entry *entries;
 	__u32 free_entry;
@@ -270,7 +271,7 @@ static void fill_gpu(struct xpu_cevent *ev, __u64 start, __u64 end, __u64 corr, 
 
 /* The correlated event for a raw record, before any join. Names travel as STRING records
  * and are resolved by the shard's string table (not here): name stays NULL. */
-static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
+static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *rec, __u64 id)
 {
 	const struct xpu_rec *h = rec;
 
@@ -315,6 +316,8 @@ static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
 		memcpy(ev->block, k->block, sizeof(ev->block));
 		ev->registers = k->registers;
 		ev->shared_mem = k->static_smem + k->dynamic_smem;
+		if (j->name && k->name_id)
+			ev->name = j->name(k->hdr.pid, k->name_id, &ev->name_len, j->ctx);
 		break;
 	}
 	case XPU_REC_GPU_MEMCPY: {
@@ -341,6 +344,28 @@ static void to_cevent(struct xpu_cevent *ev, const void *rec, __u64 id)
 		fill_gpu(ev, y->start_ns, y->end_ns, y->correlation_id, y->device_id, y->context_id,
 			 y->stream_id);
 		ev->sub_kind = y->sync_kind;
+		break;
+	}
+	case XPU_REC_RANGE: {
+		const struct xpu_range *r = rec;
+
+		ev->correlation_id = r->range_id;
+		ev->sub_kind = r->phase;
+		if (r->name_len) {
+			ev->name = r->name;
+			ev->name_len = r->name_len;
+		} else if (j->name && r->name_id) {
+			ev->name = j->name(h->pid, r->name_id, &ev->name_len, j->ctx);
+		}
+		break;
+	}
+	case XPU_REC_STRING: {
+		const struct xpu_string *str = rec;
+
+		ev->value = str->id;
+		ev->sub_kind = str->kind;
+		ev->name = str->text;
+		ev->name_len = str->len;
 		break;
 	}
 	case XPU_REC_PROC_EXIT:
@@ -372,7 +397,7 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 {
 	struct xpu_cevent ev;
 
-	to_cevent(&ev, rec, id);
+	to_cevent(j, &ev, rec, id);
 	if (e && (e->flags & (F_LAUNCH | F_API))) {
 		ev.corr_type = XPU_CORR_EXACT_ID;
 		ev.confidence = 1.0f;
@@ -507,7 +532,7 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 	struct entry *e;
 	__u64 corr;
 
-	to_cevent(&ev, rec, id);
+	to_cevent(j, &ev, rec, id);
 	corr = ev.correlation_id;
 	j->emit(&ev, j->ctx);
 	if (!corr)
@@ -612,7 +637,7 @@ int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns)
 		on_gpu(j, rec, size, id, now_ns);
 		break;
 	default:
-		to_cevent(&ev, rec, id);
+		to_cevent(j, &ev, rec, id);
 		j->emit(&ev, j->ctx);
 		if (h->type == XPU_REC_PROC_EXIT && h->pid == h->tid)
 			on_process_exit(j, h->pid, now_ns);
@@ -646,6 +671,11 @@ void join__expire(struct join *j, __u64 now_ns)
 void join__flush(struct join *j)
 {
 	join__expire(j, ~0ull);
+}
+
+void join__set_names(struct join *j, join_name_fn fn)
+{
+	j->name = fn;
 }
 
 void join__stats(const struct join *j, struct join_stats *st)

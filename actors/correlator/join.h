@@ -47,6 +47,14 @@ struct join_stats {
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
 
+/* Looks up the text of STRING id of process pid (kernel and range names travel once as
+ * STRING records); returns NULL when unknown. The text must stay valid until the emit
+ * callback of the event returns. */
+typedef const char *(*join_name_fn)(__u32 pid, __u64 id, __u32 *len, void *ctx);
+
+/* join__set_names - resolve GPU_KERNEL name_id and RANGE name_id through fn (optional). */
+void join__set_names(struct join *j, join_name_fn fn);
+
 /* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is allocated up front:
  * about sizeof(pending entry) * max_pending + a GPU record copy per max_waiting. */
 struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx);

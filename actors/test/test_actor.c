@@ -78,7 +78,8 @@ struct mesh {
 	__u64 next_seq[CONF_MAX_SHARDS];
 	bool seen[CONF_MAX_SHARDS];
 	__u64 batches, events_in, seq_gaps, bad_batches;
-	int c_batches, c_events, c_gaps, c_bad, c_p50, c_p99;
+	int c_batches, c_events, c_gaps, c_bad, c_p50, c_p99, c_named, c_unnamed;
+	__u64 named_kernels, unnamed_kernels;
 	/* source-to-sink latency of CUDA_API records (stamped when the source made them) */
 	__u64 latency[128];
 };
@@ -143,6 +144,8 @@ static int sink__open(struct mesh *m, struct actor *a)
 	m->c_bad = actor__counter(a, "bad_batches");
 	m->c_p50 = actor__counter(a, "latency_p50_us");
 	m->c_p99 = actor__counter(a, "latency_p99_us");
+	m->c_named = actor__counter(a, "named_kernels");
+	m->c_unnamed = actor__counter(a, "unnamed_kernels");
 	return 0;
 }
 
@@ -163,10 +166,16 @@ static void sink__step(struct mesh *m, struct actor *a)
 
 			m->batches++;
 			m->events_in += batch.n_events;
-			for (e = 0; e < batch.n_events; e++)
-				if (m->events[e].kind == XPU_REC_CUDA_API &&
-				    now > m->events[e].ts_ns)
-					m->latency[latency_bucket(now - m->events[e].ts_ns)]++;
+			for (e = 0; e < batch.n_events; e++) {
+				const struct xpu_cevent *ev = &m->events[e];
+
+				if (ev->kind == XPU_REC_CUDA_API && now > ev->ts_ns)
+					m->latency[latency_bucket(now - ev->ts_ns)]++;
+				else if (ev->kind == XPU_REC_GPU_KERNEL && ev->name_len)
+					m->named_kernels++;
+				else if (ev->kind == XPU_REC_GPU_KERNEL)
+					m->unnamed_kernels++;
+			}
 			if (batch.producer < CONF_MAX_SHARDS) {
 				if (m->seen[batch.producer] &&
 				    batch.seq > m->next_seq[batch.producer])
@@ -183,6 +192,8 @@ static void sink__step(struct mesh *m, struct actor *a)
 	actor__count(a, m->c_bad, m->bad_batches);
 	actor__count(a, m->c_p50, latency_pct(m, 50));
 	actor__count(a, m->c_p99, latency_pct(m, 99));
+	actor__count(a, m->c_named, m->named_kernels);
+	actor__count(a, m->c_unnamed, m->unnamed_kernels);
 }
 
 /* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
