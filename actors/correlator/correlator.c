@@ -49,6 +49,7 @@ enum counter {
 	C_SEND_WAITS,
 	C_NAMES,
 	C_NAMES_DROPPED,
+	C_NEST_LOST,
 	C_N,
 };
 
@@ -66,6 +67,7 @@ static const char *const counter_names[C_N] = {
 	[C_SEND_WAITS] = "send_waits",
 	[C_NAMES] = "names",
 	[C_NAMES_DROPPED] = "names_dropped",
+	[C_NEST_LOST] = "nest_lost",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -223,6 +225,7 @@ static void publish(struct shard *s)
 	v[C_SEND_WAITS] = s->send_waits;
 	v[C_NAMES] = s->names->n;
 	v[C_NAMES_DROPPED] = s->names->dropped;
+	v[C_NEST_LOST] = st.nest_lost;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }

@@ -40,6 +40,8 @@ struct entry {
 	__u64 corr;
 	__u64 launch_id; /* event id of the LAUNCH record, 0: none yet */
 	__u64 api_id; /* event id of the CUDA_API record, 0: none yet */
+	__u64 range_id; /* innermost user range open on the launching thread, 0: none */
+	__u64 root_id; /* outermost one */
 	__u64 *stack; /* the LAUNCH user stack, n_stack frames, owned */
 	__u32 pid;
 	__u32 gen;
@@ -62,6 +64,19 @@ struct pidstate {
 	__u32 head; /* first entry of this process */
 	__u32 n; /* entries */
 	__u32 reserved;
+};
+
+/* Per-thread stack of open RANGE events (seed 001's call stacks): what parent_id, root_id
+ * and inside_range links come from. Threads are never removed from the table (a thread's
+ * PROC_EXIT empties its stack); when the table is full new threads get no nesting. */
+#define THREADS_MAX 16384
+#define NEST_MAX 32
+
+struct nest {
+	__u32 pid, tid; /* pid 0: empty slot */
+	__u32 depth;
+	__u32 reserved;
+	__u64 stack[NEST_MAX];
 };
 
 struct qitem {
@@ -90,6 +105,8 @@ struct join {
 	struct waiting *waiting;
 	__u32 free_wait;
 	struct fifo ttl_q, exit_q, linger_q;
+	struct nest *threads; /* 2 * THREADS_MAX slots */
+	__u32 n_threads;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
 	struct join_stats st;
@@ -392,6 +409,79 @@ static __u64 gpu_corr(const void *rec)
 	return ((const struct xpu_gpu_sync *)rec)->correlation_id;
 }
 
+static struct nest *thread_get(struct join *j, __u32 pid, __u32 tid, bool create)
+{
+	__u32 mask = 2 * THREADS_MAX - 1, i = (__u32)hash64((__u64)pid << 32 | tid) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct nest *t = &j->threads[i];
+
+		if (t->pid == pid && t->tid == tid)
+			return t;
+		if (!t->pid) {
+			if (!create || j->n_threads >= THREADS_MAX)
+				return NULL;
+			j->n_threads++;
+			*t = (struct nest){ .pid = pid, .tid = tid };
+			return t;
+		}
+	}
+}
+
+static void add_link(struct xpu_cevent *ev, __u32 type, __u64 target)
+{
+	if (target && ev->n_links < XPU_WIRE_LINKS_MAX)
+		ev->links[ev->n_links++] = (struct xpu_link){ .type = type, .target = target };
+}
+
+/* A CPU-side event (API call, launch, sample) inside the thread's open ranges. */
+static void nest_annotate(struct join *j, struct xpu_cevent *ev)
+{
+	struct nest *t = thread_get(j, ev->pid, ev->tid, false);
+
+	if (!t || !t->depth)
+		return;
+	ev->parent_id = t->stack[t->depth - 1];
+	ev->root_id = t->stack[0];
+	ev->corr_type = XPU_CORR_NESTING;
+	ev->confidence = 1.0f;
+	add_link(ev, XPU_LINK_INSIDE_RANGE, ev->parent_id);
+}
+
+/* RANGE push/pop move the thread's stack; start/end ranges and marks do not nest. */
+static void nest_range(struct join *j, struct xpu_cevent *ev)
+{
+	struct nest *t;
+
+	if (ev->sub_kind == XPU_RANGE_PUSH) {
+		t = thread_get(j, ev->pid, ev->tid, true);
+		if (!t) {
+			j->st.nest_lost++;
+			return;
+		}
+		nest_annotate(j, ev);
+		if (!ev->root_id)
+			ev->root_id = ev->id; /* an outermost range is its own root */
+		if (t->depth < NEST_MAX)
+			t->stack[t->depth++] = ev->id;
+		else
+			j->st.nest_lost++;
+	} else if (ev->sub_kind == XPU_RANGE_POP) {
+		t = thread_get(j, ev->pid, ev->tid, false);
+		if (!t || !t->depth) {
+			j->st.nest_lost++; /* a pop without its push (dropped, or before we started) */
+			return;
+		}
+		ev->root_id = t->stack[0];
+		add_link(ev, XPU_LINK_COMPLETES, t->stack[--t->depth]);
+		ev->parent_id = t->depth ? t->stack[t->depth - 1] : 0;
+		ev->corr_type = XPU_CORR_NESTING;
+		ev->confidence = 1.0f;
+	} else {
+		nest_annotate(j, ev);
+	}
+}
+
 /* A GPU record goes out: joined to e's launch side when e has one. */
 static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 {
@@ -412,6 +502,11 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 			ev.parent_id = ev.root_id = e->launch_id;
 			ev.n_user = e->n_stack;
 			ev.stack = e->stack;
+		}
+		/* kernel -> launch -> enclosing range: the user scope is the kernel's root */
+		if (e->range_id) {
+			add_link(&ev, XPU_LINK_INSIDE_RANGE, e->range_id);
+			ev.root_id = e->root_id;
 		}
 		e->flags |= F_GPU_OUT;
 		j->st.matched++;
@@ -533,11 +628,16 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 	__u64 corr;
 
 	to_cevent(j, &ev, rec, id);
+	nest_annotate(j, &ev);
 	corr = ev.correlation_id;
 	j->emit(&ev, j->ctx);
 	if (!corr)
 		return;
 	e = entry_get(j, h->pid, corr, now_ns);
+	if (ev.parent_id && !e->range_id) {
+		e->range_id = ev.parent_id;
+		e->root_id = ev.root_id;
+	}
 	if (h->type == XPU_REC_LAUNCH) {
 		const struct xpu_launch *l = rec;
 
@@ -638,9 +738,19 @@ int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns)
 		break;
 	default:
 		to_cevent(j, &ev, rec, id);
+		if (h->type == XPU_REC_RANGE)
+			nest_range(j, &ev);
+		else if (h->type == XPU_REC_CPU_SAMPLE)
+			nest_annotate(j, &ev);
 		j->emit(&ev, j->ctx);
-		if (h->type == XPU_REC_PROC_EXIT && h->pid == h->tid)
-			on_process_exit(j, h->pid, now_ns);
+		if (h->type == XPU_REC_PROC_EXIT) {
+			struct nest *t = thread_get(j, h->pid, h->tid, false);
+
+			if (t)
+				t->depth = 0; /* the thread is gone: so are its open ranges */
+			if (h->pid == h->tid)
+				on_process_exit(j, h->pid, now_ns);
+		}
 		break;
 	}
 	return 0;
@@ -712,8 +822,9 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->ttl_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->exit_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
+	j->threads = calloc(2 * THREADS_MAX, sizeof(*j->threads));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items) {
+	    !j->exit_q.items || !j->linger_q.items || !j->threads) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
@@ -745,5 +856,6 @@ void join__free(struct join *j)
 	free(j->ttl_q.items);
 	free(j->exit_q.items);
 	free(j->linger_q.items);
+	free(j->threads);
 	free(j);
 }

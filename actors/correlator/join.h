@@ -9,7 +9,11 @@
  *   - LAUNCH and CUDA_API at once (they start pending state for their key);
  *   - GPU activity at once when its launch side is known (corr_type EXACT_ID, confidence 1,
  *     links launched_by, the LAUNCH stack attached); otherwise it waits, and goes out when the
- *     launch side arrives, or unmatched (corr_type NONE) when its state expires or is evicted.
+ *     launch side arrives, or unmatched (corr_type NONE) when its state expires or is evicted;
+ *   - per thread, RANGE push/pop keep a stack of open ranges (seed 001): CUDA_API, LAUNCH and
+ *     CPU samples get parent_id = the innermost range, root_id = the outermost, an
+ *     inside_range link (corr_type NESTING); a pop links `completes` to its push; a GPU record
+ *     links inside_range to its launch's range and takes its root.
  *
  * State is bounded: at most max_pending keys; each expires ttl_ns after it was created,
  * linger_ns after its first match (a CUDA graph launch has many kernels on one correlation
@@ -41,6 +45,7 @@ struct join_stats {
 	__u64 expired; /* keys removed by TTL or exit grace */
 	__u64 evicted; /* keys removed because max_pending (or max_waiting) was reached */
 	__u64 late_launch; /* LAUNCH records for a key whose GPU records had already gone out */
+	__u64 nest_lost; /* range pushes or pops that could not be nested (depth, table, orphan pop) */
 	__u64 pending; /* keys held now */
 	__u64 waiting; /* GPU records waiting now */
 };

@@ -7,6 +7,7 @@
  */
 #include "actors/correlator/join.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,6 +330,91 @@ static void test_exit(void)
 	join__free(j);
 }
 
+static void *range(__u32 pid, __u32 tid, __u32 phase, const char *name)
+{
+	xpu_range__build(buf, sizeof(buf), 1, pid, tid, phase, 0, 0, 0, name,
+			 name ? strlen(name) : 0);
+	return buf;
+}
+
+static const struct xpu_cevent *find_range(__u32 phase, unsigned int nth)
+{
+	unsigned int i;
+
+	for (i = 0; i < out.n; i++)
+		if (out.ev[i].kind == XPU_REC_RANGE && out.ev[i].sub_kind == phase && !nth--)
+			return &out.ev[i];
+	return NULL;
+}
+
+static bool has_link(const struct xpu_cevent *ev, __u32 type, __u64 target)
+{
+	__u32 i;
+
+	for (i = 0; i < ev->n_links; i++)
+		if (ev->links[i].type == type && ev->links[i].target == target)
+			return true;
+	return false;
+}
+
+/* Seed 001's per-thread stacks: ranges nest, API calls and samples sit inside them, kernels
+ * inherit their launch's scope, another thread is unaffected. */
+static void test_nesting(void)
+{
+	const struct xpu_cevent *outer, *inner, *a, *k, *pop_in, *pop_out, *other;
+	struct join_stats st;
+	struct join *j = fresh(64, 64, 1000000);
+	__u64 ips[1] = { 0x400000 };
+
+	offer(j, range(7, 70, XPU_RANGE_PUSH, "train_step"), 1);
+	offer(j, range(7, 70, XPU_RANGE_PUSH, "forward"), 2);
+	api(7, 42);
+	((struct xpu_rec *)buf)->tid = 70; /* the launching thread */
+	offer(j, buf, 3);
+	offer(j, kernel(7, 42), 4);
+	xpu_cpu_sample__build(buf, sizeof(buf), 5, 7, 71, 0, 1, "x", NULL, 0, ips, 1);
+	offer(j, buf, 5); /* another thread of the same process */
+	offer(j, range(7, 70, XPU_RANGE_POP, NULL), 6);
+	offer(j, range(7, 70, XPU_RANGE_POP, NULL), 7);
+	offer(j, range(7, 70, XPU_RANGE_POP, NULL), 8); /* one pop too many */
+	outer = find_range(XPU_RANGE_PUSH, 0);
+	inner = find_range(XPU_RANGE_PUSH, 1);
+	pop_in = find_range(XPU_RANGE_POP, 0);
+	pop_out = find_range(XPU_RANGE_POP, 1);
+	a = find(XPU_REC_CUDA_API, 7, 42, NULL);
+	k = find(XPU_REC_GPU_KERNEL, 7, 42, NULL);
+	other = NULL;
+	for (unsigned int i = 0; i < out.n; i++)
+		if (out.ev[i].kind == XPU_REC_CPU_SAMPLE)
+			other = &out.ev[i];
+	if (!outer || !inner || !pop_in || !pop_out || !a || !k || !other) {
+		tap_ok(0, "nesting: every event went out");
+		join__free(j);
+		return;
+	}
+	tap_ok(outer->root_id == outer->id && outer->parent_id == 0,
+	       "an outermost range is its own root, without a parent");
+	tap_ok(inner->parent_id == outer->id && inner->root_id == outer->id &&
+		       has_link(inner, XPU_LINK_INSIDE_RANGE, outer->id),
+	       "a nested range: parent and root the outer one, inside_range link");
+	tap_ok(a->parent_id == inner->id && a->root_id == outer->id &&
+		       a->corr_type == XPU_CORR_NESTING &&
+		       has_link(a, XPU_LINK_INSIDE_RANGE, inner->id),
+	       "an API call inside both: parent the inner range, root the outer");
+	tap_ok(k->parent_id == a->id && k->root_id == outer->id &&
+		       has_link(k, XPU_LINK_LAUNCHED_BY, a->id) &&
+		       has_link(k, XPU_LINK_INSIDE_RANGE, inner->id),
+	       "its kernel: launched_by the API, inside the launch's range, rooted in the user scope");
+	tap_ok(other->parent_id == 0 && other->n_links == 0,
+	       "a sample on another thread is not inside this thread's ranges");
+	tap_ok(has_link(pop_in, XPU_LINK_COMPLETES, inner->id) && pop_in->parent_id == outer->id &&
+		       has_link(pop_out, XPU_LINK_COMPLETES, outer->id) && pop_out->parent_id == 0,
+	       "pops complete their pushes, innermost first");
+	join__stats(j, &st);
+	tap_eq_u64(st.nest_lost, 1, "a pop without a push is counted, not a crash");
+	join__free(j);
+}
+
 static void test_linger(void)
 {
 	struct join_opts o = { .ttl_ns = 1000,
@@ -365,5 +451,6 @@ int main(void)
 	test_bounds();
 	test_exit();
 	test_linger();
+	test_nesting();
 	return tap_done();
 }

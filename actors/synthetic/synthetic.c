@@ -164,7 +164,7 @@ static void one_launch(struct synth *s)
 			put(s, shard, rec);
 		}
 	}
-	if (u % 32 == 0) {
+	if (u % 32 == 0) { /* every 32nd launch inside a user range on its thread */
 		xpu_range__build(rec, sizeof(rec), now, pid, tid, XPU_RANGE_PUSH, corr, 0, 0,
 				 "train_step", 10);
 		put(s, shard, rec);
@@ -220,9 +220,9 @@ static void one_launch(struct synth *s)
 	}
 	s->gpu_records++;
 	delay_gpu(s, shard, rec);
-	if (u % 32 == 31) {
-		xpu_range__build(rec, sizeof(rec), now + 5000, pid, tid, XPU_RANGE_POP, corr - 31,
-				 0, 0, NULL, 0);
+	if (u % 32 == 0) { /* the range closes on the thread that opened it */
+		xpu_range__build(rec, sizeof(rec), now + 5000, pid, tid, XPU_RANGE_POP, corr, 0, 0,
+				 NULL, 0);
 		put(s, shard, rec);
 	}
 	if (u % 16 == 0) {
