@@ -72,11 +72,12 @@ struct pidstate {
 #define THREADS_MAX 16384
 #define NEST_MAX 32
 
+/* Probed on every CPU-side record: kept small (16 bytes) so the table stays in cache; the
+ * stacks live in a parallel array touched only inside ranges. */
 struct nest {
 	__u32 pid, tid; /* pid 0: empty slot */
 	__u32 depth;
 	__u32 reserved;
-	__u64 stack[NEST_MAX];
 };
 
 struct qitem {
@@ -106,6 +107,7 @@ struct join {
 	__u32 free_wait;
 	struct fifo ttl_q, exit_q, linger_q;
 	struct nest *threads; /* 2 * THREADS_MAX slots */
+	__u64 (*stacks)[NEST_MAX]; /* the open ranges of threads[i] */
 	__u32 n_threads;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
@@ -428,6 +430,11 @@ static struct nest *thread_get(struct join *j, __u32 pid, __u32 tid, bool create
 	}
 }
 
+static __u64 *stack_of(struct join *j, const struct nest *t)
+{
+	return j->stacks[t - j->threads];
+}
+
 static void add_link(struct xpu_cevent *ev, __u32 type, __u64 target)
 {
 	if (target && ev->n_links < XPU_WIRE_LINKS_MAX)
@@ -441,8 +448,8 @@ static void nest_annotate(struct join *j, struct xpu_cevent *ev)
 
 	if (!t || !t->depth)
 		return;
-	ev->parent_id = t->stack[t->depth - 1];
-	ev->root_id = t->stack[0];
+	ev->parent_id = stack_of(j, t)[t->depth - 1];
+	ev->root_id = stack_of(j, t)[0];
 	ev->corr_type = XPU_CORR_NESTING;
 	ev->confidence = 1.0f;
 	add_link(ev, XPU_LINK_INSIDE_RANGE, ev->parent_id);
@@ -463,7 +470,7 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 		if (!ev->root_id)
 			ev->root_id = ev->id; /* an outermost range is its own root */
 		if (t->depth < NEST_MAX)
-			t->stack[t->depth++] = ev->id;
+			stack_of(j, t)[t->depth++] = ev->id;
 		else
 			j->st.nest_lost++;
 	} else if (ev->sub_kind == XPU_RANGE_POP) {
@@ -472,9 +479,9 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 			j->st.nest_lost++; /* a pop without its push (dropped, or before we started) */
 			return;
 		}
-		ev->root_id = t->stack[0];
-		add_link(ev, XPU_LINK_COMPLETES, t->stack[--t->depth]);
-		ev->parent_id = t->depth ? t->stack[t->depth - 1] : 0;
+		ev->root_id = stack_of(j, t)[0];
+		add_link(ev, XPU_LINK_COMPLETES, stack_of(j, t)[--t->depth]);
+		ev->parent_id = t->depth ? stack_of(j, t)[t->depth - 1] : 0;
 		ev->corr_type = XPU_CORR_NESTING;
 		ev->confidence = 1.0f;
 	} else {
@@ -823,8 +830,9 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->exit_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->threads = calloc(2 * THREADS_MAX, sizeof(*j->threads));
+	j->stacks = calloc(2 * THREADS_MAX, sizeof(*j->stacks));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items || !j->threads) {
+	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
@@ -857,5 +865,6 @@ void join__free(struct join *j)
 	free(j->exit_q.items);
 	free(j->linger_q.items);
 	free(j->threads);
+	free(j->stacks);
 	free(j);
 }
