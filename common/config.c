@@ -48,6 +48,7 @@ enum key_type {
 	T_BOOL, /* see conf_parse_bool() */
 	T_ENUM, /* one of names[]; the value is the index, which is the C enum's value */
 	T_INTENSITY, /* N/PERIOD: u = N in [min, max], u2 = PERIOD in ms */
+	T_PATH, /* a file name: any value (relative ones are taken from the config's folder) */
 };
 
 struct key_schema {
@@ -309,6 +310,23 @@ static const struct key_schema synthetic_keys[] = {
 	{ .key = NULL },
 };
 
+static const char *const replay_speed_names[] = { "full", "original", NULL };
+
+/* kind = replay: a file of ring records (docs/events.md, "Replay files"). */
+static const struct key_schema replay_keys[] = {
+	{ .key = "path",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .doc = "the replay file (required; relative to the config file's folder)" },
+	{ .key = "speed",
+	  .type = T_ENUM,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .names = replay_speed_names,
+	  .def = "full",
+	  .doc = "full: as fast as the rings take it; original: at the records' own pace" },
+	{ .key = NULL },
+};
+
 /* kind = correlator: the join engine's bounds (docs/correlator.md). */
 static const struct key_schema correlator_keys[] = {
 	{ .key = "ttl_ms",
@@ -359,7 +377,7 @@ static const struct kind_schema kinds[] = {
 	{ "cpu", SOURCE, false, NULL, "CPU stack sampling (eBPF)" },
 	{ "pmu", SOURCE, false, NULL, "hardware counters (perf events)" },
 	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key" },
-	{ "replay", SOURCE, false, NULL, "records replayed from a file" },
+	{ "replay", SOURCE, true, replay_keys, "records replayed from a file" },
 	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records" },
 	{ "folded", SINK, false, NULL, "folded stacks for flame graphs" },
 	{ "timeline", SINK, false, NULL, "Chrome trace JSON" },
@@ -662,6 +680,8 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 		return -EINVAL;
 	case T_INTENSITY:
 		return parse_intensity(s, k->min, k->max, v);
+	case T_PATH:
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -696,6 +716,9 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 			 "N/PERIOD with N in %llu..%llu and PERIOD in 1ms..60m written with its "
 			 "unit (ms, s or m), e.g. 5/30s",
 			 k->min, k->max);
+		return;
+	case T_PATH:
+		snprintf(buf, size, "a file name");
 		return;
 	}
 	buf[0] = '\0';

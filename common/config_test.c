@@ -313,8 +313,9 @@ static void test_errors(void)
 		    "t.conf:2: ", "bad value '/1s'");
 	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
 		    "t.conf:3: ", "expected an integer in 1..32");
-	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
-		    "t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic)");
+	check_error(
+		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
+		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test)");
 	check_error("planned kind", "[source c]\nkind = cpu\n",
@@ -324,7 +325,7 @@ static void test_errors(void)
 	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		    "kind 'folded' cannot be used in [source f] (known: test, synthetic)");
+		    "kind 'folded' cannot be used in [source f] (known: test, synthetic, replay)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",

@@ -350,6 +350,18 @@ struct xpu_loss {
 
 #define XPU_ROUND_UP8(n) (((n) + 7u) & ~7u)
 
+/*
+ * Replay files (kind = replay): a 16-byte header, then records back to back exactly as they
+ * travel in a ring (each 8-byte aligned, its size in its header). docs/events.md.
+ */
+#define XPU_REPLAY_MAGIC 0x314c504552555058ull /* "XPUREPL1" in little-endian byte order */
+
+struct xpu_replay_hdr {
+	__u64 magic;
+	__u32 event_abi; /* XPU_EVENT_ABI of the records */
+	__u32 reserved;
+};
+
 #if !defined(__bpf__)
 
 #define XPU_STATIC_LAYOUT(type, size_) _Static_assert(sizeof(type) == (size_), #type " size")
@@ -394,6 +406,7 @@ XPU_STATIC_LAYOUT(struct xpu_clock_sync, 56);
 XPU_STATIC_LAYOUT(struct xpu_string, 40);
 XPU_STATIC_OFFSET(struct xpu_string, text, 40);
 XPU_STATIC_LAYOUT(struct xpu_loss, 48);
+XPU_STATIC_LAYOUT(struct xpu_replay_hdr, 16);
 
 /* Sizes of the variable-length kinds; all are multiples of 8. */
 static inline __u32 xpu_cpu_sample__size(__u32 n_kernel, __u32 n_user)
