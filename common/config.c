@@ -49,6 +49,7 @@ enum key_type {
 	T_ENUM, /* one of names[]; the value is the index, which is the C enum's value */
 	T_INTENSITY, /* N/PERIOD: u = N in [min, max], u2 = PERIOD in ms */
 	T_PATH, /* a file name: any value (relative ones are taken from the config's folder) */
+	T_STRATEGIES, /* see conf_parse_strategies() */
 };
 
 struct key_schema {
@@ -355,6 +356,11 @@ static const struct key_schema correlator_keys[] = {
 	  .max = 16777216,
 	  .def = "1000000",
 	  .doc = "pending keys at most" },
+	{ .key = "strategies",
+	  .type = T_STRATEGIES,
+	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
+	  .def = "correlation_id",
+	  .doc = "how GPU records find their launch, in order: correlation_id, timestamp(2ms)" },
 	{ .key = "max_waiting",
 	  .type = T_UINT,
 	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
@@ -612,6 +618,46 @@ int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long 
 	return 0;
 }
 
+int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms)
+{
+	unsigned long long w = 0;
+	int ex = 0, n = 0;
+	char item[64];
+	size_t len;
+
+	while (*s) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		len = strcspn(s, ",");
+		while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+			len--;
+		if (!len || len >= sizeof(item))
+			return -EINVAL;
+		memcpy(item, s, len);
+		item[len] = 0;
+		if (!strcmp(item, "correlation_id")) {
+			if (ex || w)
+				return -EINVAL; /* twice, or after timestamp */
+			ex = 1;
+		} else if (!strncmp(item, "timestamp(", 10) && item[len - 1] == ')') {
+			item[len - 1] = 0;
+			if (w || conf_parse_duration(item + 10, 1, 1000, &w))
+				return -EINVAL;
+		} else {
+			return -EINVAL;
+		}
+		n++;
+		s += strcspn(s, ",");
+		if (*s == ',' && !*++s)
+			return -EINVAL; /* trailing comma */
+	}
+	if (!n)
+		return -EINVAL;
+	*exact = ex;
+	*window_ms = w;
+	return 0;
+}
+
 #define INTENSITY_PERIOD_MIN_MS 1ull
 #define INTENSITY_PERIOD_MAX_MS 3600000ull
 
@@ -682,6 +728,12 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 		return parse_intensity(s, k->min, k->max, v);
 	case T_PATH:
 		return 0;
+	case T_STRATEGIES: {
+		unsigned long long w;
+		int ex;
+
+		return conf_parse_strategies(s, &ex, &w);
+	}
 	}
 	return -EINVAL;
 }
@@ -719,6 +771,11 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 		return;
 	case T_PATH:
 		snprintf(buf, size, "a file name");
+		return;
+	case T_STRATEGIES:
+		snprintf(buf, size,
+			 "a list of correlation_id and timestamp(DURATION), DURATION 1ms..1000ms, "
+			 "e.g. correlation_id, timestamp(2ms)");
 		return;
 	}
 	buf[0] = '\0';

@@ -115,6 +115,14 @@ int conf_parse_bool(const char *s, int *out);
 int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long long max_ms,
 			unsigned long long *out_ms);
 
+/*
+ * conf_parse_strategies - the correlator's `strategies` list: comma-separated, each
+ * `correlation_id` or `timestamp(DURATION)` (DURATION in ms, at most 1000ms, at least 1ms),
+ * each at most once, correlation_id first when both are given. *window_ms is 0 without a
+ * timestamp strategy. Returns 0 or -EINVAL.
+ */
+int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms);
+
 const char *conf_role__name(enum conf_role role);
 const char *conf_strategy__name(enum conf_strategy s);
 const char *conf_restart__name(enum conf_restart r);

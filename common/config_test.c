@@ -322,6 +322,10 @@ static void test_errors(void)
 		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
 	check_error("planned sink kind", "[sink f]\nkind = folded\npath = x\n",
 		    "t.conf:2: ", "kind 'folded' is not available in this build yet");
+	check_error("bad strategy", "[correlator]\nstrategies = correlation_id, nearest\n",
+		    "t.conf:2: ", "bad value 'correlation_id, nearest' for 'strategies'");
+	check_error("timestamp window too long", "[correlator]\nstrategies = timestamp(5s)\n",
+		    "t.conf:2: ", "bad value 'timestamp(5s)' for 'strategies'");
 	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
@@ -568,8 +572,28 @@ static void test_files(void)
 	tap_ok(ret == -EISDIR && conf == NULL, "a directory is -EISDIR (and err may be NULL)");
 }
 
+static void test_strategies(void)
+{
+	unsigned long long w = 99;
+	int ex = -1;
+
+	tap_ok(!conf_parse_strategies("correlation_id, timestamp(2ms)", &ex, &w) && ex == 1 &&
+		       w == 2,
+	       "strategies: correlation_id, timestamp(2ms)");
+	tap_ok(!conf_parse_strategies("timestamp(1000ms)", &ex, &w) && ex == 0 && w == 1000,
+	       "strategies: timestamp alone");
+	tap_ok(conf_parse_strategies("timestamp(2ms), correlation_id", &ex, &w) == -EINVAL &&
+		       conf_parse_strategies("correlation_id,", &ex, &w) == -EINVAL &&
+		       conf_parse_strategies("correlation_id, correlation_id", &ex, &w) ==
+			       -EINVAL &&
+		       conf_parse_strategies("timestamp(0ms)", &ex, &w) == -EINVAL &&
+		       conf_parse_strategies("", &ex, &w) == -EINVAL,
+	       "strategies: wrong order, trailing comma, duplicates, zero window, empty");
+}
+
 int main(void)
 {
+	test_strategies();
 	test_full();
 	test_defaults();
 	test_errors();

@@ -50,6 +50,7 @@ enum counter {
 	C_NAMES,
 	C_NAMES_DROPPED,
 	C_NEST_LOST,
+	C_TIME_MATCHED,
 	C_N,
 };
 
@@ -68,6 +69,7 @@ static const char *const counter_names[C_N] = {
 	[C_NAMES] = "names",
 	[C_NAMES_DROPPED] = "names_dropped",
 	[C_NEST_LOST] = "nest_lost",
+	[C_TIME_MATCHED] = "time_matched",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -226,6 +228,7 @@ static void publish(struct shard *s)
 	v[C_NAMES] = s->names->n;
 	v[C_NAMES_DROPPED] = s->names->dropped;
 	v[C_NEST_LOST] = st.nest_lost;
+	v[C_TIME_MATCHED] = st.time_matched;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -264,6 +267,20 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.max_waiting = (__u32)max_waiting;
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
+	{
+		const char *strategies = conf_actor__get(a->self, "strategies");
+		unsigned long long window_ms = 0;
+		int exact = 1;
+
+		if (strategies && conf_parse_strategies(strategies, &exact, &window_ms)) {
+			fprintf(stderr,
+				PROG ": unable to read configuration: bad strategies in [%s]\n",
+				a->self->section);
+			return -EINVAL;
+		}
+		o.no_exact = !exact;
+		o.time_window_ns = window_ms * 1000000ull;
+	}
 	s->join = join__new(&o, on_event, s);
 	s->enc = xpu_wire_enc__new(a->self->shard);
 	s->names = calloc(1, sizeof(*s->names));

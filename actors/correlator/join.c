@@ -80,6 +80,20 @@ struct nest {
 	__u32 reserved;
 };
 
+/* The timestamp strategy's memory: the last RECENT_N CUDA_API calls of each process (at most
+ * RECENT_PIDS processes; more are not remembered), newest last. */
+#define RECENT_PIDS 2048
+#define RECENT_N 64
+
+struct recent {
+	__u32 pid; /* 0: empty slot */
+	__u32 n; /* calls stored, up to RECENT_N */
+	__u32 next; /* where the next one goes */
+	__u32 reserved;
+	__u64 ts[RECENT_N];
+	__u64 id[RECENT_N];
+};
+
 struct qitem {
 	__u64 deadline;
 	__u32 entry;
@@ -108,6 +122,8 @@ struct join {
 	struct fifo ttl_q, exit_q, linger_q;
 	struct nest *threads; /* 2 * THREADS_MAX slots */
 	__u64 (*stacks)[NEST_MAX]; /* the open ranges of threads[i] */
+	struct recent *recent; /* 2 * RECENT_PIDS slots, only with a timestamp strategy */
+	__u32 n_recent;
 	__u32 n_threads;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
@@ -489,6 +505,54 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 	}
 }
 
+static struct recent *recent_get(struct join *j, __u32 pid, bool create)
+{
+	__u32 mask = 2 * RECENT_PIDS - 1, i = (__u32)hash64(pid) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct recent *r = &j->recent[i];
+
+		if (r->pid == pid)
+			return r;
+		if (!r->pid) {
+			if (!create || j->n_recent >= RECENT_PIDS)
+				return NULL;
+			j->n_recent++;
+			r->pid = pid;
+			return r;
+		}
+	}
+}
+
+static void recent_add(struct join *j, __u32 pid, __u64 ts, __u64 id)
+{
+	struct recent *r = recent_get(j, pid, true);
+
+	if (!r)
+		return;
+	r->ts[r->next] = ts;
+	r->id[r->next] = id;
+	r->next = (r->next + 1) % RECENT_N;
+	if (r->n < RECENT_N)
+		r->n++;
+}
+
+/* The latest call that began no later than ts and at most the window before it. */
+static __u64 recent_find(struct join *j, __u32 pid, __u64 ts)
+{
+	struct recent *r = recent_get(j, pid, false);
+	__u64 best = 0, best_ts = 0;
+	__u32 i;
+
+	for (i = 0; r && i < r->n; i++)
+		if (r->ts[i] <= ts && ts - r->ts[i] <= j->opts.time_window_ns &&
+		    r->ts[i] >= best_ts) {
+			best_ts = r->ts[i];
+			best = r->id[i];
+		}
+	return best;
+}
+
 /* A GPU record goes out: joined to e's launch side when e has one. */
 static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 {
@@ -524,7 +588,16 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 			fifo_push(j, &j->linger_q, j->now_ns + j->opts.linger_ns,
 				  (__u32)(e - j->entries), e->gen);
 		}
+	} else if (j->recent && (ev.links[0].target = recent_find(j, ev.pid, ev.ts_ns))) {
+		/* No launch by id: the timestamp strategy's nearest earlier API call. */
+		ev.links[0].type = XPU_LINK_LAUNCHED_BY;
+		ev.n_links = 1;
+		ev.parent_id = ev.root_id = ev.links[0].target;
+		ev.corr_type = XPU_CORR_TIMESTAMP;
+		ev.confidence = 0.5f;
+		j->st.time_matched++;
 	} else {
+		ev.links[0].target = 0;
 		ev.corr_type = XPU_CORR_NONE;
 		j->st.unmatched++;
 	}
@@ -638,6 +711,10 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 	nest_annotate(j, &ev);
 	corr = ev.correlation_id;
 	j->emit(&ev, j->ctx);
+	if (j->recent && h->type == XPU_REC_CUDA_API)
+		recent_add(j, h->pid, h->ts_ns, id);
+	if (j->opts.no_exact)
+		return;
 	if (!corr)
 		return;
 	e = entry_get(j, h->pid, corr, now_ns);
@@ -676,7 +753,7 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	struct entry *e;
 	__u32 slot, idx;
 
-	if (!corr) {
+	if (!corr || j->opts.no_exact) {
 		emit_gpu(j, NULL, rec, id);
 		return;
 	}
@@ -831,8 +908,11 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->threads = calloc(2 * THREADS_MAX, sizeof(*j->threads));
 	j->stacks = calloc(2 * THREADS_MAX, sizeof(*j->stacks));
+	if (opts->time_window_ns)
+		j->recent = calloc(2 * RECENT_PIDS, sizeof(*j->recent));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks) {
+	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks ||
+	    (opts->time_window_ns && !j->recent)) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
@@ -866,5 +946,6 @@ void join__free(struct join *j)
 	free(j->linger_q.items);
 	free(j->threads);
 	free(j->stacks);
+	free(j->recent);
 	free(j);
 }

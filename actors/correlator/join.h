@@ -24,6 +24,8 @@
 #ifndef XPUSUP_ACTORS_CORRELATOR_JOIN_H
 #define XPUSUP_ACTORS_CORRELATOR_JOIN_H
 
+#include <stdbool.h>
+
 #include "common/wire.h"
 
 struct join;
@@ -35,6 +37,10 @@ struct join_opts {
 	__u32 max_pending; /* keys held at once */
 	__u32 max_waiting; /* GPU records waiting for their launch, at once */
 	__u64 first_id; /* ids given to events: first_id, first_id + 1, ... */
+	bool no_exact; /* strategies without correlation_id: no (pid, correlation id) join */
+	__u64 time_window_ns; /* timestamp strategy: 0 off; else a GPU record that found no
+			       * launch by id takes the latest CUDA_API call of its process that
+			       * began at most this long before it (confidence 0.5) */
 };
 
 struct join_stats {
@@ -46,6 +52,7 @@ struct join_stats {
 	__u64 evicted; /* keys removed because max_pending (or max_waiting) was reached */
 	__u64 late_launch; /* LAUNCH records for a key whose GPU records had already gone out */
 	__u64 nest_lost; /* range pushes or pops that could not be nested (depth, table, orphan pop) */
+	__u64 time_matched; /* GPU records joined by the timestamp strategy */
 	__u64 pending; /* keys held now */
 	__u64 waiting; /* GPU records waiting now */
 };

@@ -440,6 +440,46 @@ static void test_linger(void)
 	join__free(j);
 }
 
+/* The timestamp strategy: a GPU record without a launch by id takes the latest API call of
+ * its process that began within the window before it, with confidence 0.5. */
+static void test_timestamp(void)
+{
+	struct join_opts o = { .ttl_ns = 1000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 100,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .time_window_ns = 2000000 };
+	const struct xpu_cevent *a1, *k;
+	struct join_stats st;
+	struct kernel_ts {
+		__u64 corr, start;
+	} cases[] = { { 0, 1500000 }, { 0, 9000000 } };
+	struct join *j;
+	unsigned int i;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	api(3, 77); /* at ts 77 + its own corr: enter ts is 77 */
+	((struct xpu_rec *)buf)->ts_ns = 1000000;
+	offer(j, buf, 1);
+	for (i = 0; i < 2; i++) {
+		struct xpu_gpu_kernel *kr = kernel(3, cases[i].corr);
+
+		kr->start_ns = kr->hdr.ts_ns = cases[i].start;
+		offer(j, kr, 2 + i);
+	}
+	a1 = find(XPU_REC_CUDA_API, 3, 77, NULL);
+	k = find(XPU_REC_GPU_KERNEL, 3, 0, NULL);
+	tap_ok(a1 && k && k->corr_type == XPU_CORR_TIMESTAMP && k->confidence == 0.5f &&
+		       k->links[0].type == XPU_LINK_LAUNCHED_BY && k->links[0].target == a1->id,
+	       "timestamp: a kernel 0.5 ms after an API call of its process joins it, confidence 0.5");
+	join__stats(j, &st);
+	tap_ok(st.time_matched == 1 && st.unmatched == 1,
+	       "timestamp: one 8 ms after it (window 2 ms) stays unmatched");
+	join__free(j);
+}
+
 int main(void)
 {
 	struct join_opts bad = { 0 };
@@ -452,5 +492,6 @@ int main(void)
 	test_exit();
 	test_linger();
 	test_nesting();
+	test_timestamp();
 	return tap_done();
 }
