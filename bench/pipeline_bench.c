@@ -20,30 +20,8 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "bench/bench_util.h"
 #include "common/status.h"
-
-#define EXIT_USAGE 100
-#define EXIT_SYSTEM 111
-
-static int run(char *const argv[])
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 static __u64 counter(const struct xpu_actor_slot *slot, const char *name)
 {
@@ -89,7 +67,7 @@ static int one_run(const char *xpusup, unsigned int shards, unsigned long long l
 				  (char *)"--session", session,		NULL };
 
 		t0 = xpu_now_ns();
-		if (run(start)) {
+		if (bench_run(start, 1)) {
 			fprintf(stderr, "pipeline_bench: unable to start a session with %s\n",
 				xpusup);
 			goto out_conf;
@@ -139,7 +117,7 @@ out_stop : {
 	status__unmap(b);
 	if (dirfd >= 0)
 		close(dirfd);
-	run(stop);
+	bench_run(stop, 1);
 }
 out_conf:
 	unlink(conf);

@@ -23,29 +23,8 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "bench/bench_util.h"
 #include "common/status.h"
-
-#define EXIT_USAGE 100
-#define EXIT_SYSTEM 111
-
-static int run(char *const argv[])
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		dup2(devnull, 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 static void sleep_ns(__u64 ns)
 {
@@ -145,7 +124,7 @@ int main(int argc, char **argv)
 		char *start[] = { (char *)xpusup,      (char *)"start", conf_path,
 				  (char *)"--session", session,		NULL };
 
-		if (run(start)) {
+		if (bench_run(start, 0)) {
 			fprintf(stderr, "restart_bench: unable to start a session with %s\n",
 				xpusup);
 			goto out_conf;
@@ -188,7 +167,7 @@ int main(int argc, char **argv)
 		char *argv_true[] = { (char *)"/bin/true", NULL };
 
 		t0 = xpu_now_ns();
-		run(argv_true);
+		bench_run(argv_true, 0);
 		base[i] = xpu_now_ns() - t0;
 	}
 	report("crash to ready (kill -9 -> READY)", crash, (unsigned int)kills);
@@ -205,7 +184,7 @@ out_unmap:
 out_stop : {
 	char *stop[] = { (char *)xpusup, (char *)"stop", (char *)"--session", session, NULL };
 
-	run(stop);
+	bench_run(stop, 0);
 }
 out_conf:
 	unlink(conf_path);
