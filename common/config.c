@@ -59,6 +59,7 @@ struct key_schema {
 	unsigned long long min, max;
 	const char *const *names; /* T_ENUM */
 	const char *def; /* parsed like a value from the file; NULL: absent unless written */
+	bool required; /* a section of this kind without the key is an error */
 	const char *doc; /* one line; docs/pipeline.md says the same at more length */
 };
 
@@ -68,6 +69,7 @@ struct kind_schema {
 	bool available; /* false: planned, rejected with "not available in this build yet" */
 	const struct key_schema *keys; /* NULL-terminated; NULL when not available */
 	const char *doc;
+	bool needs_correlator; /* a source that writes into the shard rings */
 };
 
 /* A parsed value: u (and u2 for T_INTENSITY) are only meaningful when set. */
@@ -318,6 +320,7 @@ static const struct key_schema replay_keys[] = {
 	{ .key = "path",
 	  .type = T_PATH,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .required = true,
 	  .doc = "the replay file (required; relative to the config file's folder)" },
 	{ .key = "speed",
 	  .type = T_ENUM,
@@ -378,18 +381,18 @@ static const struct key_schema correlator_keys[] = {
 /* Planned kinds are listed so that a pipeline.conf written for a later build gets a clear
  * message rather than "unknown kind". */
 static const struct kind_schema kinds[] = {
-	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests" },
-	{ "cupti", SOURCE, false, NULL, "CUDA activity and API records" },
-	{ "cpu", SOURCE, false, NULL, "CPU stack sampling (eBPF)" },
-	{ "pmu", SOURCE, false, NULL, "hardware counters (perf events)" },
-	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key" },
-	{ "replay", SOURCE, true, replay_keys, "records replayed from a file" },
-	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records" },
-	{ "folded", SINK, false, NULL, "folded stacks for flame graphs" },
-	{ "timeline", SINK, false, NULL, "Chrome trace JSON" },
-	{ "stats", SINK, false, NULL, "summary statistics" },
-	{ "publish", SINK, false, NULL, "records to subscribers over nng" },
-	{ NULL, 0, false, NULL, NULL },
+	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false },
+	{ "cupti", SOURCE, false, NULL, "CUDA activity and API records", true },
+	{ "cpu", SOURCE, false, NULL, "CPU stack sampling (eBPF)", true },
+	{ "pmu", SOURCE, false, NULL, "hardware counters (perf events)", true },
+	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
+	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
+	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
+	{ "folded", SINK, false, NULL, "folded stacks for flame graphs", false },
+	{ "timeline", SINK, false, NULL, "Chrome trace JSON", false },
+	{ "stats", SINK, false, NULL, "summary statistics", false },
+	{ "publish", SINK, false, NULL, "records to subscribers over nng", false },
+	{ NULL, 0, false, NULL, NULL, false },
 };
 
 #undef SOURCE
@@ -1304,6 +1307,34 @@ free_conf:
 	return ret;
 }
 
+/* What a kind needs beyond its own keys' values: required keys, a correlator to write to.
+ * Reported at the section header, so the whole file's mistakes come out in one run. */
+static void parser__check_kinds(struct parser *p)
+{
+	const struct key_schema *k;
+	bool correlator = false;
+	unsigned int i;
+
+	for (i = 0; i < p->n_secs; i++)
+		if (p->secs[i].type == SEC_CORRELATOR && !p->secs[i].duplicate)
+			correlator = true;
+	for (i = 0; i < p->n_secs; i++) {
+		const struct section *sec = &p->secs[i];
+
+		if (!section__is_actor(sec) || sec->duplicate || !sec->kind)
+			continue;
+		for (k = sec->kind->keys; k && k->key; k++)
+			if (k->required && !section__find_kv(sec, k->key))
+				report(p, sec->line, "missing '%s' in [%s] (kind '%s')", k->key,
+				       sec->header, sec->kind->name);
+		if (sec->kind->needs_correlator && !correlator)
+			report(p, sec->line,
+			       "kind '%s' in [%s] sends its records to correlators: add a "
+			       "[correlator] section",
+			       sec->kind->name, sec->header);
+	}
+}
+
 static void parser__free(struct parser *p)
 {
 	unsigned int i;
@@ -1364,6 +1395,7 @@ static int load(const char *name, const char *text, size_t len, struct conf **ou
 	}
 	if (!n_actor_secs && !p->header_errors)
 		report(p, 1, "no actors: add a [source NAME], [correlator] or [sink NAME] section");
+	parser__check_kinds(p);
 
 	if (p->n_errors) {
 		parser__print(p, err);

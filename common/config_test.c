@@ -322,6 +322,13 @@ static void test_errors(void)
 		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
 	check_error("planned sink kind", "[sink f]\nkind = folded\npath = x\n",
 		    "t.conf:2: ", "kind 'folded' is not available in this build yet");
+	check_error("replay without path", "[correlator]\n[source rp]\nkind = replay\n",
+		    "t.conf:2: ", "missing 'path' in [source rp] (kind 'replay')");
+	check_error(
+		"synthetic without correlator",
+		"[sink s]\nkind = test\n[source syn]\n"
+		"kind = synthetic\n",
+		"t.conf:3: ", "kind 'synthetic' in [source syn] sends its records to correlators");
 	check_error("bad strategy", "[correlator]\nstrategies = correlation_id, nearest\n",
 		    "t.conf:2: ", "bad value 'correlation_id, nearest' for 'strategies'");
 	check_error("timestamp window too long", "[correlator]\nstrategies = timestamp(5s)\n",
