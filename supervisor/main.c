@@ -112,6 +112,28 @@ static int usage_error(const char *verb, const char *fmt, ...)
 	return XPUSUP_EXIT_USAGE;
 }
 
+/* After a failed start, the actors' own words (what they printed to the log, which is where
+ * the reason is: "unable to open FILE", ...) rather than only "see the log". */
+static void show_actor_messages(const char *log)
+{
+	char line[1024];
+	unsigned int shown = 0;
+	FILE *f = fopen(log, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && shown < 10) {
+		/* the supervisor's own lines carry a time stamp and "xpusup:"; the rest is actors' */
+		if (strstr(line, " xpusup: ") || line[0] == '\n')
+			continue;
+		fprintf(stderr, "  %s", line);
+		if (!strchr(line, '\n'))
+			fputc('\n', stderr);
+		shown++;
+	}
+	fclose(f);
+}
+
 static int cmd_start(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -264,6 +286,7 @@ static int cmd_start(int argc, char **argv)
 		if (code != XPUSUP_EXIT_USAGE)
 			code = XPUSUP_EXIT_SYSTEM;
 		waitpid(pid, NULL, 0); /* it stops its actors and cleans up before exiting */
+		show_actor_messages(s.log);
 	}
 	if (in)
 		fclose(in);

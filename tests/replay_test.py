@@ -135,8 +135,13 @@ ok(counter(a, "rp", "records_out") == 11 and 0.9 <= took <= 5,
 stop(s)
 
 s = f"replay-{os.getpid()}-missing"
-rc = session(s, "nonexistent.xpr")
-ok(rc != 0, f"a missing replay file fails the start (exit {rc})")
+with open(conf, "w") as f:
+    f.write("[sink out]\nkind = test\n[correlator]\nshards = 1\n"
+            "[source rp]\nkind = replay\npath = nonexistent.xpr\n")
+r = subprocess.run([XPUSUP, "start", conf, "--session", s], capture_output=True, text=True)
+ok(r.returncode == 100 and "unable to open" in r.stderr and "nonexistent.xpr" in r.stderr,
+   f"a missing replay file fails the start with exit 100 and the actor's reason "
+   f"(exit {r.returncode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
 stop(s)
 
 print(f"1..{n}")
