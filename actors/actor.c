@@ -18,9 +18,11 @@ static void on_sigterm(int sig)
 	stop_requested = 1;
 }
 
-static int fail(const struct actor *a, const char *verb, const char *reason)
+/* A failed actor__init releases what it took, so callers just exit. */
+static int fail(struct actor *a, const char *verb, const char *reason)
 {
 	fprintf(stderr, "%s: unable to %s: %s\n", a->prog, verb, reason);
+	actor__fini(a);
 	return -EINVAL;
 }
 
@@ -175,4 +177,9 @@ void actor__fini(struct actor *a)
 	conf__free(a->conf);
 	if (a->dirfd >= 0)
 		close(a->dirfd);
+	a->notify_fd = a->dirfd = -1;
+	a->status = NULL;
+	a->slot = NULL;
+	a->conf = NULL;
+	a->self = NULL;
 }

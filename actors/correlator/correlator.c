@@ -320,6 +320,22 @@ static int open_shard(struct shard *s, struct actor *a)
 	return 0;
 }
 
+static void shard__close(struct shard *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n_rings; i++)
+		ring__close(s->rings[i]);
+	for (i = 0; i < s->n_sinks; i++)
+		nng_close(s->sinks[i]);
+	join__free(s->join);
+	xpu_wire_enc__free(s->enc);
+	if (s->names)
+		for (i = 0; i < 2 * NAMES_MAX; i++)
+			free(s->names->slots[i].text);
+	free(s->names);
+}
+
 /* One turn over every ring; returns the records read. */
 static __u64 turn(struct shard *s)
 {
@@ -342,15 +358,18 @@ int main(int argc, char **argv)
 	struct shard s = { 0 };
 	struct actor a;
 	__u64 last_publish = 0;
-	unsigned int idle_ring = 0, i;
+	unsigned int idle_ring = 0;
 	int err;
 
 	if (actor__init(&a, argc, argv, PROG))
 		return ACTOR_EXIT_PERMANENT;
 	s.a = &a;
 	err = open_shard(&s, &a);
-	if (err)
+	if (err) {
+		shard__close(&s);
+		actor__fini(&a);
 		return err == -EINVAL ? ACTOR_EXIT_PERMANENT : ACTOR_EXIT_RESTART;
+	}
 	actor__ready(&a);
 	while (!actor__stopping(&a)) {
 		if (!turn(&s)) {
@@ -374,15 +393,10 @@ int main(int argc, char **argv)
 	join__flush(s.join);
 	finish_batch(&s);
 	publish(&s);
-	for (i = 0; i < s.n_rings; i++)
-		ring__close(s.rings[i]);
 	/* nng sends asynchronously: give the last batches time to leave before closing. */
 	if (s.n_sinks)
 		nng_msleep(100);
-	for (i = 0; i < s.n_sinks; i++)
-		nng_close(s.sinks[i]);
-	join__free(s.join);
-	xpu_wire_enc__free(s.enc);
+	shard__close(&s);
 	actor__fini(&a);
 	return 0;
 }

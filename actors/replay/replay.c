@@ -144,8 +144,9 @@ int main(int argc, char **argv)
 	struct xpu_replay_hdr fh;
 	const char *path, *speed;
 	char shown[4400], name[128];
+	int code = ACTOR_EXIT_PERMANENT;
 	struct actor a;
-	FILE *f;
+	FILE *f = NULL;
 	__u32 i;
 
 	if (actor__init(&a, argc, argv, PROG))
@@ -159,19 +160,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unable to start [%s]: %s\n", a.self->section,
 			!path ? "the key 'path' is required" :
 				"no [correlator] to send records to");
-		return ACTOR_EXIT_PERMANENT;
+		goto out;
 	}
 	f = open_file(&a, path, shown, sizeof(shown));
 	if (!f) {
 		fprintf(stderr, PROG ": unable to open %s: %s\n", shown, strerror(errno));
-		return ACTOR_EXIT_PERMANENT;
+		goto out;
 	}
 	if (fread(&fh, sizeof(fh), 1, f) != 1 || fh.magic != XPU_REPLAY_MAGIC ||
 	    fh.event_abi != XPU_EVENT_ABI) {
 		fprintf(stderr,
 			PROG ": unable to replay %s: not an xpusup replay file of event ABI %u\n",
 			shown, XPU_EVENT_ABI);
-		return ACTOR_EXIT_PERMANENT;
+		goto out;
 	}
 	for (i = 0; i < r.shards; i++) {
 		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
@@ -179,7 +180,8 @@ int main(int argc, char **argv)
 		if (!r.rings[i]) {
 			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
 				strerror(errno));
-			return ACTOR_EXIT_RESTART;
+			code = ACTOR_EXIT_RESTART;
+			goto out;
 		}
 	}
 	r.c_records = actor__counter(&a, "records_out");
@@ -189,13 +191,16 @@ int main(int argc, char **argv)
 	actor__ready(&a);
 
 	replay_file(&r, f, shown);
-	fclose(f);
 	publish(&r, true);
 	/* Done: stay (a source that exits would be restarted and replay again) until stopped. */
 	while (!actor__stopping(&a))
 		actor__sleep_ms(&a, 100);
-	for (i = 0; i < r.shards; i++)
+	code = 0;
+out:
+	if (f)
+		fclose(f);
+	for (i = 0; i < CONF_MAX_SHARDS; i++)
 		ring__close(r.rings[i]);
 	actor__fini(&a);
-	return 0;
+	return code;
 }

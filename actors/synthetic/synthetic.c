@@ -276,6 +276,7 @@ int main(int argc, char **argv)
 {
 	struct synth s = { .rng = 0x5eed };
 	char name[128];
+	int code = ACTOR_EXIT_PERMANENT;
 	struct actor a;
 	__u64 start, due, n;
 	__u32 i;
@@ -286,24 +287,25 @@ int main(int argc, char **argv)
 	if (load_keys(&a, &s.k)) {
 		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
 			a.self->section);
-		return ACTOR_EXIT_PERMANENT;
+		goto out;
 	}
 	s.shards = a.conf->shards;
 	if (!s.shards) {
 		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
-		return ACTOR_EXIT_PERMANENT;
+		goto out;
 	}
 	s.flat_out = s.k.rate == 0;
 	s.delay = calloc(s.k.reorder ? s.k.reorder : 1, sizeof(*s.delay));
+	code = ACTOR_EXIT_RESTART;
 	if (!s.delay)
-		return ACTOR_EXIT_RESTART;
+		goto out;
 	for (i = 0; i < s.shards; i++) {
 		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
 		s.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
 		if (!s.rings[i]) {
 			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
 				strerror(errno));
-			return ACTOR_EXIT_RESTART;
+			goto out;
 		}
 	}
 	s.c_launches = actor__counter(&a, "launches");
@@ -333,9 +335,11 @@ int main(int argc, char **argv)
 	/* Done producing: stay (a source that exits would be restarted) until told to stop. */
 	while (!actor__stopping(&a))
 		actor__sleep_ms(&a, 100);
-	for (i = 0; i < s.shards; i++)
+	code = 0;
+out:
+	for (i = 0; i < CONF_MAX_SHARDS; i++)
 		ring__close(s.rings[i]);
 	free(s.delay);
 	actor__fini(&a);
-	return 0;
+	return code;
 }

@@ -307,15 +307,21 @@ int main(int argc, char **argv)
 	if (load_keys(&a, &k)) {
 		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
 			a.self->section);
+		actor__fini(&a);
 		return ACTOR_EXIT_PERMANENT;
 	}
 	if (k.ignore_sigterm)
 		actor__ignore_sigterm(&a);
-	if (mesh__open(&m, &a))
+	if (mesh__open(&m, &a)) {
+		mesh__close(&m);
+		actor__fini(&a);
 		return ACTOR_EXIT_RESTART;
+	}
 	if (k.never_ready) {
 		while (!actor__stopping(&a))
 			actor__sleep_ms(&a, 1000);
+		mesh__close(&m);
+		actor__fini(&a);
 		return 0;
 	}
 	actor__sleep_ms(&a, (unsigned int)k.ready_delay_ms);
