@@ -79,6 +79,7 @@ struct ring {
 	__u64 skipped_bytes;
 	__u64 sleeps;
 	__u64 release_bytes;
+	bool hold; /* ring__hold: release only when the caller says */
 	unsigned char *scratch; /* private copy of the record being handed over */
 };
 
@@ -414,7 +415,7 @@ void ring__close(struct ring *r)
 		return;
 	if (r->role == RING_PRODUCER)
 		ring__flush(r);
-	else if (r->role == RING_CONSUMER)
+	else if (r->role == RING_CONSUMER && !r->hold)
 		ring__release(r);
 	if (r->map)
 		munmap(r->map, r->map_len);
@@ -701,6 +702,21 @@ static inline bool record_valid(const struct ring *r, const void *buf, __u32 siz
 	}
 }
 
+void ring__hold(struct ring *r, bool hold)
+{
+	r->hold = hold;
+}
+
+__u64 ring__read_pos(const struct ring *r)
+{
+	return r->tail;
+}
+
+__u64 ring__unreleased(const struct ring *r)
+{
+	return r->tail - r->released;
+}
+
 void ring__release(struct ring *r)
 {
 	struct xpu_ring_hdr *hdr = r->hdr;
@@ -754,7 +770,7 @@ int ring__read(struct ring *r, void *buf, size_t cap)
 		r->consumed++;
 		r->consumed_bytes += size;
 		/* After the counters: a release publishes them with the tail. */
-		if (r->tail - r->released >= r->release_bytes)
+		if (!r->hold && r->tail - r->released >= r->release_bytes)
 			ring__release(r);
 		return (int)size;
 	}
@@ -820,7 +836,8 @@ int ring__wait(struct ring *r, __u64 timeout_ns)
 
 	if (ring__readable(r))
 		return 1;
-	ring__release(r);
+	if (!r->hold)
+		ring__release(r);
 	if (!timeout_ns)
 		return 0;
 	if (spin_for_data(r, timeout_ns < RING_SPIN_NS ? timeout_ns : RING_SPIN_NS))

@@ -175,6 +175,21 @@ int ring__read(struct ring *r, void *buf, size_t cap);
 void ring__release(struct ring *r);
 
 /*
+ * ring__hold - with hold set, space is released only by an explicit ring__release: not
+ * by ring__read past a quarter of the ring, not by ring__wait, not by ring__close. For a
+ * consumer that must not give records back before it has made them durable elsewhere (the
+ * correlator commits its output first): a consumer killed while holding re-reads from the
+ * last release. The caller must release often enough (ring__unreleased) for the producer.
+ */
+void ring__hold(struct ring *r, bool hold);
+
+/* ring__read_pos - the consumer's read position: free-running bytes, records end there. */
+__u64 ring__read_pos(const struct ring *r);
+
+/* ring__unreleased - bytes read and not yet released. */
+__u64 ring__unreleased(const struct ring *r);
+
+/*
  * ring__consume - read up to max records, calling fn(rec, size, ctx) on a private copy of
  * each, then release them all at once. fn returning non-zero stops early (that record
  * counts as consumed). Returns the number of records handed to fn, or -errno.

@@ -287,6 +287,45 @@ static void test_reattach(void)
 	ring__unlink(dirfd_, "re");
 }
 
+/* Hold mode: nothing goes back to the producer until the consumer says so, whatever it
+ * reads, waits on or closes; a consumer that dies holding re-reads from its last release. */
+static void test_hold(void)
+{
+	struct ring *p, *c;
+	struct drained d = { 0 };
+	__u64 seq, pos;
+	int n = 0;
+
+	ring__create(dirfd_, "h", CAP, 0);
+	p = ring__open(dirfd_, "h", RING_PRODUCER);
+	c = ring__open(dirfd_, "h", RING_CONSUMER);
+	ring__hold(c, true);
+	for (seq = 0; seq < CAP / 64; seq++) {
+		tr_build(rec, 64, seq);
+		ring__write(p, rec, 64);
+	}
+	ring__flush(p);
+	while (ring__read(c, out, sizeof(out)) == 64)
+		n++;
+	tap_eq_u64((__u64)n, CAP / 64, "a held consumer reads the whole ring");
+	tap_eq_u64(ring__unreleased(c), CAP, "and has released none of it");
+	tap_eq_u64(ring__read_pos(c), CAP, "its read position is where the last record ends");
+	tap_ok(ring__wait(c, 0) == 0 && ring__unreleased(c) == CAP, "waiting releases nothing");
+	tap_ok(ring__write(p, rec, 64) == -ENOBUFS, "so the producer finds no room");
+	ring__close(c); /* dies holding */
+	c = ring__open(dirfd_, "h", RING_CONSUMER);
+	ring__hold(c, true);
+	pos = ring__read_pos(c);
+	drain(c, &d); /* releases */
+	tap_ok(pos == 0 && d.records == CAP / 64 && d.gaps == 0,
+	       "a new consumer re-reads everything the held one had read");
+	tap_eq_u64(ring__unreleased(c), 0, "an explicit release gives the space back");
+	tap_ok(ring__write(p, rec, 64) == 0, "and the producer writes again");
+	ring__close(c);
+	ring__close(p);
+	ring__unlink(dirfd_, "h");
+}
+
 static void test_wait_and_observer(void)
 {
 	struct ring *p, *c, *o;
@@ -332,6 +371,7 @@ int main(void)
 	test_full_accounting();
 	test_reattach();
 	test_wait_and_observer();
+	test_hold();
 	tr_remove_dir(dir_path, dirfd_);
 	return tap_done();
 }
