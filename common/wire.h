@@ -110,8 +110,8 @@ void xpu_wire_enc__free(struct xpu_wire_enc *enc);
 
 /*
  * Batch calling order: begin(seq), add() per event, finish() -> the message bytes, valid
- * until the next begin() or free(). Sequence numbers are the caller's: consecutive per
- * producer, so a receiver counts gaps. Return 0, -EINVAL (an event the format cannot carry:
+ * until the next begin() or free(). Sequence numbers are the caller's: the number of
+ * events the producer sent before this batch, so a receiver counts lost events exactly. Return 0, -EINVAL (an event the format cannot carry:
  * unknown kind, more links than XPU_WIRE_LINKS_MAX, stack over XPU_WIRE_STACK_MAX, name over
  * XPU_STRING_MAX), -ENOMEM.
  */

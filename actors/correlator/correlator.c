@@ -10,11 +10,13 @@
  * counted, where the data enters.
  *
  * STRING records fill a (pid, id) -> text table through which kernel and range names
- * resolve. Not yet here (docs/correlator.md): the timestamp strategy, range nesting,
- * per-stream state.
+ * resolve.
  *
- * A restart loses the join state (pending keys); the rings keep every record not yet
- * consumed, so the new incarnation resumes exactly where the old one released.
+ * Restarts (checkpoint.h): the rings are read in hold mode and released only after a
+ * checkpoint has recorded how far they were read, the wire sequence number of the batch
+ * about to be sent and how many records the join holds. A new incarnation skips to the
+ * checkpointed positions, carries the numbering on, and counts the held records and the
+ * join state it cannot have (keys, names) as lost: state_lost, keys_lost, names_lost.
  */
 #include "actors/actor.h"
 
@@ -27,6 +29,7 @@
 #include <nng/protocol/pipeline0/push.h>
 #include <nng/supplemental/util/platform.h>
 
+#include "actors/correlator/checkpoint.h"
 #include "actors/correlator/join.h"
 #include "common/wire.h"
 #include "shm/ring.h"
@@ -51,6 +54,10 @@ enum counter {
 	C_NAMES_DROPPED,
 	C_NEST_LOST,
 	C_TIME_MATCHED,
+	C_STATE_LOST,
+	C_KEYS_LOST,
+	C_NAMES_LOST,
+	C_ENCODE_ERRORS,
 	C_N,
 };
 
@@ -70,6 +77,10 @@ static const char *const counter_names[C_N] = {
 	[C_NAMES_DROPPED] = "names_dropped",
 	[C_NEST_LOST] = "nest_lost",
 	[C_TIME_MATCHED] = "time_matched",
+	[C_STATE_LOST] = "state_lost",
+	[C_KEYS_LOST] = "keys_lost",
+	[C_NAMES_LOST] = "names_lost",
+	[C_ENCODE_ERRORS] = "encode_errors",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -129,12 +140,17 @@ struct shard {
 	struct actor *a;
 	struct names *names;
 	struct ring *rings[CONF_MAX_ACTORS];
+	__u64 ring_quarter[CONF_MAX_ACTORS]; /* held bytes past which we checkpoint and release */
 	unsigned int n_rings;
+	unsigned char *scratch; /* one record, as big as the largest max_record */
+	__u32 scratch_len;
+	struct checkpoint *ckpt;
+	__u64 lost, lost_keys, lost_names, filtered; /* carried across restarts */
 	struct join *join;
 	struct xpu_wire_enc *enc;
 	nng_socket sinks[CONF_MAX_ACTORS];
 	unsigned int n_sinks;
-	__u64 seq, events, batches, send_waits, now;
+	__u64 seq, events, batches, send_waits, encode_errors, now;
 	int counters[C_N];
 };
 
@@ -164,18 +180,59 @@ static void send_all(struct shard *s, const void *data, size_t len)
 	}
 }
 
+static void checkpoint(struct shard *s, __u64 seq_next)
+{
+	struct xpu_ckpt_slot c = { 0 };
+	struct join_stats st;
+	unsigned int i;
+
+	join__stats(s->join, &st);
+	c.seq_next = seq_next;
+	c.next_id = join__next_id(s->join);
+	c.held = st.waiting;
+	c.held_keys = st.pending;
+	c.held_names = s->names->n;
+	c.lost = s->lost;
+	c.lost_keys = s->lost_keys;
+	c.lost_names = s->lost_names;
+	c.filtered = s->filtered;
+	for (i = 0; i < s->n_rings; i++)
+		c.pos[i] = ring__read_pos(s->rings[i]);
+	checkpoint__commit(s->ckpt, &c);
+}
+
+/*
+ * Checkpoint, send, release, in that order: a kill before the checkpoint re-reads what the
+ * batch came from; a kill after it loses the batch in transit, which the sinks see as a
+ * sequence gap of exactly its events; the rings are released only once a checkpoint covers
+ * what was read. Runs at record boundaries or inside the join's emit callback: the join
+ * keeps its held count exact whenever it emits (join.c).
+ */
 static void finish_batch(struct shard *s)
 {
-	const void *data;
-	size_t len;
+	__u32 n = xpu_wire_enc__count(s->enc);
+	const void *data = NULL;
+	size_t len = 0;
+	unsigned int i;
+	bool read = false;
 
-	if (!xpu_wire_enc__count(s->enc))
+	for (i = 0; i < s->n_rings && !read; i++)
+		read = ring__unreleased(s->rings[i]) != 0;
+	if (!n && !read)
 		return;
-	if (!xpu_wire_enc__finish(s->enc, &data, &len)) {
+	/* A batch that cannot be encoded still takes its numbers: the sinks count its events
+	 * as lost. */
+	if (n && xpu_wire_enc__finish(s->enc, &data, &len))
+		data = NULL;
+	checkpoint(s, s->seq + n);
+	if (data) {
 		send_all(s, data, len);
 		s->batches++;
 	}
-	xpu_wire_enc__begin(s->enc, ++s->seq);
+	for (i = 0; i < s->n_rings; i++)
+		ring__release(s->rings[i]);
+	s->seq += n;
+	xpu_wire_enc__begin(s->enc, s->seq);
 }
 
 static void on_event(const struct xpu_cevent *ev, void *ctx)
@@ -184,6 +241,8 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 
 	if (xpu_wire_enc__add(s->enc, ev) == 0)
 		s->events++;
+	else
+		s->encode_errors++; /* an event the format cannot carry: lost, counted */
 	if (xpu_wire_enc__count(s->enc) >= BATCH_EVENTS)
 		finish_batch(s);
 }
@@ -197,14 +256,11 @@ static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
 	return e->text;
 }
 
-static int on_record(const void *rec, __u32 size, void *ctx)
+static void on_record(struct shard *s, const void *rec, __u32 size)
 {
-	struct shard *s = ctx;
-
 	if (((const struct xpu_rec *)rec)->type == XPU_REC_STRING)
 		names__put(s->names, rec);
 	join__record(s->join, rec, size, s->now);
-	return 0;
 }
 
 static void publish(struct shard *s)
@@ -229,6 +285,10 @@ static void publish(struct shard *s)
 	v[C_NAMES_DROPPED] = s->names->dropped;
 	v[C_NEST_LOST] = st.nest_lost;
 	v[C_TIME_MATCHED] = st.time_matched;
+	v[C_STATE_LOST] = s->lost;
+	v[C_KEYS_LOST] = s->lost_keys;
+	v[C_NAMES_LOST] = s->lost_names;
+	v[C_ENCODE_ERRORS] = s->encode_errors;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -240,6 +300,53 @@ static int get_ms(const struct actor *a, const char *key, unsigned long long def
 
 	*out = def;
 	return v ? conf_parse_uint(v, 0, 16777216ull * 1000, out) : 0;
+}
+
+/* Read ring r up to pos, where the last checkpoint says the previous incarnation got to:
+ * what lies before it has gone out (or is counted lost) already. */
+static void ring_skip_to(struct shard *s, struct ring *r, __u64 pos)
+{
+	__u64 skipped = 0;
+
+	while (ring__read_pos(r) < pos && ring__read(r, s->scratch, s->scratch_len) > 0)
+		skipped++;
+	if (ring__read_pos(r) != pos)
+		fprintf(stderr,
+			PROG ": ring position %llu is not the checkpoint's %llu; going on from "
+			     "there\n",
+			(unsigned long long)ring__read_pos(r), (unsigned long long)pos);
+	ring__release(r);
+}
+
+/* Pick up where the previous incarnation of this shard checkpointed, if there was one. */
+static int resume(struct shard *s, unsigned int shard, __u64 *first_id)
+{
+	struct xpu_ckpt_slot last;
+	unsigned int i;
+	int valid, err;
+
+	err = checkpoint__open(s->a->dirfd, shard, s->n_rings, &s->ckpt, &last, &valid);
+	if (err) {
+		fprintf(stderr, PROG ": unable to open the checkpoint: %s\n", strerror(-err));
+		return err;
+	}
+	if (!valid)
+		return 0;
+	for (i = 0; i < s->n_rings; i++)
+		ring_skip_to(s, s->rings[i], last.pos[i]);
+	s->seq = last.seq_next;
+	if (last.next_id)
+		*first_id = last.next_id;
+	s->lost = last.lost + last.held;
+	s->lost_keys = last.lost_keys + last.held_keys;
+	s->lost_names = last.lost_names + last.held_names;
+	s->filtered = last.filtered;
+	fprintf(stderr,
+		PROG ": resumed from the checkpoint at event %llu; lost with the previous run's "
+		     "state: %llu held GPU records, %llu pending launches, %llu names\n",
+		(unsigned long long)s->seq, (unsigned long long)last.held,
+		(unsigned long long)last.held_keys, (unsigned long long)last.held_names);
+	return 0;
 }
 
 static int open_shard(struct shard *s, struct actor *a)
@@ -281,13 +388,9 @@ static int open_shard(struct shard *s, struct actor *a)
 		o.no_exact = !exact;
 		o.time_window_ns = window_ms * 1000000ull;
 	}
-	s->join = join__new(&o, on_event, s);
-	s->enc = xpu_wire_enc__new(a->self->shard);
-	s->names = calloc(1, sizeof(*s->names));
-	if (!s->join || !s->enc || !s->names || xpu_wire_enc__begin(s->enc, 0))
-		return -ENOMEM;
-	join__set_names(s->join, names__get);
 	for (i = 0; i < a->conf->n_actors; i++) {
+		struct ring_stats rs;
+
 		if (a->conf->actors[i].role != CONF_ROLE_SOURCE)
 			continue;
 		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->conf->actors[i].name,
@@ -298,8 +401,26 @@ static int open_shard(struct shard *s, struct actor *a)
 				strerror(errno));
 			return -errno;
 		}
+		ring__hold(s->rings[s->n_rings], true);
+		ring__stats(s->rings[s->n_rings], &rs);
+		s->ring_quarter[s->n_rings] = rs.capacity / 4;
+		if (rs.max_record > s->scratch_len)
+			s->scratch_len = rs.max_record;
 		s->n_rings++;
 	}
+	s->scratch = aligned_alloc(8, s->scratch_len ? s->scratch_len : 8);
+	s->names = calloc(1, sizeof(*s->names));
+	if (!s->scratch || !s->names)
+		return -ENOMEM;
+	err = resume(s, a->self->shard, &o.first_id);
+	if (err)
+		return err;
+	s->join = join__new(&o, on_event, s);
+	s->enc = xpu_wire_enc__new(a->self->shard);
+	if (!s->join || !s->enc || xpu_wire_enc__begin(s->enc, s->seq))
+		return -ENOMEM;
+	join__set_names(s->join, names__get);
+	checkpoint(s, s->seq); /* what was lost is counted once, whatever happens next */
 	for (i = 0; i < a->conf->n_actors; i++) {
 		if (a->conf->actors[i].role != CONF_ROLE_SINK)
 			continue;
@@ -330,24 +451,33 @@ static void shard__close(struct shard *s)
 		nng_close(s->sinks[i]);
 	join__free(s->join);
 	xpu_wire_enc__free(s->enc);
+	checkpoint__close(s->ckpt);
+	free(s->scratch);
 	if (s->names)
 		for (i = 0; i < 2 * NAMES_MAX; i++)
 			free(s->names->slots[i].text);
 	free(s->names);
 }
 
-/* One turn over every ring; returns the records read. */
+/* One turn over every ring, up to CONSUME_MAX records from each; returns the records read. */
 static __u64 turn(struct shard *s)
 {
 	__u64 total = 0;
-	unsigned int i;
-	int n;
+	unsigned int i, n;
+	int size;
 
 	s->now = xpu_now_ns();
 	for (i = 0; i < s->n_rings; i++) {
-		n = ring__consume(s->rings[i], on_record, s, CONSUME_MAX);
-		if (n > 0)
-			total += (__u64)n;
+		for (n = 0; n < CONSUME_MAX; n++) {
+			size = ring__read(s->rings[i], s->scratch, s->scratch_len);
+			if (size <= 0)
+				break;
+			on_record(s, s->scratch, (__u32)size);
+			/* Held space must go back before the producer runs short of it. */
+			if (ring__unreleased(s->rings[i]) > s->ring_quarter[i])
+				finish_batch(s);
+		}
+		total += n;
 	}
 	join__expire(s->join, s->now);
 	return total;

@@ -611,10 +611,13 @@ static void release_waiting(struct join *j, struct entry *e)
 
 	while (w != NIL) {
 		next = j->waiting[w].next;
+		/* No longer held once emitted: the count drops first, because the emit callback
+		 * may checkpoint (the correlator's count of held records must not include an
+		 * event that is already in the batch it checkpoints). */
+		j->st.waiting--;
 		emit_gpu(j, e, j->waiting[w].rec, j->waiting[w].id);
 		j->waiting[w].next = j->free_wait;
 		j->free_wait = w;
-		j->st.waiting--;
 		w = next;
 	}
 	e->wait_head = e->wait_tail = NIL;
@@ -770,7 +773,8 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 		emit_gpu(j, NULL, rec, id);
 		return;
 	}
-	e = entry_get(j, h->pid, corr, now_ns);
+	/* Held from here on, before entry_get, which may evict (and emit) to make room: the
+	 * record must count in `waiting` whenever the emit callback runs. */
 	slot = j->free_wait;
 	w = &j->waiting[slot];
 	j->free_wait = w->next;
@@ -778,13 +782,14 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	w->size = size;
 	w->id = id;
 	w->next = NIL;
+	j->st.waiting++;
+	j->st.waited++;
+	e = entry_get(j, h->pid, corr, now_ns);
 	if (e->wait_tail != NIL)
 		j->waiting[e->wait_tail].next = slot;
 	else
 		e->wait_head = slot;
 	e->wait_tail = slot;
-	j->st.waiting++;
-	j->st.waited++;
 }
 
 static void on_process_exit(struct join *j, __u32 pid, __u64 now_ns)
@@ -870,6 +875,11 @@ void join__flush(struct join *j)
 void join__set_names(struct join *j, join_name_fn fn)
 {
 	j->name = fn;
+}
+
+__u64 join__next_id(const struct join *j)
+{
+	return j->next_id;
 }
 
 void join__stats(const struct join *j, struct join_stats *st)

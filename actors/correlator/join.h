@@ -88,6 +88,9 @@ void join__flush(struct join *j);
 
 void join__stats(const struct join *j, struct join_stats *st);
 
+/* The id the next record will get (a restarted shard carries on from its checkpoint). */
+__u64 join__next_id(const struct join *j);
+
 /* Bytes of state per pending key (allocated up front for max_pending), not counting a
  * LAUNCH stack (8 bytes a frame, allocated when the LAUNCH arrives). */
 size_t join__entry_size(void);

@@ -77,8 +77,8 @@ struct mesh {
 	__u64 *stack_pool;
 	__u64 next_seq[CONF_MAX_SHARDS];
 	bool seen[CONF_MAX_SHARDS];
-	__u64 batches, events_in, seq_gaps, bad_batches;
-	int c_batches, c_events, c_gaps, c_bad, c_p50, c_p99, c_named, c_unnamed;
+	__u64 batches, events_in, events_missed, seq_rewinds, bad_batches;
+	int c_batches, c_events, c_gaps, c_rewinds, c_bad, c_p50, c_p99, c_named, c_unnamed;
 	__u64 named_kernels, unnamed_kernels;
 	/* source-to-sink latency of CUDA_API records (stamped when the source made them) */
 	__u64 latency[128];
@@ -140,7 +140,8 @@ static int sink__open(struct mesh *m, struct actor *a)
 	m->listening = true;
 	m->c_batches = actor__counter(a, "batches_in");
 	m->c_events = actor__counter(a, "events_in");
-	m->c_gaps = actor__counter(a, "seq_gaps");
+	m->c_gaps = actor__counter(a, "events_missed");
+	m->c_rewinds = actor__counter(a, "seq_rewinds");
 	m->c_bad = actor__counter(a, "bad_batches");
 	m->c_p50 = actor__counter(a, "latency_p50_us");
 	m->c_p99 = actor__counter(a, "latency_p99_us");
@@ -177,18 +178,24 @@ static void sink__step(struct mesh *m, struct actor *a)
 					m->unnamed_kernels++;
 			}
 			if (batch.producer < CONF_MAX_SHARDS) {
+				/* seq counts events (docs/wire.md): a gap is the number
+				 * of events lost on the way. */
 				if (m->seen[batch.producer] &&
 				    batch.seq > m->next_seq[batch.producer])
-					m->seq_gaps += batch.seq - m->next_seq[batch.producer];
+					m->events_missed += batch.seq - m->next_seq[batch.producer];
+				else if (m->seen[batch.producer] &&
+					 batch.seq < m->next_seq[batch.producer])
+					m->seq_rewinds++;
 				m->seen[batch.producer] = true;
-				m->next_seq[batch.producer] = batch.seq + 1;
+				m->next_seq[batch.producer] = batch.seq + batch.n_events;
 			}
 		}
 		nng_free(buf, len);
 	}
 	actor__count(a, m->c_batches, m->batches);
 	actor__count(a, m->c_events, m->events_in);
-	actor__count(a, m->c_gaps, m->seq_gaps);
+	actor__count(a, m->c_gaps, m->events_missed);
+	actor__count(a, m->c_rewinds, m->seq_rewinds);
 	actor__count(a, m->c_bad, m->bad_batches);
 	actor__count(a, m->c_p50, latency_pct(m, 50));
 	actor__count(a, m->c_p99, latency_pct(m, 99));
