@@ -58,6 +58,12 @@ enum counter {
 	C_KEYS_LOST,
 	C_NAMES_LOST,
 	C_ENCODE_ERRORS,
+	C_STREAMS,
+	C_STREAMS_DROPPED,
+	C_STREAMS_FULL,
+	C_STREAM_OVERLAPS,
+	C_STREAM_UNORDERED,
+	C_NAMES_FREED,
 	C_N,
 };
 
@@ -81,10 +87,17 @@ static const char *const counter_names[C_N] = {
 	[C_KEYS_LOST] = "keys_lost",
 	[C_NAMES_LOST] = "names_lost",
 	[C_ENCODE_ERRORS] = "encode_errors",
+	[C_STREAMS] = "streams",
+	[C_STREAMS_DROPPED] = "streams_dropped",
+	[C_STREAMS_FULL] = "streams_full",
+	[C_STREAM_OVERLAPS] = "stream_overlaps",
+	[C_STREAM_UNORDERED] = "stream_unordered",
+	[C_NAMES_FREED] = "names_freed",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
- * (NAMES_MAX entries; beyond that new names are counted and dropped), never shrinks yet. */
+ * (NAMES_MAX entries; beyond that new names are counted and dropped); a process's names go
+ * when its exit grace has passed (join__set_gone). */
 #define NAMES_MAX 65536
 
 struct name_entry {
@@ -96,19 +109,55 @@ struct name_entry {
 
 struct names {
 	struct name_entry slots[2 * NAMES_MAX];
+	__u64 pids[65536 / 64]; /* by pid & 0xffff: may have names (a set bit may be stale) */
 	__u32 n;
-	__u64 dropped;
+	__u64 dropped, freed;
 };
+
+#define NAMES_MASK (2 * NAMES_MAX - 1)
+
+static __u32 names_home(__u32 pid, __u64 id)
+{
+	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full);
+
+	return (__u32)(h >> 40) & NAMES_MASK;
+}
 
 static __u32 names_slot(const struct names *t, __u32 pid, __u64 id)
 {
-	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full);
-	__u32 i = (__u32)(h >> 40) & (2 * NAMES_MAX - 1);
+	__u32 i = names_home(pid, id);
 
 	while (t->slots[i].text && (t->slots[i].pid != pid || t->slots[i].id != id))
-		i = (i + 1) & (2 * NAMES_MAX - 1);
+		i = (i + 1) & NAMES_MASK;
 	return i;
 }
+
+/* Free slot `slot` and close the gap by backward shifting (no tombstones). */
+static void names__remove(struct names *t, __u32 slot)
+{
+	__u32 i = slot, k, home;
+
+	free(t->slots[slot].text);
+	t->n--;
+	t->freed++;
+	for (;;) {
+		t->slots[i].text = NULL;
+		for (k = (i + 1) & NAMES_MASK;; k = (k + 1) & NAMES_MASK) {
+			if (!t->slots[k].text)
+				return;
+			home = names_home(t->slots[k].pid, t->slots[k].id);
+			if (((k - home) & NAMES_MASK) >= ((k - i) & NAMES_MASK))
+				break;
+		}
+		t->slots[i] = t->slots[k];
+		i = k;
+	}
+}
+
+/* Drop every name of an exited process: one scan of the table, only for a process that may
+ * have names (CUDA processes; they exit rarely). Starts at an empty slot so that no cluster
+ * wraps past it: a removal only shifts later entries back into the slot being looked at. */
+static void names__drop_pid(__u32 pid, void *ctx);
 
 static void names__put(struct names *t, const struct xpu_string *str)
 {
@@ -125,6 +174,7 @@ static void names__put(struct names *t, const struct xpu_string *str)
 		return;
 	}
 	memcpy(text, str->text, str->len);
+	t->pids[(str->hdr.pid & 0xffff) / 64] |= 1ull << (str->hdr.pid % 64);
 	if (e->text)
 		free(e->text);
 	else
@@ -247,6 +297,22 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		finish_batch(s);
 }
 
+static void names__drop_pid(__u32 pid, void *ctx)
+{
+	struct names *t = ((struct shard *)ctx)->names;
+	__u32 start, k, i;
+
+	if (!(t->pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !t->n)
+		return;
+	for (start = 0; t->slots[start].text; start++)
+		;
+	for (k = 0; k <= NAMES_MASK; k++) {
+		i = (start + k) & NAMES_MASK;
+		while (t->slots[i].text && t->slots[i].pid == pid)
+			names__remove(t, i);
+	}
+}
+
 static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
 {
 	const struct shard *s = ctx;
@@ -289,6 +355,12 @@ static void publish(struct shard *s)
 	v[C_KEYS_LOST] = s->lost_keys;
 	v[C_NAMES_LOST] = s->lost_names;
 	v[C_ENCODE_ERRORS] = s->encode_errors;
+	v[C_STREAMS] = st.streams;
+	v[C_STREAMS_DROPPED] = st.streams_dropped;
+	v[C_STREAMS_FULL] = st.streams_full;
+	v[C_STREAM_OVERLAPS] = st.stream_overlaps;
+	v[C_STREAM_UNORDERED] = st.stream_unordered;
+	v[C_NAMES_FREED] = s->names->freed;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -351,7 +423,7 @@ static int resume(struct shard *s, unsigned int shard, __u64 *first_id)
 
 static int open_shard(struct shard *s, struct actor *a)
 {
-	unsigned long long ttl, linger, grace, max_pending, max_waiting;
+	unsigned long long ttl, linger, grace, max_pending, max_waiting, max_streams, idle;
 	struct join_opts o = { 0 };
 	char name[4300];
 	unsigned int i;
@@ -362,6 +434,8 @@ static int open_shard(struct shard *s, struct actor *a)
 	err |= get_ms(a, "exit_grace_ms", 1000, &grace);
 	err |= get_ms(a, "max_pending", 1000000, &max_pending);
 	err |= get_ms(a, "max_waiting", 65536, &max_waiting);
+	err |= get_ms(a, "max_streams", 16384, &max_streams);
+	err |= get_ms(a, "stream_idle_ms", 60000, &idle);
 	if (err) {
 		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
 			a->self->section);
@@ -372,6 +446,8 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.exit_grace_ns = grace * 1000000ull;
 	o.max_pending = (__u32)max_pending;
 	o.max_waiting = (__u32)max_waiting;
+	o.max_streams = (__u32)max_streams;
+	o.stream_idle_ns = idle * 1000000ull;
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
 	{
@@ -420,6 +496,7 @@ static int open_shard(struct shard *s, struct actor *a)
 	if (!s->join || !s->enc || xpu_wire_enc__begin(s->enc, s->seq))
 		return -ENOMEM;
 	join__set_names(s->join, names__get);
+	join__set_gone(s->join, names__drop_pid);
 	checkpoint(s, s->seq); /* what was lost is counted once, whatever happens next */
 	for (i = 0; i < a->conf->n_actors; i++) {
 		if (a->conf->actors[i].role != CONF_ROLE_SINK)

@@ -11,6 +11,13 @@
  *               deadlines come out sorted and expiry pops only what is due
  *   exit_q      the same for exit-grace deadlines (PROC_EXIT arrives in time order too)
  *   linger_q    the same for keys whose GPU work matched: kept linger_ns more, not ttl_ns
+ *   streams[]   per-(pid, device, stream) state, hashed by stream_slots[]; stream_q holds
+ *               one item per stream, due stream_idle_ns after it was (re)queued: a stream
+ *               touched meanwhile is requeued, so one goes between one and two idle periods
+ *               after its last activity, at a cost of what is due
+ *   gone[]      processes waiting out their exit grace, in exit order; when due, their
+ *               streams go (a table scan, only for a process that had streams) and the
+ *               gone callback drops what the shard keeps (names)
  *
  * A queue item whose generation no longer matches its entry (the entry was matched away,
  * evicted, or reused) is skipped when it reaches the head.
@@ -94,6 +101,25 @@ struct recent {
 	__u64 id[RECENT_N];
 };
 
+/* Per-(pid, device, stream) state (seed 002's stream handlers): the last STREAM_K
+ * activities of the stream by start time, for same_stream_prev links and overlap checks. */
+#define STREAM_K 4
+#define GONE_MAX 4096
+
+struct stream {
+	__u32 pid, device, stream, gen;
+	__u64 touched_ns; /* shard time of its last activity */
+	__u32 n; /* activities held, sorted by start */
+	__u32 next; /* free list */
+	__u64 start[STREAM_K], end[STREAM_K], id[STREAM_K];
+};
+
+struct gone {
+	__u64 deadline;
+	__u32 pid;
+	__u32 reserved;
+};
+
 struct qitem {
 	__u64 deadline;
 	__u32 entry;
@@ -125,6 +151,14 @@ struct join {
 	struct recent *recent; /* 2 * RECENT_PIDS slots, only with a timestamp strategy */
 	__u32 n_recent;
 	__u32 n_threads;
+	struct stream *streams;
+	__u32 *stream_slots;
+	__u32 stream_mask, free_stream;
+	struct fifo stream_q;
+	__u64 *stream_pids; /* bitmap by pid & 0xffff: may have streams (a set bit may be stale) */
+	struct gone *gone;
+	__u32 gone_head, gone_len;
+	join_gone_fn gone_fn;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
 	struct join_stats st;
@@ -243,6 +277,12 @@ static bool item_live(const struct join *j, const struct qitem *it)
 	return (j->entries[it->entry].flags & F_USED) && j->entries[it->entry].gen == it->gen;
 }
 
+/* A stream slot is in use when its pid is set; gen tells a reused slot from the old one. */
+static bool stream_live(const struct join *j, const struct qitem *it)
+{
+	return j->streams[it->entry].pid && j->streams[it->entry].gen == it->gen;
+}
+
 /*
  * Each live entry has at most one live item per queue, and capacity is twice max_pending,
  * so a full queue holds at least max_pending stale items (entries removed through the other
@@ -250,12 +290,14 @@ static bool item_live(const struct join *j, const struct qitem *it)
  */
 static void fifo_compact(const struct join *j, struct fifo *q)
 {
+	bool (*live)(const struct join *, const struct qitem *) = q == &j->stream_q ? stream_live :
+										      item_live;
 	__u32 i, n = 0;
 
 	for (i = 0; i < q->len; i++) {
 		struct qitem it = q->items[(q->head + i) % q->cap];
 
-		if (item_live(j, &it))
+		if (live(j, &it))
 			q->items[(q->head + n++) % q->cap] = it;
 	}
 	q->len = n;
@@ -553,6 +595,185 @@ static __u64 recent_find(struct join *j, __u32 pid, __u64 ts)
 	return best;
 }
 
+/* ---- streams ---- */
+
+static __u32 stream_hash(__u32 pid, __u32 device, __u32 stream)
+{
+	return (__u32)hash64(((__u64)pid << 32 | stream) ^ (__u64)device * 0x9e3779b97f4a7c15ull);
+}
+
+static __u32 stream_find(const struct join *j, __u32 pid, __u32 device, __u32 stream, __u32 *slot)
+{
+	__u32 i = stream_hash(pid, device, stream) & j->stream_mask, e;
+
+	for (;; i = (i + 1) & j->stream_mask) {
+		e = j->stream_slots[i];
+		if (e == NIL || (j->streams[e].pid == pid && j->streams[e].stream == stream &&
+				 j->streams[e].device == device)) {
+			*slot = i;
+			return e;
+		}
+	}
+}
+
+/* Free the stream in table slot `slot`; backward-shift deletion as for keys. */
+static void stream_remove_slot(struct join *j, __u32 slot)
+{
+	__u32 i = slot, k, e = j->stream_slots[slot], home;
+	struct stream *st = &j->streams[e];
+
+	st->pid = 0;
+	st->gen++;
+	st->next = j->free_stream;
+	j->free_stream = e;
+	j->st.streams--;
+	j->st.streams_dropped++;
+	for (;;) {
+		j->stream_slots[i] = NIL;
+		for (k = (i + 1) & j->stream_mask;; k = (k + 1) & j->stream_mask) {
+			e = j->stream_slots[k];
+			if (e == NIL)
+				return;
+			st = &j->streams[e];
+			home = stream_hash(st->pid, st->device, st->stream) & j->stream_mask;
+			if (((k - home) & j->stream_mask) >= ((k - i) & j->stream_mask))
+				break;
+		}
+		j->stream_slots[i] = e;
+		i = k;
+	}
+}
+
+static struct stream *stream_get(struct join *j, __u32 pid, __u32 device, __u32 stream)
+{
+	__u32 slot, e = stream_find(j, pid, device, stream, &slot);
+	struct stream *st;
+
+	if (e != NIL)
+		return &j->streams[e];
+	if (j->free_stream == NIL)
+		return NULL;
+	e = j->free_stream;
+	st = &j->streams[e];
+	j->free_stream = st->next;
+	*st = (struct stream){ .pid = pid, .device = device, .stream = stream, .gen = st->gen };
+	j->stream_slots[slot] = e;
+	j->stream_pids[(pid & 0xffff) / 64] |= 1ull << (pid % 64);
+	j->st.streams++;
+	fifo_push(j, &j->stream_q, j->now_ns + j->opts.stream_idle_ns, e, st->gen);
+	return st;
+}
+
+/*
+ * Link a kernel, copy or memset to the activity before it on its stream. Activities run in
+ * order on a stream but CUPTI delivers them in buffers, not in order: the window of the
+ * last STREAM_K by start time absorbs that. One that arrives after a later one on its
+ * stream (whose link has gone out already skipping it), or older than the whole window, is
+ * counted in stream_unordered; one that starts before the previous one ended (or ends after
+ * the next one started) in stream_overlaps, which a stream never does.
+ */
+static void stream_link(struct join *j, struct xpu_cevent *ev)
+{
+	struct stream *st;
+	__u32 i;
+
+	if (ev->kind == XPU_REC_GPU_SYNC)
+		return;
+	st = stream_get(j, ev->pid, ev->device, ev->stream);
+	if (!st) {
+		j->st.streams_full++;
+		return;
+	}
+	st->touched_ns = j->now_ns;
+	for (i = 0; i < st->n && st->start[i] <= ev->ts_ns; i++)
+		;
+	if (i < st->n)
+		j->st.stream_unordered++;
+	if (!i && st->n == STREAM_K)
+		return; /* older than everything we hold */
+	if (i) {
+		add_link(ev, XPU_LINK_SAME_STREAM_PREV, st->id[i - 1]);
+		if (ev->ts_ns < st->end[i - 1])
+			j->st.stream_overlaps++;
+	}
+	if (i < st->n && ev->end_ns > st->start[i])
+		j->st.stream_overlaps++;
+	if (st->n == STREAM_K) { /* full: the oldest goes */
+		memmove(st->start, st->start + 1, --i * sizeof(st->start[0]));
+		memmove(st->end, st->end + 1, i * sizeof(st->end[0]));
+		memmove(st->id, st->id + 1, i * sizeof(st->id[0]));
+	} else {
+		memmove(st->start + i + 1, st->start + i, (st->n - i) * sizeof(st->start[0]));
+		memmove(st->end + i + 1, st->end + i, (st->n - i) * sizeof(st->end[0]));
+		memmove(st->id + i + 1, st->id + i, (st->n - i) * sizeof(st->id[0]));
+		st->n++;
+	}
+	st->start[i] = ev->ts_ns;
+	st->end[i] = ev->end_ns;
+	st->id[i] = ev->id;
+}
+
+/* Drop every stream of pid: a scan of the table, only for a process that may have any. */
+static void stream_drop_pid(struct join *j, __u32 pid)
+{
+	__u32 start, k, i, e;
+
+	if (!(j->stream_pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !j->st.streams)
+		return;
+	/* Begin at an empty slot, so no cluster wraps past the start: a deletion shifts only
+	 * later entries back into the slot being looked at, which is looked at again. */
+	for (start = 0; j->stream_slots[start] != NIL; start++)
+		;
+	for (k = 0; k <= j->stream_mask; k++) {
+		i = (start + k) & j->stream_mask;
+		while ((e = j->stream_slots[i]) != NIL && j->streams[e].pid == pid)
+			stream_remove_slot(j, i);
+	}
+}
+
+static void expire_streams(struct join *j, __u64 now_ns)
+{
+	struct qitem *it;
+
+	while ((it = fifo_peek(&j->stream_q)) && it->deadline <= now_ns) {
+		struct qitem item = *it;
+		struct stream *st = &j->streams[item.entry];
+		__u32 slot;
+
+		fifo_pop(&j->stream_q);
+		if (!stream_live(j, &item))
+			continue;
+		if (now_ns != ~0ull && st->touched_ns + j->opts.stream_idle_ns > now_ns) {
+			/* active since it was queued: due again one idle period from now */
+			fifo_push(j, &j->stream_q, now_ns + j->opts.stream_idle_ns, item.entry,
+				  item.gen);
+			continue;
+		}
+		stream_find(j, st->pid, st->device, st->stream, &slot);
+		stream_remove_slot(j, slot);
+	}
+}
+
+static void gone_pop(struct join *j)
+{
+	__u32 pid = j->gone[j->gone_head].pid;
+
+	j->gone_head = (j->gone_head + 1) % GONE_MAX;
+	j->gone_len--;
+	stream_drop_pid(j, pid);
+	if (j->gone_fn)
+		j->gone_fn(pid, j->ctx);
+}
+
+/* A process exited: its streams and names go once its exit grace has passed. */
+static void gone_push(struct join *j, __u32 pid, __u64 deadline)
+{
+	if (j->gone_len == GONE_MAX)
+		gone_pop(j); /* too many exits in one grace period: the oldest goes early */
+	j->gone[(j->gone_head + j->gone_len) % GONE_MAX] = (struct gone){ deadline, pid, 0 };
+	j->gone_len++;
+}
+
 /* A GPU record goes out: joined to e's launch side when e has one. */
 static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 {
@@ -601,6 +822,7 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 		ev.corr_type = XPU_CORR_NONE;
 		j->st.unmatched++;
 	}
+	stream_link(j, &ev);
 	j->emit(&ev, j->ctx);
 }
 
@@ -796,6 +1018,7 @@ static void on_process_exit(struct join *j, __u32 pid, __u64 now_ns)
 {
 	__u32 ps = pid_slot(j, pid, false), e;
 
+	gone_push(j, pid, now_ns + j->opts.exit_grace_ns);
 	if (ps == NIL)
 		return;
 	for (e = j->pids[ps].head; e != NIL; e = j->entries[e].pid_next) {
@@ -865,11 +1088,20 @@ void join__expire(struct join *j, __u64 now_ns)
 	expire_queue(j, &j->ttl_q, now_ns);
 	expire_queue(j, &j->exit_q, now_ns);
 	expire_queue(j, &j->linger_q, now_ns);
+	/* after the keys: a process's last GPU records have gone out, with their stream links */
+	while (j->gone_len && j->gone[j->gone_head].deadline <= now_ns)
+		gone_pop(j);
+	expire_streams(j, now_ns);
 }
 
 void join__flush(struct join *j)
 {
 	join__expire(j, ~0ull);
+}
+
+void join__set_gone(struct join *j, join_gone_fn fn)
+{
+	j->gone_fn = fn;
 }
 
 void join__set_names(struct join *j, join_name_fn fn)
@@ -892,7 +1124,8 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	struct join *j;
 	__u32 i;
 
-	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30)) {
+	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30) ||
+	    opts->max_streams > (1u << 24)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -920,8 +1153,19 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->stacks = calloc(2 * THREADS_MAX, sizeof(*j->stacks));
 	if (opts->time_window_ns)
 		j->recent = calloc(2 * RECENT_PIDS, sizeof(*j->recent));
+	if (!j->opts.max_streams)
+		j->opts.max_streams = 16384;
+	if (!j->opts.stream_idle_ns)
+		j->opts.stream_idle_ns = 60000000000ull;
+	j->stream_mask = pow2_at_least(2ull * j->opts.max_streams) - 1;
+	j->streams = calloc(j->opts.max_streams, sizeof(*j->streams));
+	j->stream_slots = malloc(sizeof(*j->stream_slots) * ((size_t)j->stream_mask + 1));
+	j->stream_q.items = calloc(2ull * j->opts.max_streams, sizeof(struct qitem));
+	j->stream_pids = calloc(65536 / 64, sizeof(*j->stream_pids));
+	j->gone = calloc(GONE_MAX, sizeof(*j->gone));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks ||
+	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks || !j->streams ||
+	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone ||
 	    (opts->time_window_ns && !j->recent)) {
 		join__free(j);
 		errno = ENOMEM;
@@ -935,6 +1179,11 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 		j->waiting[i].next = i + 1 < opts->max_waiting ? i + 1 : NIL;
 	j->free_entry = 0;
 	j->free_wait = 0;
+	j->stream_q.cap = 2 * j->opts.max_streams;
+	memset(j->stream_slots, 0xff, sizeof(*j->stream_slots) * ((size_t)j->stream_mask + 1));
+	for (i = 0; i < j->opts.max_streams; i++)
+		j->streams[i].next = i + 1 < j->opts.max_streams ? i + 1 : NIL;
+	j->free_stream = 0;
 	return j;
 }
 
@@ -957,5 +1206,10 @@ void join__free(struct join *j)
 	free(j->threads);
 	free(j->stacks);
 	free(j->recent);
+	free(j->streams);
+	free(j->stream_slots);
+	free(j->stream_q.items);
+	free(j->stream_pids);
+	free(j->gone);
 	free(j);
 }

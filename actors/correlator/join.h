@@ -13,7 +13,11 @@
  *   - per thread, RANGE push/pop keep a stack of open ranges (seed 001): CUDA_API, LAUNCH and
  *     CPU samples get parent_id = the innermost range, root_id = the outermost, an
  *     inside_range link (corr_type NESTING); a pop links `completes` to its push; a GPU record
- *     links inside_range to its launch's range and takes its root.
+ *     links inside_range to its launch's range and takes its root;
+ *   - per (pid, device, stream), the last few activities by start time (seed 002): a kernel,
+ *     copy or memset links same_stream_prev to the one before it on its stream, whatever the
+ *     arrival order within that window; overlaps on a stream are counted. Stream state is
+ *     dropped after the process's exit grace or stream_idle_ns without activity.
  *
  * State is bounded: at most max_pending keys; each expires ttl_ns after it was created,
  * linger_ns after its first match (a CUDA graph launch has many kernels on one correlation
@@ -41,6 +45,8 @@ struct join_opts {
 	__u64 time_window_ns; /* timestamp strategy: 0 off; else a GPU record that found no
 			       * launch by id takes the latest CUDA_API call of its process that
 			       * began at most this long before it (confidence 0.5) */
+	__u32 max_streams; /* (pid, device, stream) states held at once; 0: 16384 */
+	__u64 stream_idle_ns; /* a stream without activity this long is dropped; 0: 60 s */
 };
 
 struct join_stats {
@@ -53,11 +59,23 @@ struct join_stats {
 	__u64 late_launch; /* LAUNCH records for a key whose GPU records had already gone out */
 	__u64 nest_lost; /* range pushes or pops that could not be nested (depth, table, orphan pop) */
 	__u64 time_matched; /* GPU records joined by the timestamp strategy */
+	__u64 streams; /* (pid, device, stream) states held now */
+	__u64 streams_dropped; /* stream states dropped: idle, process exit */
+	__u64 streams_full; /* GPU records on a stream the table had no room for */
+	__u64 stream_overlaps; /* activity that began before the previous one on its stream ended */
+	__u64 stream_unordered; /* activity older than the stream's window: no same_stream_prev */
 	__u64 pending; /* keys held now */
 	__u64 waiting; /* GPU records waiting now */
 };
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
+
+/* Called once a process's exit grace has passed (its late records have had their chance):
+ * the shard drops what else it keeps per process (names). */
+typedef void (*join_gone_fn)(__u32 pid, void *ctx);
+
+/* join__set_gone - be told when a process's exit grace has passed (optional). */
+void join__set_gone(struct join *j, join_gone_fn fn);
 
 /* Looks up the text of STRING id of process pid (kernel and range names travel once as
  * STRING records); returns NULL when unknown. The text must stay valid until the emit

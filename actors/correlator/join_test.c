@@ -220,7 +220,8 @@ static void test_shuffled(void)
 			continue;
 		exact += e->corr_type == XPU_CORR_EXACT_ID;
 		for (l = 0; l < e->n_links; l++)
-			if (e->links[l].target != launch_id[c] && e->links[l].target != api_id[c])
+			if (e->links[l].type == XPU_LINK_LAUNCHED_BY &&
+			    e->links[l].target != launch_id[c] && e->links[l].target != api_id[c])
 				ok = 0;
 		if (ok)
 			good++;
@@ -480,6 +481,109 @@ static void test_timestamp(void)
 	join__free(j);
 }
 
+static void *kernel_on(__u32 pid, __u32 stream, __u64 start, __u64 end)
+{
+	struct xpu_gpu_kernel *k = kernel(pid, 0); /* correlation id 0: out at once */
+
+	k->hdr.ts_ns = k->start_ns = start;
+	k->end_ns = end;
+	k->stream_id = stream;
+	return buf;
+}
+
+static __u32 gone_pids[8], n_gone;
+
+static void on_gone(__u32 pid, void *ctx)
+{
+	(void)ctx;
+	if (n_gone < 8)
+		gone_pids[n_gone++] = pid;
+}
+
+/* The id of the last event out, and whether it links same_stream_prev to `prev`. */
+static __u64 last_id(void)
+{
+	return out.ev[out.n - 1].id;
+}
+
+static bool prev_is(__u64 prev)
+{
+	const struct xpu_cevent *ev = &out.ev[out.n - 1];
+
+	return prev ? has_link(ev, XPU_LINK_SAME_STREAM_PREV, prev) :
+		      !has_link(ev, XPU_LINK_SAME_STREAM_PREV, 0) && ev->n_links == 0;
+}
+
+/* Seed 002's per-(pid, stream) state: order on a stream whatever the arrival order within
+ * the window, overlaps counted, cleanup at exit grace and after inactivity, a bound. */
+static void test_streams(void)
+{
+	struct join_opts o = { .ttl_ns = 1000000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 100,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .max_streams = 16,
+			       .stream_idle_ns = 1000 };
+	__u64 k100, k200, k300, k400;
+	struct join_stats st;
+	struct join *j;
+	__u32 i;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	join__set_gone(j, on_gone);
+	offer(j, kernel_on(5, 7, 100, 150), 1);
+	k100 = last_id();
+	tap_ok(prev_is(0), "the first kernel on a stream has no same_stream_prev");
+	offer(j, kernel_on(5, 7, 300, 350), 2); /* 200 is late, as CUPTI buffers deliver */
+	k300 = last_id();
+	tap_ok(prev_is(k100), "the next one links to it");
+	offer(j, kernel_on(5, 7, 200, 250), 3);
+	k200 = last_id();
+	tap_ok(prev_is(k100), "a late one links to the one before it by start time");
+	offer(j, kernel_on(5, 8, 210, 260), 4);
+	tap_ok(prev_is(0), "another stream of the same process is separate");
+	offer(j, kernel_on(6, 7, 220, 270), 5);
+	tap_ok(prev_is(0), "so is the same stream number in another process");
+	offer(j, kernel_on(5, 7, 400, 500), 6);
+	k400 = last_id();
+	tap_ok(prev_is(k300) && k200 != k300, "order resumes after the late one");
+	offer(j, kernel_on(5, 7, 450, 600), 7);
+	tap_ok(prev_is(k400), "an overlapping kernel still links");
+	join__stats(j, &st);
+	tap_ok(st.stream_unordered == 1 && st.stream_overlaps == 1 && st.streams == 3,
+	       "one late arrival, one overlap, three streams counted");
+
+	offer(j, proc_exit(5), 10);
+	join__expire(j, 109);
+	join__stats(j, &st);
+	tap_ok(st.streams == 3 && n_gone == 0, "a process's streams stay for its exit grace");
+	join__expire(j, 110);
+	join__stats(j, &st);
+	tap_ok(st.streams == 1 && st.streams_dropped == 2 && n_gone == 1 && gone_pids[0] == 5,
+	       "then they go, and the shard is told the process is gone");
+	offer(j, kernel_on(5, 7, 700, 800), 120);
+	tap_ok(prev_is(0), "a new stream state starts for a reused pid");
+
+	offer(j, kernel_on(6, 7, 300, 310), 900); /* pid 6 stream 7 active until 900 */
+	join__expire(j, 1005);
+	join__stats(j, &st);
+	tap_eq_u64(st.streams, 2, "an active stream is not dropped when first due");
+	join__expire(j, 1200);
+	join__stats(j, &st);
+	tap_eq_u64(st.streams, 1, "an idle one is (pid 5's new stream, idle since 120)");
+	join__expire(j, 2100);
+	join__stats(j, &st);
+	tap_eq_u64(st.streams, 0, "within two idle periods every idle stream is gone");
+
+	for (i = 0; i < 17; i++)
+		offer(j, kernel_on(9, i, 100, 110), 3000);
+	join__stats(j, &st);
+	tap_ok(st.streams == 16 && st.streams_full == 1, "at most max_streams, the rest counted");
+	join__free(j);
+}
+
 int main(void)
 {
 	struct join_opts bad = { 0 };
@@ -493,5 +597,6 @@ int main(void)
 	test_linger();
 	test_nesting();
 	test_timestamp();
+	test_streams();
 	return tap_done();
 }

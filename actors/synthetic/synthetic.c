@@ -39,6 +39,8 @@ struct delayed {
 	__u32 shard;
 };
 
+#define SYN_STREAMS 2 /* streams per process: 7 and 8 */
+
 struct synth {
 	struct actor *a;
 	struct keys k;
@@ -49,6 +51,9 @@ struct synth {
 	__u32 n_delayed;
 	__u64 rng;
 	__u64 launches, records, dropped, gpu_records, gpu_missing;
+	/* per process and stream, when the stream's last activity ends: work on a stream runs
+	 * one after another, as on a GPU */
+	__u64 stream_free[4096][SYN_STREAMS];
 	int c_launches, c_records, c_dropped, c_gpu, c_missing;
 };
 
@@ -150,9 +155,16 @@ static void one_launch(struct synth *s)
 	__u32 p = (__u32)(u % s->k.processes), pid = (__u32)(s->k.pid_base + p);
 	__u32 tid = pid + (__u32)((u / s->k.processes) % s->k.threads);
 	__u32 shard = xpu_shard_of(pid, s->shards), i;
+	__u32 stream = (__u32)((u / s->k.processes) % SYN_STREAMS);
+	__u64 start = now + 20000, dur = u % 8 == 7 ? 1000 :
+					 u % 4 == 3 ? 40000 :
+						      1000 * (1 + u % 50);
 	char name[48];
 	int n;
 
+	if (start < s->stream_free[p][stream])
+		start = s->stream_free[p][stream];
+	s->stream_free[p][stream] = start + dur;
 	for (i = 0; i < 12; i++)
 		ips[i] = 0x7f0000001000ull + i * 0x40 + (p << 8);
 	if (u < s->k.processes) { /* first launch of a process: its kernel names */
@@ -187,31 +199,31 @@ static void one_launch(struct synth *s)
 	if (u % 8 == 7) {
 		struct xpu_gpu_memset *m = (void *)rec;
 
-		xpu_rec__init(m, XPU_REC_GPU_MEMSET, sizeof(*m), now + 20000, pid, tid);
-		m->start_ns = now + 20000;
-		m->end_ns = now + 21000;
+		xpu_rec__init(m, XPU_REC_GPU_MEMSET, sizeof(*m), start, pid, tid);
+		m->start_ns = start;
+		m->end_ns = start + dur;
 		m->correlation_id = corr;
 		m->bytes = 1 << 20;
-		m->stream_id = 7;
+		m->stream_id = 7 + stream;
 	} else if (u % 4 == 3) {
 		struct xpu_gpu_memcpy *m = (void *)rec;
 
-		xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), now + 20000, pid, tid);
-		m->start_ns = now + 20000;
-		m->end_ns = now + 60000;
+		xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), start, pid, tid);
+		m->start_ns = start;
+		m->end_ns = start + dur;
 		m->correlation_id = corr;
 		m->bytes = 4 << 20;
 		m->copy_kind = XPU_COPY_HTOD;
-		m->stream_id = 7;
+		m->stream_id = 7 + stream;
 	} else {
 		struct xpu_gpu_kernel *k = (void *)rec;
 
-		xpu_rec__init(k, XPU_REC_GPU_KERNEL, sizeof(*k), now + 20000, pid, tid);
-		k->start_ns = now + 20000;
-		k->end_ns = now + 20000 + 1000 * (1 + u % 50);
+		xpu_rec__init(k, XPU_REC_GPU_KERNEL, sizeof(*k), start, pid, tid);
+		k->start_ns = start;
+		k->end_ns = start + dur;
 		k->correlation_id = corr;
 		k->name_id = 1 + u % 4;
-		k->stream_id = 7;
+		k->stream_id = 7 + stream;
 		k->grid[0] = 256;
 		k->grid[1] = k->grid[2] = 1;
 		k->block[0] = 128;
