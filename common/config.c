@@ -30,6 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "xpusup/event.h"
+
 #define LINE_MAX_CHARS 1023 /* a longer line is an error, not silently cut */
 #define ERRORS_MAX 20 /* printed per load; later ones are counted, not shown */
 #define QUOTE_MAX 64 /* user text quoted in messages is cut to this many characters */
@@ -50,6 +52,8 @@ enum key_type {
 	T_INTENSITY, /* N/PERIOD: u = N in [min, max], u2 = PERIOD in ms */
 	T_PATH, /* a file name: any value (relative ones are taken from the config's folder) */
 	T_STRATEGIES, /* see conf_parse_strategies() */
+	T_FILTER, /* see conf_parse_filter() */
+	T_ENRICH, /* see conf_parse_enrich() */
 };
 
 struct key_schema {
@@ -171,6 +175,10 @@ enum {
 	ACT_START_TIMEOUT,
 	ACT_SHUTDOWN_TIMEOUT,
 	ACT_SHARDS,
+	ACT_FILTER,
+	ACT_MIN_DURATION,
+	ACT_SAMPLE,
+	ACT_ENRICH,
 	ACT_N,
 };
 
@@ -206,6 +214,30 @@ static const struct key_schema actor_keys[ACT_N + 1] = {
 			 .max = CONF_MAX_SHARDS,
 			 .def = "1",
 			 .doc = "number of correlator processes" },
+	/* Seed 000's composites, as stages the correlator runs on the source's records. */
+	[ACT_FILTER] = { .key = "filter",
+			 .type = T_FILTER,
+			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .def = "all",
+			 .doc = "record kinds kept from this source" },
+	[ACT_MIN_DURATION] = { .key = "min_duration_us",
+			       .type = T_UINT,
+			       .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			       .max = 3600000000ull,
+			       .def = "0",
+			       .doc = "GPU activity and API calls shorter than this are dropped" },
+	[ACT_SAMPLE] = { .key = "sample",
+			 .type = T_UINT,
+			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .min = 1,
+			 .max = 1000000,
+			 .def = "1",
+			 .doc = "keep 1 in N samples, counter readings and launches with their work" },
+	[ACT_ENRICH] = { .key = "enrich",
+			 .type = T_ENRICH,
+			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .def = "names, stacks, streams",
+			 .doc = "what the correlator adds to this source's events" },
 	[ACT_N] = { .key = NULL },
 };
 
@@ -635,23 +667,40 @@ int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long 
 	return 0;
 }
 
+/* The next item of a comma-separated list, blanks trimmed, into item (cap bytes): 1, or 0
+ * at the end, or -EINVAL for an empty or over-long item or a trailing comma. */
+static int list_next(const char **sp, char *item, size_t cap)
+{
+	const char *s = *sp;
+	size_t len;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s && s == *sp)
+		return 0;
+	len = strcspn(s, ",");
+	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+		len--;
+	if (!len || len >= cap)
+		return -EINVAL;
+	memcpy(item, s, len);
+	item[len] = 0;
+	s += strcspn(s, ",");
+	if (*s == ',' && !*++s)
+		return -EINVAL; /* trailing comma */
+	*sp = s;
+	return 1;
+}
+
 int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms)
 {
 	unsigned long long w = 0;
-	int ex = 0, n = 0;
+	int ex = 0, n = 0, r;
 	char item[64];
 	size_t len;
 
-	while (*s) {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		len = strcspn(s, ",");
-		while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
-			len--;
-		if (!len || len >= sizeof(item))
-			return -EINVAL;
-		memcpy(item, s, len);
-		item[len] = 0;
+	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+		len = strlen(item);
 		if (!strcmp(item, "correlation_id")) {
 			if (ex || w)
 				return -EINVAL; /* twice, or after timestamp */
@@ -664,14 +713,78 @@ int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_
 			return -EINVAL;
 		}
 		n++;
-		s += strcspn(s, ",");
-		if (*s == ',' && !*++s)
-			return -EINVAL; /* trailing comma */
 	}
-	if (!n)
+	if (r < 0 || !n)
 		return -EINVAL;
 	*exact = ex;
 	*window_ms = w;
+	return 0;
+}
+
+static const char *const filter_names[XPU_REC_TYPE_MAX] = {
+	[XPU_REC_CPU_SAMPLE] = "cpu_sample", [XPU_REC_LAUNCH] = "launch",
+	[XPU_REC_CUDA_API] = "cuda_api",     [XPU_REC_GPU_KERNEL] = "kernel",
+	[XPU_REC_GPU_MEMCPY] = "memcpy",     [XPU_REC_GPU_MEMSET] = "memset",
+	[XPU_REC_GPU_SYNC] = "sync",	     [XPU_REC_GPU_MEMORY] = "memory",
+	[XPU_REC_PMU_COUNTER] = "pmu",	     [XPU_REC_RANGE] = "range",
+};
+
+#define FILTER_CONTROL                                                              \
+	(1u << XPU_REC_STRING | 1u << XPU_REC_PROC_EXEC | 1u << XPU_REC_PROC_EXIT | \
+	 1u << XPU_REC_CLOCK_SYNC | 1u << XPU_REC_LOSS)
+
+int conf_parse_filter(const char *s, unsigned int *keep)
+{
+	unsigned int named = 0, t;
+	int r, n = 0, negated = 0, all = 0;
+	char item[32];
+
+	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+		const char *name = item[0] == '!' ? item + 1 : item;
+
+		if (n++ && negated != (item[0] == '!'))
+			return -EINVAL; /* "kernel, !range" means nothing clear */
+		negated = item[0] == '!';
+		if (!negated && !strcmp(name, "all")) {
+			all = 1;
+			continue;
+		}
+		for (t = 0; t < XPU_REC_TYPE_MAX; t++)
+			if (filter_names[t] && !strcmp(name, filter_names[t]))
+				break;
+		if (t == XPU_REC_TYPE_MAX)
+			return -EINVAL;
+		named |= 1u << t;
+	}
+	if (r < 0 || !n || (all && n > 1))
+		return -EINVAL;
+	*keep = (all ? ~0u : negated ? ~named : named) | FILTER_CONTROL;
+	return 0;
+}
+
+int conf_parse_enrich(const char *s, unsigned int *stages)
+{
+	static const char *const names[] = { "names", "stacks", "streams" };
+	unsigned int got = 0, i;
+	int r, n = 0, none = 0;
+	char item[32];
+
+	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+		n++;
+		if (!strcmp(item, "none")) {
+			none = 1;
+			continue;
+		}
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcmp(item, names[i]))
+				break;
+		if (i == sizeof(names) / sizeof(names[0]))
+			return -EINVAL;
+		got |= 1u << i;
+	}
+	if (r < 0 || !n || (none && n > 1))
+		return -EINVAL;
+	*stages = got;
 	return 0;
 }
 
@@ -751,6 +864,16 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 
 		return conf_parse_strategies(s, &ex, &w);
 	}
+	case T_FILTER: {
+		unsigned int keep;
+
+		return conf_parse_filter(s, &keep);
+	}
+	case T_ENRICH: {
+		unsigned int stages;
+
+		return conf_parse_enrich(s, &stages);
+	}
 	}
 	return -EINVAL;
 }
@@ -793,6 +916,15 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 		snprintf(buf, size,
 			 "a list of correlation_id and timestamp(DURATION), DURATION 1ms..1000ms, "
 			 "e.g. correlation_id, timestamp(2ms)");
+		return;
+	case T_FILTER:
+		snprintf(buf, size,
+			 "all, or a list of record kinds to keep (cpu_sample, launch, cuda_api, "
+			 "kernel, memcpy, memset, sync, memory, pmu, range), or of kinds to drop "
+			 "each written !kind, e.g. kernel, memcpy or !cpu_sample");
+		return;
+	case T_ENRICH:
+		snprintf(buf, size, "none, or a list of names, stacks, streams");
 		return;
 	}
 	buf[0] = '\0';

@@ -123,6 +123,26 @@ int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long 
  */
 int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms);
 
+/*
+ * conf_parse_filter - a source's `filter`: record kinds to keep, comma-separated, from
+ * cpu_sample, launch, cuda_api, kernel, memcpy, memset, sync, memory, pmu, range; or every
+ * kind but some, each written `!kind`; or `all`. *keep gets bit (1 << XPU_REC_*) per kind
+ * kept; the control kinds (STRING, PROC_EXEC, PROC_EXIT, CLOCK_SYNC, LOSS) are always kept,
+ * because names, cleanup and loss accounting depend on them. Returns 0 or -EINVAL.
+ */
+int conf_parse_filter(const char *s, unsigned int *keep);
+
+/* A source's `enrich` stages (docs/pipeline.md): bits of *stages. */
+enum conf_enrich {
+	CONF_ENRICH_NAMES = 1 << 0, /* kernel and range names from STRING records */
+	CONF_ENRICH_STACKS = 1 << 1, /* the launch stack on each GPU activity */
+	CONF_ENRICH_STREAMS = 1 << 2, /* same_stream_prev links */
+	CONF_ENRICH_ALL = (1 << 3) - 1,
+};
+
+/* conf_parse_enrich - `names`, `stacks`, `streams` comma-separated, or `none`. 0 or -EINVAL. */
+int conf_parse_enrich(const char *s, unsigned int *stages);
+
 const char *conf_role__name(enum conf_role role);
 const char *conf_strategy__name(enum conf_strategy s);
 const char *conf_restart__name(enum conf_restart r);

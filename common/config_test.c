@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tests/tap.h"
+#include "xpusup/event.h"
 
 static char *err_text; /* what the last load printed */
 
@@ -333,6 +334,16 @@ static void test_errors(void)
 		    "t.conf:2: ", "bad value 'correlation_id, nearest' for 'strategies'");
 	check_error("timestamp window too long", "[correlator]\nstrategies = timestamp(5s)\n",
 		    "t.conf:2: ", "bad value 'timestamp(5s)' for 'strategies'");
+	check_error("mixed filter",
+		    "[correlator]\n[source s]\nkind = synthetic\nfilter = kernel, !range\n",
+		    "t.conf:4: ", "bad value 'kernel, !range' for 'filter'");
+	check_error("unknown enrich stage",
+		    "[correlator]\n[source s]\nkind = synthetic\nenrich = names, colour\n",
+		    "t.conf:4: ", "bad value 'names, colour' for 'enrich'");
+	check_error("sample 0", "[correlator]\n[source s]\nkind = synthetic\nsample = 0\n",
+		    "t.conf:4: ", "bad value '0' for 'sample'");
+	check_error("filter in a sink", "[sink s]\nkind = test\nfilter = kernel\n",
+		    "t.conf:3: ", "unknown key 'filter' in [sink s] (kind 'test')");
 	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
@@ -598,9 +609,41 @@ static void test_strategies(void)
 	       "strategies: wrong order, trailing comma, duplicates, zero window, empty");
 }
 
+/* Seed 000's composites: the filter and enrich lists. */
+static void test_stages(void)
+{
+	unsigned int keep, st;
+	const unsigned int control = 1u << XPU_REC_STRING | 1u << XPU_REC_PROC_EXEC |
+				     1u << XPU_REC_PROC_EXIT | 1u << XPU_REC_CLOCK_SYNC |
+				     1u << XPU_REC_LOSS;
+
+	tap_ok(!conf_parse_filter("kernel, memcpy", &keep) &&
+		       keep == (1u << XPU_REC_GPU_KERNEL | 1u << XPU_REC_GPU_MEMCPY | control),
+	       "filter: kinds kept, control records always");
+	tap_ok(!conf_parse_filter("!cpu_sample, !pmu", &keep) &&
+		       !(keep & 1u << XPU_REC_CPU_SAMPLE) && !(keep & 1u << XPU_REC_PMU_COUNTER) &&
+		       (keep & 1u << XPU_REC_GPU_KERNEL) && (keep & control) == control,
+	       "filter: every kind but the negated ones");
+	tap_ok(!conf_parse_filter("all", &keep) && keep == ~0u, "filter: all");
+	tap_ok(conf_parse_filter("kernel, !range", &keep) == -EINVAL &&
+		       conf_parse_filter("all, kernel", &keep) == -EINVAL &&
+		       conf_parse_filter("string", &keep) == -EINVAL &&
+		       conf_parse_filter("kernel,", &keep) == -EINVAL &&
+		       conf_parse_filter("", &keep) == -EINVAL,
+	       "filter: mixed, all with more, a control kind, trailing comma, empty are refused");
+	tap_ok(!conf_parse_enrich("names, streams", &st) &&
+		       st == (CONF_ENRICH_NAMES | CONF_ENRICH_STREAMS),
+	       "enrich: a list");
+	tap_ok(!conf_parse_enrich("none", &st) && st == 0, "enrich: none");
+	tap_ok(conf_parse_enrich("none, names", &st) == -EINVAL &&
+		       conf_parse_enrich("symbols", &st) == -EINVAL,
+	       "enrich: none with more, an unknown stage are refused");
+}
+
 int main(void)
 {
 	test_strategies();
+	test_stages();
 	test_full();
 	test_defaults();
 	test_errors();

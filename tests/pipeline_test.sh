@@ -16,7 +16,7 @@ WORK=$(mktemp -d /tmp/xpusup-pipetest-XXXXXX)
 PREFIX="p$$"
 n=0
 failed=0
-trap '"$XPUSUP" stop --session "$PREFIX-join" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-order" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-kill" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+trap '"$XPUSUP" stop --session "$PREFIX-stages" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-join" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-order" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-kill" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 
 ok() {
 	n=$((n + 1))
@@ -98,15 +98,48 @@ EOF
 	got=$(json "$s" "c('out', 'unnamed_kernels'), c('out', 'named_kernels') > 100000, sum_('names'), sum_('names_freed'), sum_('nest_lost')")
 	[ "$got" = "0 True 0 64 0" ]
 	ok $? "reorder $2: every kernel named from STRING records, the names freed after the processes exited; every range nested ($got)"
-	got=$(json "$s" "sum_('streams'), sum_('streams_dropped') > 0, sum_('stream_overlaps')")
-	[ "$got" = "0 True 0" ]
-	ok $? "reorder $2: per-stream state dropped after exit, no kernels overlapping on a stream ($got)"
+	got=$(json "$s" "sum_('streams'), sum_('streams_dropped') > 0, sum_('stream_overlaps'), c('out', 'stream_links') + sum_('stream_unordered') >= c('syn', 'gpu_records') - 32, c('out', 'gpu_stacks') == sum_('matched')")
+	[ "$got" = "0 True 0 True True" ]
+	ok $? "reorder $2: every GPU record linked to its stream predecessor or counted out of order; launch stacks on every match; stream state dropped after exit; no overlaps ($got)"
 	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
 	ok $? "reorder $2: stops cleanly"
 	log_clean "$s" "reorder $2"
 }
 run_answer_key "$PREFIX-join" 64
 run_answer_key "$PREFIX-order" 4096
+
+# ---- seed 000's composites: filter, sample, enrich per source ------------------------------
+s="$PREFIX-stages"
+cat >"$WORK/stages.conf" <<EOF
+[sink out]
+kind = test
+[correlator]
+shards = 2
+exit_grace_ms = 300
+[source syn]
+kind = synthetic
+processes = 8
+launches_per_s = 0
+count = 40000
+filter = !pmu
+sample = 4
+enrich = names, streams
+EOF
+"$XPUSUP" start "$WORK/stages.conf" --session "$s" >/dev/null 2>&1
+ok $? "stages: a source with filter, sample and enrich starts"
+wait_for 60 "$s" "c('syn', 'launches') == 40000 and sum_('in') + sum_('filtered') + sum_('sampled_out') == c('syn', 'records_out') and sum_('pending') == 0"
+ok $? "stages: every record was joined, filtered or sampled out"
+# one PMU reading every 64th launch: 625
+got=$(json "$s" "sum_('filtered'), sum_('unmatched'), 0.2 < sum_('matched') / c('syn', 'gpu_records') < 0.3")
+[ "$got" = "625 0 True" ]
+ok $? "stages: the filter dropped exactly the PMU readings; sampling by key kept a quarter of the launches with all their GPU work, none unmatched ($got)"
+# CPU samples: every 16th launch (2500), weight 10101010; the kept one in 4 weighs 4 times
+wait_for 20 "$s" "c('out', 'events_in') == sum_('events_out')"
+got=$(json "$s" "0 <= c('out', 'sample_weight') - 2500 * 10101010 <= 6 * 10101010, c('out', 'gpu_stacks'), c('out', 'stream_links') > 0, c('out', 'named_kernels') > 0")
+[ "$got" = "True 0 True True" ]
+ok $? "stages: sampled CPU weight still adds up; enrich without stacks sends no launch stacks, keeps stream links and names ($got)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "stages"
 
 # ---- kill -9 of a correlator under load ----------------------------------------------
 s="$PREFIX-kill"

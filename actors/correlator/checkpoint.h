@@ -35,7 +35,8 @@ struct xpu_ckpt_slot {
 	__u64 held_keys; /* pending join keys (launch sides) */
 	__u64 lost; /* records lost with join state by earlier incarnations, in total */
 	__u64 lost_keys; /* keys lost likewise */
-	__u64 filtered; /* records dropped by source filter and sample stages, in total */
+	__u64 filtered; /* records dropped by source filter stages, in total */
+	__u64 sampled_out; /* records dropped by source sample stages, in total */
 	__u64 held_names; /* names in the shard's STRING table */
 	__u64 lost_names; /* names lost likewise */
 	__u32 n_rings;
@@ -51,7 +52,7 @@ struct xpu_ckpt {
 	struct xpu_ckpt_slot slots[2];
 };
 
-_Static_assert(sizeof(struct xpu_ckpt_slot) == 80 + 8 * XPU_CKPT_RINGS_MAX, "ckpt slot");
+_Static_assert(sizeof(struct xpu_ckpt_slot) == 88 + 8 * XPU_CKPT_RINGS_MAX, "ckpt slot");
 _Static_assert(sizeof(struct xpu_ckpt) == 24 + 2 * sizeof(struct xpu_ckpt_slot), "ckpt");
 
 struct checkpoint;

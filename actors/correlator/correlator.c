@@ -64,6 +64,8 @@ enum counter {
 	C_STREAM_OVERLAPS,
 	C_STREAM_UNORDERED,
 	C_NAMES_FREED,
+	C_FILTERED,
+	C_SAMPLED_OUT,
 	C_N,
 };
 
@@ -93,6 +95,8 @@ static const char *const counter_names[C_N] = {
 	[C_STREAM_OVERLAPS] = "stream_overlaps",
 	[C_STREAM_UNORDERED] = "stream_unordered",
 	[C_NAMES_FREED] = "names_freed",
+	[C_FILTERED] = "filtered",
+	[C_SAMPLED_OUT] = "sampled_out",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -186,16 +190,27 @@ static void names__put(struct names *t, const struct xpu_string *str)
 
 static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx);
 
+/* Seed 000's composites, per source: filter, then sample, before the join; enrich stages
+ * are applied by the join as the source's events go out. */
+struct stage {
+	unsigned int keep; /* bit per record kind (conf_parse_filter) */
+	unsigned int enrich; /* CONF_ENRICH_* */
+	__u64 min_dur_ns;
+	__u64 sample; /* keep 1 in sample */
+	__u64 n_samples, n_readings, n_uncorrelated; /* counters that pick which 1 in sample */
+};
+
 struct shard {
 	struct actor *a;
 	struct names *names;
 	struct ring *rings[CONF_MAX_ACTORS];
 	__u64 ring_quarter[CONF_MAX_ACTORS]; /* held bytes past which we checkpoint and release */
+	struct stage stages[CONF_MAX_ACTORS]; /* of the source of each ring */
 	unsigned int n_rings;
 	unsigned char *scratch; /* one record, as big as the largest max_record */
 	__u32 scratch_len;
 	struct checkpoint *ckpt;
-	__u64 lost, lost_keys, lost_names, filtered; /* carried across restarts */
+	__u64 lost, lost_keys, lost_names, filtered, sampled_out; /* carried across restarts */
 	struct join *join;
 	struct xpu_wire_enc *enc;
 	nng_socket sinks[CONF_MAX_ACTORS];
@@ -246,6 +261,7 @@ static void checkpoint(struct shard *s, __u64 seq_next)
 	c.lost_keys = s->lost_keys;
 	c.lost_names = s->lost_names;
 	c.filtered = s->filtered;
+	c.sampled_out = s->sampled_out;
 	for (i = 0; i < s->n_rings; i++)
 		c.pos[i] = ring__read_pos(s->rings[i]);
 	checkpoint__commit(s->ckpt, &c);
@@ -322,11 +338,91 @@ static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
 	return e->text;
 }
 
-static void on_record(struct shard *s, const void *rec, __u32 size)
+static __u64 key_mix(__u32 pid, __u64 corr)
 {
+	__u64 x = corr * 0x9e3779b97f4a7c15ull ^ ((__u64)pid << 32);
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Every GPU activity kind starts start_ns, end_ns, correlation_id after the header (join.c
+ * asserts the offsets). */
+static const struct xpu_gpu_sync *gpu_part(const void *rec)
+{
+	return rec;
+}
+
+/*
+ * filter, then sample: whether the record goes on to the join. Sampling keeps 1 in N CPU
+ * samples (the kept one weighs N, so flame graph totals stay right) and counter readings,
+ * and 1 in N launches by a hash of (pid, correlation id), the same in every shard and
+ * source, so a kept launch keeps its API call and its GPU work. Ranges and control records
+ * are never sampled: nesting and cleanup need all of them.
+ */
+static bool stage__pass(struct shard *s, struct stage *st, void *rec)
+{
+	struct xpu_rec *h = rec;
+	__u64 corr = 0, dur = ~0ull;
+
+	switch (h->type) {
+	case XPU_REC_CUDA_API:
+		corr = ((const struct xpu_cuda_api *)rec)->correlation_id;
+		dur = ((const struct xpu_cuda_api *)rec)->end_ns - h->ts_ns;
+		break;
+	case XPU_REC_LAUNCH:
+		corr = ((const struct xpu_launch *)rec)->correlation_id;
+		break;
+	case XPU_REC_GPU_KERNEL:
+	case XPU_REC_GPU_MEMCPY:
+	case XPU_REC_GPU_MEMSET:
+	case XPU_REC_GPU_SYNC:
+		corr = gpu_part(rec)->correlation_id;
+		dur = gpu_part(rec)->end_ns - gpu_part(rec)->start_ns;
+		break;
+	default:
+		break;
+	}
+	if (!(st->keep & 1u << h->type) || (dur != ~0ull && dur < st->min_dur_ns)) {
+		s->filtered++;
+		return false;
+	}
+	if (st->sample == 1)
+		return true;
+	switch (h->type) {
+	case XPU_REC_CPU_SAMPLE:
+		if (st->n_samples++ % st->sample)
+			break;
+		((struct xpu_cpu_sample *)rec)->weight *= st->sample;
+		return true;
+	case XPU_REC_PMU_COUNTER:
+		if (st->n_readings++ % st->sample)
+			break;
+		return true;
+	case XPU_REC_CUDA_API:
+	case XPU_REC_LAUNCH:
+	case XPU_REC_GPU_KERNEL:
+	case XPU_REC_GPU_MEMCPY:
+	case XPU_REC_GPU_MEMSET:
+	case XPU_REC_GPU_SYNC:
+		if (corr ? key_mix(h->pid, corr) % st->sample : st->n_uncorrelated++ % st->sample)
+			break;
+		return true;
+	default:
+		return true;
+	}
+	s->sampled_out++;
+	return false;
+}
+
+static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
+{
+	if (!stage__pass(s, st, rec))
+		return;
 	if (((const struct xpu_rec *)rec)->type == XPU_REC_STRING)
 		names__put(s->names, rec);
-	join__record(s->join, rec, size, s->now);
+	join__record_enrich(s->join, rec, size, s->now, st->enrich);
 }
 
 static void publish(struct shard *s)
@@ -361,6 +457,8 @@ static void publish(struct shard *s)
 	v[C_STREAM_OVERLAPS] = st.stream_overlaps;
 	v[C_STREAM_UNORDERED] = st.stream_unordered;
 	v[C_NAMES_FREED] = s->names->freed;
+	v[C_FILTERED] = s->filtered;
+	v[C_SAMPLED_OUT] = s->sampled_out;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -413,12 +511,36 @@ static int resume(struct shard *s, unsigned int shard, __u64 *first_id)
 	s->lost_keys = last.lost_keys + last.held_keys;
 	s->lost_names = last.lost_names + last.held_names;
 	s->filtered = last.filtered;
+	s->sampled_out = last.sampled_out;
 	fprintf(stderr,
 		PROG ": resumed from the checkpoint at event %llu; lost with the previous run's "
 		     "state: %llu held GPU records, %llu pending launches, %llu names\n",
 		(unsigned long long)s->seq, (unsigned long long)last.held,
 		(unsigned long long)last.held_keys, (unsigned long long)last.held_names);
 	return 0;
+}
+
+/* The source's stage keys; the loader has validated them, absent ones take defaults. */
+static int stage__load(struct stage *st, const struct conf_actor *src)
+{
+	const char *v;
+	unsigned long long u;
+	int err = 0;
+
+	*st = (struct stage){ .keep = ~0u, .enrich = CONF_ENRICH_ALL, .sample = 1 };
+	if ((v = conf_actor__get(src, "filter")))
+		err |= conf_parse_filter(v, &st->keep);
+	if ((v = conf_actor__get(src, "enrich")))
+		err |= conf_parse_enrich(v, &st->enrich);
+	if ((v = conf_actor__get(src, "sample")) && !(err |= conf_parse_uint(v, 1, 1000000, &u)))
+		st->sample = u;
+	if ((v = conf_actor__get(src, "min_duration_us")) &&
+	    !(err |= conf_parse_uint(v, 0, 3600000000ull, &u)))
+		st->min_dur_ns = u * 1000;
+	if (err)
+		fprintf(stderr, PROG ": unable to read configuration: bad stage in [%s]\n",
+			src->section);
+	return err ? -EINVAL : 0;
 }
 
 static int open_shard(struct shard *s, struct actor *a)
@@ -476,6 +598,11 @@ static int open_shard(struct shard *s, struct actor *a)
 			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
 				strerror(errno));
 			return -errno;
+		}
+		err = stage__load(&s->stages[s->n_rings], &a->conf->actors[i]);
+		if (err) {
+			ring__close(s->rings[s->n_rings]);
+			return err;
 		}
 		ring__hold(s->rings[s->n_rings], true);
 		ring__stats(s->rings[s->n_rings], &rs);
@@ -549,7 +676,7 @@ static __u64 turn(struct shard *s)
 			size = ring__read(s->rings[i], s->scratch, s->scratch_len);
 			if (size <= 0)
 				break;
-			on_record(s, s->scratch, (__u32)size);
+			on_record(s, &s->stages[i], s->scratch, (__u32)size);
 			/* Held space must go back before the producer runs short of it. */
 			if (ring__unreleased(s->rings[i]) > s->ring_quarter[i])
 				finish_batch(s);

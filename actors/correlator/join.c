@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
+
 #define NIL 0xffffffffu
 #define WAIT_REC_MAX 120 /* the largest GPU activity record: GPU_KERNEL */
 #define PIDS_MAX (1u << 17) /* process slots at most: 98304 processes at 3/4 load */
@@ -63,7 +65,8 @@ struct waiting {
 	_Alignas(8) unsigned char rec[WAIT_REC_MAX];
 	__u64 id; /* event id given at arrival */
 	__u32 next;
-	__u32 size;
+	__u16 size;
+	__u16 enrich; /* its source's enrich stages */
 };
 
 struct pidstate {
@@ -161,6 +164,7 @@ struct join {
 	join_gone_fn gone_fn;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
+	unsigned int enrich; /* enrich stages of the record being emitted */
 	struct join_stats st;
 };
 
@@ -393,7 +397,7 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		memcpy(ev->block, k->block, sizeof(ev->block));
 		ev->registers = k->registers;
 		ev->shared_mem = k->static_smem + k->dynamic_smem;
-		if (j->name && k->name_id)
+		if (j->name && k->name_id && (j->enrich & CONF_ENRICH_NAMES))
 			ev->name = j->name(k->hdr.pid, k->name_id, &ev->name_len, j->ctx);
 		break;
 	}
@@ -431,7 +435,7 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		if (r->name_len) {
 			ev->name = r->name;
 			ev->name_len = r->name_len;
-		} else if (j->name && r->name_id) {
+		} else if (j->name && r->name_id && (j->enrich & CONF_ENRICH_NAMES)) {
 			ev->name = j->name(h->pid, r->name_id, &ev->name_len, j->ctx);
 		}
 		break;
@@ -792,8 +796,10 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 			ev.links[ev.n_links++] = (struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY,
 								    .target = e->launch_id };
 			ev.parent_id = ev.root_id = e->launch_id;
-			ev.n_user = e->n_stack;
-			ev.stack = e->stack;
+			if (j->enrich & CONF_ENRICH_STACKS) {
+				ev.n_user = e->n_stack;
+				ev.stack = e->stack;
+			}
 		}
 		/* kernel -> launch -> enclosing range: the user scope is the kernel's root */
 		if (e->range_id) {
@@ -822,7 +828,8 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 		ev.corr_type = XPU_CORR_NONE;
 		j->st.unmatched++;
 	}
-	stream_link(j, &ev);
+	if (j->enrich & CONF_ENRICH_STREAMS)
+		stream_link(j, &ev);
 	j->emit(&ev, j->ctx);
 }
 
@@ -830,6 +837,7 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 static void release_waiting(struct join *j, struct entry *e)
 {
 	__u32 w = e->wait_head, next;
+	unsigned int enrich = j->enrich;
 
 	while (w != NIL) {
 		next = j->waiting[w].next;
@@ -837,11 +845,13 @@ static void release_waiting(struct join *j, struct entry *e)
 		 * may checkpoint (the correlator's count of held records must not include an
 		 * event that is already in the batch it checkpoints). */
 		j->st.waiting--;
+		j->enrich = j->waiting[w].enrich;
 		emit_gpu(j, e, j->waiting[w].rec, j->waiting[w].id);
 		j->waiting[w].next = j->free_wait;
 		j->free_wait = w;
 		w = next;
 	}
+	j->enrich = enrich;
 	e->wait_head = e->wait_tail = NIL;
 }
 
@@ -1001,7 +1011,8 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	w = &j->waiting[slot];
 	j->free_wait = w->next;
 	memcpy(w->rec, rec, size);
-	w->size = size;
+	w->size = (__u16)size;
+	w->enrich = (__u16)j->enrich;
 	w->id = id;
 	w->next = NIL;
 	j->st.waiting++;
@@ -1031,11 +1042,18 @@ static void on_process_exit(struct join *j, __u32 pid, __u64 now_ns)
 
 int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns)
 {
+	return join__record_enrich(j, rec, size, now_ns, CONF_ENRICH_ALL);
+}
+
+int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_ns,
+			unsigned int enrich)
+{
 	const struct xpu_rec *h = rec;
 	struct xpu_cevent ev;
 	__u64 id = j->next_id++;
 
 	j->st.in++;
+	j->enrich = enrich;
 	j->now_ns = now_ns;
 	switch (h->type) {
 	case XPU_REC_LAUNCH:
@@ -1136,6 +1154,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->emit = emit;
 	j->ctx = ctx;
 	j->next_id = opts->first_id ? opts->first_id : 1;
+	j->enrich = CONF_ENRICH_ALL;
 	j->key_mask = pow2_at_least(2ull * opts->max_pending) - 1;
 	/* Processes with pending state: far fewer than keys in practice; entry_get evicts
 	 * when this table is three quarters full. */

@@ -98,6 +98,15 @@ void join__free(struct join *j);
  */
 int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns);
 
+/*
+ * join__record_enrich - as join__record, with the enrich stages of the record's source
+ * (CONF_ENRICH_* bits of common/config.h): NAMES resolves kernel and range names, STACKS
+ * attaches the launch stack to GPU activity, STREAMS adds same_stream_prev links.
+ * join__record is this with every stage.
+ */
+int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_ns,
+			unsigned int enrich);
+
 /* join__expire - remove what expired by now_ns, emitting waiting GPU records unmatched. */
 void join__expire(struct join *j, __u64 now_ns);
 

@@ -79,7 +79,11 @@ struct mesh {
 	bool seen[CONF_MAX_SHARDS];
 	__u64 batches, events_in, events_missed, seq_rewinds, bad_batches;
 	int c_batches, c_events, c_gaps, c_rewinds, c_bad, c_p50, c_p99, c_named, c_unnamed;
+	int c_stacked, c_linked, c_weight;
 	__u64 named_kernels, unnamed_kernels;
+	__u64 gpu_stacks; /* GPU events that carry a launch stack */
+	__u64 stream_links; /* events with a same_stream_prev link */
+	__u64 sample_weight; /* sum of CPU sample weights */
 	/* source-to-sink latency of CUDA_API records (stamped when the source made them) */
 	__u64 latency[128];
 };
@@ -147,6 +151,9 @@ static int sink__open(struct mesh *m, struct actor *a)
 	m->c_p99 = actor__counter(a, "latency_p99_us");
 	m->c_named = actor__counter(a, "named_kernels");
 	m->c_unnamed = actor__counter(a, "unnamed_kernels");
+	m->c_stacked = actor__counter(a, "gpu_stacks");
+	m->c_linked = actor__counter(a, "stream_links");
+	m->c_weight = actor__counter(a, "sample_weight");
 	return 0;
 }
 
@@ -169,6 +176,16 @@ static void sink__step(struct mesh *m, struct actor *a)
 			m->events_in += batch.n_events;
 			for (e = 0; e < batch.n_events; e++) {
 				const struct xpu_cevent *ev = &m->events[e];
+				__u32 l;
+
+				for (l = 0; l < ev->n_links; l++)
+					m->stream_links += ev->links[l].type ==
+							   XPU_LINK_SAME_STREAM_PREV;
+				if (ev->kind >= XPU_REC_GPU_KERNEL &&
+				    ev->kind <= XPU_REC_GPU_SYNC && ev->n_user)
+					m->gpu_stacks++;
+				if (ev->kind == XPU_REC_CPU_SAMPLE)
+					m->sample_weight += ev->value;
 
 				if (ev->kind == XPU_REC_CUDA_API && now > ev->ts_ns)
 					m->latency[latency_bucket(now - ev->ts_ns)]++;
@@ -201,6 +218,9 @@ static void sink__step(struct mesh *m, struct actor *a)
 	actor__count(a, m->c_p99, latency_pct(m, 99));
 	actor__count(a, m->c_named, m->named_kernels);
 	actor__count(a, m->c_unnamed, m->unnamed_kernels);
+	actor__count(a, m->c_stacked, m->gpu_stacks);
+	actor__count(a, m->c_linked, m->stream_links);
+	actor__count(a, m->c_weight, m->sample_weight);
 }
 
 /* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
