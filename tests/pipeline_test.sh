@@ -101,6 +101,10 @@ EOF
 	got=$(json "$s" "sum_('streams'), sum_('streams_dropped') > 0, sum_('stream_overlaps'), c('out', 'stream_links') + sum_('stream_unordered') >= c('syn', 'gpu_records') - 32, c('out', 'gpu_stacks') == sum_('matched')")
 	[ "$got" = "0 True 0 True True" ]
 	ok $? "reorder $2: every GPU record linked to its stream predecessor or counted out of order; launch stacks on every match; stream state dropped after exit; no overlaps ($got)"
+	# a CPU sample every 16th launch, taken inside that launch's API call on its thread
+	got=$(json "$s" "0.9 * 200000 / 16 < sum_('sampled_in') <= 200000 / 16")
+	[ "$got" = True ]
+	ok $? "reorder $2: CPU samples inside an API call are its children (sampled_in $(json "$s" "sum_('sampled_in')"))"
 	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
 	ok $? "reorder $2: stops cleanly"
 	log_clean "$s" "reorder $2"

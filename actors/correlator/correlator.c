@@ -66,6 +66,8 @@ enum counter {
 	C_NAMES_FREED,
 	C_FILTERED,
 	C_SAMPLED_OUT,
+	C_TIME_MATCHED_SAMPLES,
+	C_SAMPLED_IN,
 	C_N,
 };
 
@@ -97,6 +99,8 @@ static const char *const counter_names[C_N] = {
 	[C_NAMES_FREED] = "names_freed",
 	[C_FILTERED] = "filtered",
 	[C_SAMPLED_OUT] = "sampled_out",
+	[C_TIME_MATCHED_SAMPLES] = "time_matched_samples",
+	[C_SAMPLED_IN] = "sampled_in",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -459,6 +463,8 @@ static void publish(struct shard *s)
 	v[C_NAMES_FREED] = s->names->freed;
 	v[C_FILTERED] = s->filtered;
 	v[C_SAMPLED_OUT] = s->sampled_out;
+	v[C_TIME_MATCHED_SAMPLES] = st.time_matched_samples;
+	v[C_SAMPLED_IN] = st.sampled_in;
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }

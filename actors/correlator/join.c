@@ -90,18 +90,29 @@ struct nest {
 	__u32 reserved;
 };
 
-/* The timestamp strategy's memory: the last RECENT_N CUDA_API calls of each process (at most
- * RECENT_PIDS processes; more are not remembered), newest last. */
+/* Per process (at most RECENT_PIDS; more are not remembered): the last RECENT_N CUDA_API
+ * calls, which CPU samples inside them link to (sampled_in) and which the timestamp strategy
+ * joins GPU records to; and, with that strategy, the last RECENT_SAMPLES CPU samples with
+ * their user stacks, its fallback when no call is near. */
 #define RECENT_PIDS 2048
 #define RECENT_N 64
+#define RECENT_SAMPLES 4
+#define SAMPLE_FRAMES 48
+
+struct recent_sample {
+	__u64 ts, id;
+	__u32 tid, n_user;
+	__u64 ips[SAMPLE_FRAMES];
+};
 
 struct recent {
 	__u32 pid; /* 0: empty slot */
 	__u32 n; /* calls stored, up to RECENT_N */
 	__u32 next; /* where the next one goes */
-	__u32 reserved;
-	__u64 ts[RECENT_N];
-	__u64 id[RECENT_N];
+	__u32 n_samples, next_sample;
+	__u64 ts[RECENT_N], end[RECENT_N], id[RECENT_N];
+	__u32 tid[RECENT_N];
+	struct recent_sample samples[RECENT_SAMPLES];
 };
 
 /* Per-(pid, device, stream) state (seed 002's stream handlers): the last STREAM_K
@@ -151,7 +162,7 @@ struct join {
 	struct fifo ttl_q, exit_q, linger_q;
 	struct nest *threads; /* 2 * THREADS_MAX slots */
 	__u64 (*stacks)[NEST_MAX]; /* the open ranges of threads[i] */
-	struct recent *recent; /* 2 * RECENT_PIDS slots, only with a timestamp strategy */
+	struct recent *recent; /* 2 * RECENT_PIDS slots */
 	__u32 n_recent;
 	__u32 n_threads;
 	struct stream *streams;
@@ -570,14 +581,16 @@ static struct recent *recent_get(struct join *j, __u32 pid, bool create)
 	}
 }
 
-static void recent_add(struct join *j, __u32 pid, __u64 ts, __u64 id)
+static void recent_add(struct join *j, const struct xpu_cevent *api)
 {
-	struct recent *r = recent_get(j, pid, true);
+	struct recent *r = recent_get(j, api->pid, true);
 
 	if (!r)
 		return;
-	r->ts[r->next] = ts;
-	r->id[r->next] = id;
+	r->ts[r->next] = api->ts_ns;
+	r->end[r->next] = api->end_ns;
+	r->id[r->next] = api->id;
+	r->tid[r->next] = api->tid;
 	r->next = (r->next + 1) % RECENT_N;
 	if (r->n < RECENT_N)
 		r->n++;
@@ -596,6 +609,69 @@ static __u64 recent_find(struct join *j, __u32 pid, __u64 ts)
 			best_ts = r->ts[i];
 			best = r->id[i];
 		}
+	return best;
+}
+
+/*
+ * A CPU sample taken inside a CUDA API call of its thread (the API call's enter/exit
+ * interval, seed 001's entry/exit) is that call's child: sampled_in link, parent the call.
+ * Only calls whose record has already arrived can be found; CUPTI sends a call at its exit,
+ * so a sample read before it stays without the link.
+ */
+static void sample_annotate(struct join *j, struct xpu_cevent *ev)
+{
+	struct recent *r = recent_get(j, ev->pid, false);
+	__u32 i;
+
+	for (i = 0; r && i < r->n; i++)
+		if (r->tid[i] == ev->tid && r->ts[i] <= ev->ts_ns && ev->ts_ns <= r->end[i]) {
+			add_link(ev, XPU_LINK_SAMPLED_IN, r->id[i]);
+			ev->parent_id = r->id[i];
+			if (!ev->root_id)
+				ev->root_id = r->id[i];
+			if (ev->corr_type == XPU_CORR_NONE) {
+				ev->corr_type = XPU_CORR_NESTING;
+				ev->confidence = 1.0f;
+			}
+			j->st.sampled_in++;
+			return;
+		}
+}
+
+/* Remember a CPU sample and its user stack for the timestamp strategy. */
+static void sample_remember(struct join *j, const struct xpu_cevent *ev)
+{
+	struct recent *r = recent_get(j, ev->pid, true);
+	struct recent_sample *rs;
+
+	if (!r)
+		return;
+	rs = &r->samples[r->next_sample];
+	r->next_sample = (r->next_sample + 1) % RECENT_SAMPLES;
+	if (r->n_samples < RECENT_SAMPLES)
+		r->n_samples++;
+	rs->ts = ev->ts_ns;
+	rs->id = ev->id;
+	rs->tid = ev->tid;
+	rs->n_user = ev->n_user < SAMPLE_FRAMES ? ev->n_user : SAMPLE_FRAMES;
+	memcpy(rs->ips, ev->stack + ev->n_kernel, 8u * rs->n_user);
+}
+
+/* The latest remembered sample of the process (of the thread, when the GPU record names
+ * one) taken no later than ts and at most the window before it. */
+static const struct recent_sample *sample_find(struct join *j, __u32 pid, __u32 tid, __u64 ts)
+{
+	struct recent *r = recent_get(j, pid, false);
+	const struct recent_sample *best = NULL;
+	__u32 i;
+
+	for (i = 0; r && i < r->n_samples; i++) {
+		const struct recent_sample *rs = &r->samples[i];
+
+		if ((!tid || rs->tid == tid) && rs->ts <= ts &&
+		    ts - rs->ts <= j->opts.time_window_ns && (!best || rs->ts >= best->ts))
+			best = rs;
+	}
 	return best;
 }
 
@@ -781,6 +857,7 @@ static void gone_push(struct join *j, __u32 pid, __u64 deadline)
 /* A GPU record goes out: joined to e's launch side when e has one. */
 static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 {
+	const struct recent_sample *rs;
 	struct xpu_cevent ev;
 
 	to_cevent(j, &ev, rec, id);
@@ -815,7 +892,8 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 			fifo_push(j, &j->linger_q, j->now_ns + j->opts.linger_ns,
 				  (__u32)(e - j->entries), e->gen);
 		}
-	} else if (j->recent && (ev.links[0].target = recent_find(j, ev.pid, ev.ts_ns))) {
+	} else if (j->opts.time_window_ns &&
+		   (ev.links[0].target = recent_find(j, ev.pid, ev.ts_ns))) {
 		/* No launch by id: the timestamp strategy's nearest earlier API call. */
 		ev.links[0].type = XPU_LINK_LAUNCHED_BY;
 		ev.n_links = 1;
@@ -823,6 +901,20 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 		ev.corr_type = XPU_CORR_TIMESTAMP;
 		ev.confidence = 0.5f;
 		j->st.time_matched++;
+	} else if (j->opts.time_window_ns &&
+		   (rs = sample_find(j, ev.pid, ((const struct xpu_rec *)rec)->tid, ev.ts_ns))) {
+		/* Not even an API call near: the CPU sample of the process taken just before
+		 * the work began, and its stack, as the best guess at what launched it. */
+		ev.links[0] = (struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY, .target = rs->id };
+		ev.n_links = 1;
+		ev.parent_id = ev.root_id = rs->id;
+		ev.corr_type = XPU_CORR_TIMESTAMP;
+		ev.confidence = 0.25f;
+		if (j->enrich & CONF_ENRICH_STACKS) {
+			ev.n_user = rs->n_user;
+			ev.stack = rs->ips;
+		}
+		j->st.time_matched_samples++;
 	} else {
 		ev.links[0].target = 0;
 		ev.corr_type = XPU_CORR_NONE;
@@ -946,8 +1038,8 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 	nest_annotate(j, &ev);
 	corr = ev.correlation_id;
 	j->emit(&ev, j->ctx);
-	if (j->recent && h->type == XPU_REC_CUDA_API)
-		recent_add(j, h->pid, h->ts_ns, id);
+	if (h->type == XPU_REC_CUDA_API)
+		recent_add(j, &ev);
 	if (j->opts.no_exact)
 		return;
 	if (!corr)
@@ -1070,8 +1162,12 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 		to_cevent(j, &ev, rec, id);
 		if (h->type == XPU_REC_RANGE)
 			nest_range(j, &ev);
-		else if (h->type == XPU_REC_CPU_SAMPLE)
+		else if (h->type == XPU_REC_CPU_SAMPLE) {
 			nest_annotate(j, &ev);
+			sample_annotate(j, &ev);
+			if (j->opts.time_window_ns)
+				sample_remember(j, &ev);
+		}
 		j->emit(&ev, j->ctx);
 		if (h->type == XPU_REC_PROC_EXIT) {
 			struct nest *t = thread_get(j, h->pid, h->tid, false);
@@ -1170,8 +1266,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->threads = calloc(2 * THREADS_MAX, sizeof(*j->threads));
 	j->stacks = calloc(2 * THREADS_MAX, sizeof(*j->stacks));
-	if (opts->time_window_ns)
-		j->recent = calloc(2 * RECENT_PIDS, sizeof(*j->recent));
+	j->recent = calloc(2 * RECENT_PIDS, sizeof(*j->recent));
 	if (!j->opts.max_streams)
 		j->opts.max_streams = 16384;
 	if (!j->opts.stream_idle_ns)
@@ -1184,8 +1279,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->gone = calloc(GONE_MAX, sizeof(*j->gone));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
 	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks || !j->streams ||
-	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone ||
-	    (opts->time_window_ns && !j->recent)) {
+	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone || !j->recent) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;

@@ -58,7 +58,9 @@ struct join_stats {
 	__u64 evicted; /* keys removed because max_pending (or max_waiting) was reached */
 	__u64 late_launch; /* LAUNCH records for a key whose GPU records had already gone out */
 	__u64 nest_lost; /* range pushes or pops that could not be nested (depth, table, orphan pop) */
-	__u64 time_matched; /* GPU records joined by the timestamp strategy */
+	__u64 time_matched; /* GPU records joined by the timestamp strategy to an API call */
+	__u64 time_matched_samples; /* ... to the CPU sample just before (confidence 0.25) */
+	__u64 sampled_in; /* CPU samples taken inside a CUDA API call of their thread */
 	__u64 streams; /* (pid, device, stream) states held now */
 	__u64 streams_dropped; /* stream states dropped: idle, process exit */
 	__u64 streams_full; /* GPU records on a stream the table had no room for */

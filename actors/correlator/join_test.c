@@ -584,6 +584,65 @@ static void test_streams(void)
 	join__free(j);
 }
 
+static void *sample_at(__u32 pid, __u32 tid, __u64 ts)
+{
+	__u64 kips[2] = { 0xffffffff81000000ull, 0xffffffff81000010ull };
+	__u64 uips[3] = { 0x401000, 0x402000, 0x403000 };
+
+	xpu_cpu_sample__build(buf, sizeof(buf), ts, pid, tid, 0, 1, "t", kips, 2, uips, 3);
+	return buf;
+}
+
+/* Seed 001's entry/exit for API calls: a CPU sample inside a call of its thread is its child.
+ * The timestamp strategy's fallback: the CPU sample just before GPU work with no call near. */
+static void test_samples(void)
+{
+	struct join_opts o = { .ttl_ns = 1000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 100,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .time_window_ns = 2000000 };
+	const struct xpu_cevent *a, *ev;
+	struct xpu_gpu_kernel *kr;
+	struct join_stats st;
+	struct join *j;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	api(3, 77); /* pid 3, tid 3, 77 .. 82 */
+	offer(j, buf, 1);
+	a = find(XPU_REC_CUDA_API, 3, 77, NULL);
+	offer(j, sample_at(3, 3, 80), 2);
+	ev = &out.ev[out.n - 1];
+	tap_ok(a && has_link(ev, XPU_LINK_SAMPLED_IN, a->id) && ev->parent_id == a->id &&
+		       ev->corr_type == XPU_CORR_NESTING,
+	       "a CPU sample inside an API call of its thread is its child (sampled_in)");
+	offer(j, sample_at(3, 4, 80), 3);
+	tap_ok(out.ev[out.n - 1].n_links == 0, "a sample of another thread at that time is not");
+	offer(j, sample_at(3, 3, 90), 4);
+	tap_ok(out.ev[out.n - 1].n_links == 0, "nor one after the call returned");
+
+	offer(j, sample_at(3, 3, 5000000), 5);
+	ev = &out.ev[out.n - 1];
+	kr = kernel(3, 0);
+	kr->start_ns = kr->hdr.ts_ns = 5500000; /* no API call within 2 ms; the sample is */
+	kr->hdr.tid = 0;
+	offer(j, kr, 6);
+	tap_ok(out.ev[out.n - 1].corr_type == XPU_CORR_TIMESTAMP &&
+		       out.ev[out.n - 1].confidence == 0.25f &&
+		       has_link(&out.ev[out.n - 1], XPU_LINK_LAUNCHED_BY, ev->id) &&
+		       out.stack0[out.n - 1] == 0x401000 && out.ev[out.n - 1].n_user == 3,
+	       "timestamp: GPU work with no call near takes the sample just before, its user stack, confidence 0.25");
+	kr = kernel(3, 0);
+	kr->start_ns = kr->hdr.ts_ns = 9000000;
+	offer(j, kr, 7);
+	join__stats(j, &st);
+	tap_ok(st.sampled_in == 1 && st.time_matched_samples == 1 && st.unmatched == 1,
+	       "counted: one sampled_in, one joined to a sample, one too far from both");
+	join__free(j);
+}
+
 int main(void)
 {
 	struct join_opts bad = { 0 };
@@ -598,5 +657,6 @@ int main(void)
 	test_nesting();
 	test_timestamp();
 	test_streams();
+	test_samples();
 	return tap_done();
 }
