@@ -81,6 +81,9 @@ int actor__init(struct actor *a, int argc, char **argv, const char *prog)
 	snprintf(path, sizeof(path), "%s/pipeline.conf", a->dir);
 	if (conf__load(path, &a->conf, stderr))
 		return fail(a, "load configuration", path);
+	if (getenv("XPUSUP_CONF_DIR"))
+		snprintf(a->conf->base_dir, sizeof(a->conf->base_dir), "%s",
+			 getenv("XPUSUP_CONF_DIR"));
 	a->self = conf__find(a->conf, name);
 	if (!a->self)
 		return fail(a, "find own section", name);

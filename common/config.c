@@ -292,6 +292,10 @@ static const struct key_schema test_keys[] = {
 	  .max = 10000000,
 	  .def = "0",
 	  .doc = "test records per second written into each output ring" },
+	{ .key = "dump",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "as a sink: write every event received to this file, one JSON line each" },
 	{ .key = NULL },
 };
 
@@ -1622,6 +1626,17 @@ int conf__load(const char *path, struct conf **out, FILE *err)
 		goto report;
 	ret = load(path, text, len, out, err);
 	free(text);
+	if (!ret) {
+		const char *slash = strrchr((*out)->path, '/');
+
+		if (!slash)
+			snprintf((*out)->base_dir, sizeof((*out)->base_dir), ".");
+		else if (slash == (*out)->path)
+			snprintf((*out)->base_dir, sizeof((*out)->base_dir), "/");
+		else
+			snprintf((*out)->base_dir, sizeof((*out)->base_dir), "%.*s",
+				 (int)(slash - (*out)->path), (*out)->path);
+	}
 	return ret;
 
 report:
@@ -1632,6 +1647,21 @@ report:
 			fprintf(err, "%s: %s\n", path, strerror(-ret));
 	}
 	return ret;
+}
+
+int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, const char *key,
+		     char *buf, size_t size)
+{
+	const char *v = conf_actor__get(actor, key);
+	int n;
+
+	if (!v)
+		return -ENOENT;
+	if (v[0] == '/' || !conf->base_dir[0])
+		n = snprintf(buf, size, "%s", v);
+	else
+		n = snprintf(buf, size, "%s/%s", conf->base_dir, v);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
 void conf__free(struct conf *conf)

@@ -66,6 +66,9 @@ struct conf_actor {
 
 struct conf {
 	char path[4096];
+	/* where relative file names in the file are taken from: the file's folder, or for an
+	 * actor reading the session's snapshot, the original's ($XPUSUP_CONF_DIR) */
+	char base_dir[4096];
 	/* [supervisor] */
 	enum conf_strategy strategy;
 	unsigned int intensity_max; /* restarts ... */
@@ -98,6 +101,13 @@ void conf__free(struct conf *conf);
 
 /* conf_actor__get - the validated value of key in the actor's section, or NULL if absent. */
 const char *conf_actor__get(const struct conf_actor *actor, const char *key);
+
+/*
+ * conf_actor__path - the file-name value of key (T_PATH) with a relative name taken from
+ * conf->base_dir, into buf. Returns 0, -ENOENT when the key is absent, -ENAMETOOLONG.
+ */
+int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, const char *key,
+		     char *buf, size_t size);
 
 /* conf__find - the actor named name, or NULL. */
 const struct conf_actor *conf__find(const struct conf *conf, const char *name);

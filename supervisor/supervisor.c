@@ -226,6 +226,9 @@ static int child_spawn(struct supervisor *sup, struct child *c)
 		}
 		setenv("XPUSUP_NOTIFY_FD", "3", 1);
 		setenv("XPUSUP_SESSION", sup->session->dir, 1);
+		/* the actor reads the session's copy of the file; relative names in it are
+		 * relative to the original's folder */
+		setenv("XPUSUP_CONF_DIR", sup->conf->base_dir, 1);
 		execv(c->prog, argv);
 		fprintf(stderr, "xpusup: unable to exec %s: %s\n", c->prog, strerror(errno));
 		_exit(XPUSUP_EXIT_SYSTEM);

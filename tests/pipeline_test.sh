@@ -117,6 +117,7 @@ s="$PREFIX-stages"
 cat >"$WORK/stages.conf" <<EOF
 [sink out]
 kind = test
+dump = stages.jsonl
 [correlator]
 shards = 2
 exit_grace_ms = 300
@@ -142,8 +143,20 @@ wait_for 20 "$s" "c('out', 'events_in') == sum_('events_out')"
 got=$(json "$s" "0 <= c('out', 'sample_weight') - 2500 * 10101010 <= 6 * 10101010, c('out', 'gpu_stacks'), c('out', 'stream_links') > 0, c('out', 'named_kernels') > 0")
 [ "$got" = "True 0 True True" ]
 ok $? "stages: sampled CPU weight still adds up; enrich without stacks sends no launch stacks, keeps stream links and names ($got)"
+events_in=$(json "$s" "c('out', 'events_in')")
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
 log_clean "$s" "stages"
+# The raw dump: one JSON line per event, in a file named relative to the config's folder.
+got=$("$PY" -c "
+import json, sys
+ev = [json.loads(line) for line in open(sys.argv[1])]
+k = [e for e in ev if e['kind'] == 'gpu_kernel' and e.get('joined') == 'exact_id']
+good = [e for e in k if e.get('name', '').startswith('void synth_kernel_')
+        and any(l[0] == 'launched_by' for l in e['links']) and 'stack' not in e]
+print(len(ev) == int(sys.argv[2]), len(k) > 0 and len(good) == len(k))
+" "$WORK/stages.jsonl" "$events_in" 2>&1)
+[ "$got" = "True True" ]
+ok $? "stages: the sink's dump has a JSON line per event received; joined kernels carry names and launch links, no stacks ($got)"
 
 # ---- kill -9 of a correlator under load ----------------------------------------------
 s="$PREFIX-kill"

@@ -37,6 +37,7 @@
 #define PROG "xpusup-correlator"
 #define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
 #define BATCH_EVENTS 4096 /* events per wire batch */
+#define SEND_QUEUE 8 /* batches nng may hold per sink (each at most about 1 MiB) */
 
 enum counter {
 	C_IN,
@@ -232,8 +233,9 @@ static void send_all(struct shard *s, const void *data, size_t len)
 	int rv;
 
 	for (i = 0; i < s->n_sinks; i++) {
-		while ((rv = nng_send(s->sinks[i], (void *)data, len, NNG_FLAG_NONBLOCK)) ==
-		       NNG_EAGAIN) {
+		/* A blocking send with a timeout: it returns as soon as the sink can take the
+		 * batch (polling with sleeps would add a sleep's rounding to every wait). */
+		while ((rv = nng_send(s->sinks[i], (void *)data, len, 0)) == NNG_ETIMEDOUT) {
 			s->send_waits++;
 			actor__beat(s->a);
 			if (actor__stopping(s->a)) {
@@ -242,9 +244,8 @@ static void send_all(struct shard *s, const void *data, size_t len)
 				else if (xpu_now_ns() > give_up)
 					break;
 			}
-			nng_msleep(1);
 		}
-		if (rv && rv != NNG_EAGAIN)
+		if (rv && rv != NNG_ETIMEDOUT)
 			fprintf(stderr, PROG ": unable to send to a sink: %s\n", nng_strerror(rv));
 	}
 }
@@ -636,6 +637,13 @@ static int open_shard(struct shard *s, struct actor *a)
 			continue;
 		snprintf(name, sizeof(name), XPU_SINK_URL_FMT, a->dir, a->conf->actors[i].name);
 		err = nng_push0_open(&s->sinks[s->n_sinks]);
+		/* A few batches may queue per sink, so a sink that is busy for a moment does not
+		 * stop the shard at once; a kill -9 loses what is queued, which the sink counts
+		 * as a sequence gap. */
+		if (!err)
+			err = nng_socket_set_int(s->sinks[s->n_sinks], NNG_OPT_SENDBUF, SEND_QUEUE);
+		if (!err)
+			err = nng_socket_set_ms(s->sinks[s->n_sinks], NNG_OPT_SENDTIMEO, 50);
 		/* Non-blocking dial: nng connects when the sink listens and reconnects after a
 		 * sink restart by itself. */
 		if (!err)

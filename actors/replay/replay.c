@@ -15,7 +15,6 @@
 #include "actors/actor.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,22 +34,6 @@ struct replay {
 	__u64 records, dropped, corrupt, bytes;
 	int c_records, c_dropped, c_corrupt, c_done;
 };
-
-/* Relative paths are taken from the folder of the configuration file the session started
- * with, not from wherever the supervisor happens to run. */
-static FILE *open_file(const struct actor *a, const char *path, char *shown, size_t len)
-{
-	char conf[sizeof(a->status->hdr.config_path) + 1];
-
-	if (path[0] == '/') {
-		snprintf(shown, len, "%s", path);
-	} else {
-		snprintf(conf, sizeof(conf), "%.*s", (int)sizeof(a->status->hdr.config_path),
-			 a->status->hdr.config_path);
-		snprintf(shown, len, "%s/%s", dirname(conf), path);
-	}
-	return fopen(shown, "rb");
-}
 
 static void put(struct replay *r, const void *rec, __u32 size)
 {
@@ -142,7 +125,8 @@ int main(int argc, char **argv)
 {
 	struct replay r = { 0 };
 	struct xpu_replay_hdr fh;
-	const char *path, *speed;
+	const char *path = NULL, *speed;
+	char path_buf[4096];
 	char shown[4400], name[128];
 	int code = ACTOR_EXIT_PERMANENT;
 	struct actor a;
@@ -152,7 +136,8 @@ int main(int argc, char **argv)
 	if (actor__init(&a, argc, argv, PROG))
 		return ACTOR_EXIT_PERMANENT;
 	r.a = &a;
-	path = conf_actor__get(a.self, "path");
+	if (!conf_actor__path(a.conf, a.self, "path", path_buf, sizeof(path_buf)))
+		path = path_buf;
 	speed = conf_actor__get(a.self, "speed");
 	r.original = speed && !strcmp(speed, "original");
 	r.shards = a.conf->shards;
@@ -162,7 +147,9 @@ int main(int argc, char **argv)
 				"no [correlator] to send records to");
 		goto out;
 	}
-	f = open_file(&a, path, shown, sizeof(shown));
+	/* conf_actor__path took a relative name from the configuration file's folder */
+	snprintf(shown, sizeof(shown), "%s", path);
+	f = fopen(shown, "rb");
 	if (!f) {
 		fprintf(stderr, PROG ": unable to open %s: %s\n", shown, strerror(errno));
 		goto out;

@@ -72,6 +72,7 @@ struct mesh {
 	int c_records, c_lost;
 	/* sinks: the correlators' wire batches, decoded and counted */
 	bool listening;
+	FILE *dump; /* `dump = FILE`: every event received as a JSON line */
 	nng_socket pull;
 	struct xpu_cevent *events;
 	__u64 *stack_pool;
@@ -120,21 +121,101 @@ static __u64 latency_pct(const struct mesh *m, unsigned int pct)
 	return 0;
 }
 
+/* A JSON string of n bytes: quotes, backslashes and control bytes escaped; bytes above 0x7e
+ * as \u00XX, so the line is valid JSON whatever the name holds. */
+static void dump__str(FILE *f, const char *s, __u32 n)
+{
+	__u32 i;
+
+	fputc('"', f);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c > 0x7e)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* One event, one line: what the correlator joined, for a person or a script to read. */
+static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
+{
+	__u32 i;
+
+	fprintf(f, "{\"shard\":%u,\"id\":%llu,\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%llu",
+		producer, (unsigned long long)ev->id, xpu_rec_type__name(ev->kind), ev->pid,
+		ev->tid, (unsigned long long)ev->ts_ns);
+	if (ev->end_ns)
+		fprintf(f, ",\"end\":%llu", (unsigned long long)ev->end_ns);
+	if (ev->correlation_id)
+		fprintf(f, ",\"corr\":%llu", (unsigned long long)ev->correlation_id);
+	if (ev->corr_type)
+		fprintf(f, ",\"joined\":\"%s\",\"confidence\":%.2f",
+			xpu_corr_type__name(ev->corr_type), ev->confidence);
+	if (ev->parent_id)
+		fprintf(f, ",\"parent\":%llu,\"root\":%llu", (unsigned long long)ev->parent_id,
+			(unsigned long long)ev->root_id);
+	if (ev->kind >= XPU_REC_GPU_KERNEL && ev->kind <= XPU_REC_GPU_SYNC)
+		fprintf(f, ",\"device\":%u,\"stream\":%u", ev->device, ev->stream);
+	if (ev->n_links) {
+		fputs(",\"links\":[", f);
+		for (i = 0; i < ev->n_links; i++)
+			fprintf(f, "%s[\"%s\",%llu]", i ? "," : "",
+				xpu_link_type__name(ev->links[i].type),
+				(unsigned long long)ev->links[i].target);
+		fputc(']', f);
+	}
+	if (ev->name_len) {
+		fputs(",\"name\":", f);
+		dump__str(f, ev->name, ev->name_len);
+	}
+	if (ev->n_kernel + ev->n_user && ev->stack) {
+		fputs(",\"stack\":[", f);
+		for (i = 0; i < ev->n_kernel + ev->n_user; i++)
+			fprintf(f, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)ev->stack[i]);
+		fputc(']', f);
+	}
+	fputs("}\n", f);
+}
+
 #define SINK_MAX_EVENTS 8192
+#define SINK_RECVBUF 32 /* batches queued for us between polls */
+#define SINK_STEP_BATCHES 64
 #define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
 
 /* A sink of kind test listens where the correlators push (XPU_SINK_URL_FMT). */
 static int sink__open(struct mesh *m, struct actor *a)
 {
-	char url[4300];
+	char url[4300], path[4096];
 	int rv;
 
 	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, a->dir, a->self->name);
+	if (!conf_actor__path(a->conf, a->self, "dump", path, sizeof(path))) {
+		/* a restarted sink goes on after what its previous run wrote */
+		m->dump = fopen(path, status_load(&a->slot->restarts) ? "ae" : "we");
+		if (!m->dump) {
+			fprintf(stderr, PROG ": unable to open %s: %s\n", path, strerror(errno));
+			return -errno;
+		}
+		setvbuf(m->dump, NULL, _IOFBF, 1 << 20); /* large writes, not one per event */
+	}
 	m->events = calloc(SINK_MAX_EVENTS, sizeof(*m->events));
 	m->stack_pool = calloc(SINK_STACK_POOL, sizeof(*m->stack_pool));
 	if (!m->events || !m->stack_pool)
 		return -ENOMEM;
 	rv = nng_pull0_open(&m->pull);
+	/* Room for the batches that arrive between two polls (it polls every 5 ms): without
+	 * it each sender waits for our next poll, batch by batch. */
+	if (!rv)
+		rv = nng_socket_set_int(m->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
+	/* The sink's loop waits in its receive, not in a sleep: a batch is taken as soon as it
+	 * arrives. */
+	if (!rv)
+		rv = nng_socket_set_ms(m->pull, NNG_OPT_RECVTIMEO, 5);
 	if (!rv)
 		rv = nng_listen(m->pull, url, NULL, 0);
 	if (rv) {
@@ -164,7 +245,12 @@ static void sink__step(struct mesh *m, struct actor *a)
 	void *buf;
 	size_t len;
 
-	while (nng_recv(m->pull, &buf, &len, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK) == 0) {
+	int flags = NNG_FLAG_ALLOC; /* the first receive waits (NNG_OPT_RECVTIMEO), the rest not */
+	unsigned int n = 0;
+
+	/* At most SINK_STEP_BATCHES a step: the caller heartbeats between steps. */
+	while (n++ < SINK_STEP_BATCHES && nng_recv(m->pull, &buf, &len, flags) == 0) {
+		flags |= NNG_FLAG_NONBLOCK;
 		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &batch, m->events,
 				    SINK_MAX_EVENTS, m->stack_pool, SINK_STACK_POOL, NULL)) {
 			m->bad_batches++;
@@ -178,6 +264,8 @@ static void sink__step(struct mesh *m, struct actor *a)
 				const struct xpu_cevent *ev = &m->events[e];
 				__u32 l;
 
+				if (m->dump)
+					dump__event(m->dump, batch.producer, ev);
 				for (l = 0; l < ev->n_links; l++)
 					m->stream_links += ev->links[l].type ==
 							   XPU_LINK_SAME_STREAM_PREV;
@@ -316,6 +404,8 @@ static void mesh__close(struct mesh *m)
 	if (m->listening)
 		nng_close(m->pull);
 	free(m->events);
+	if (m->dump && fclose(m->dump))
+		fprintf(stderr, PROG ": unable to write the dump: %s\n", strerror(errno));
 	free(m->stack_pool);
 }
 
@@ -372,7 +462,10 @@ int main(int argc, char **argv)
 			for (;;) /* frozen: alive, no heartbeat */
 				pause();
 		mesh__step(&m, &a, &k, since);
-		actor__sleep_ms(&a, 5);
+		if (m.listening) /* a sink waits in nng_recv instead */
+			actor__beat(&a);
+		else
+			actor__sleep_ms(&a, 5);
 	}
 	mesh__step(&m, &a, &k, since); /* flush what is left */
 	mesh__close(&m);
