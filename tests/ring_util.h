@@ -18,17 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/mix.h"
 #include "xpusup/event.h"
 
 #define TR_MIN_SIZE ((__u32)sizeof(struct xpu_string))
 
 static inline __u64 tr_mix(__u64 x)
 {
-	/* splitmix64 finaliser: cheap, and every input bit reaches every output bit */
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return xpu_mix64(x);
 }
 
 /* A size in [min, max], multiple of 8, chosen by seq (min and max multiples of 8). */

@@ -31,6 +31,7 @@
 
 #include "actors/correlator/checkpoint.h"
 #include "actors/correlator/join.h"
+#include "common/mix.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 
@@ -345,11 +346,7 @@ static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
 
 static __u64 key_mix(__u32 pid, __u64 corr)
 {
-	__u64 x = corr * 0x9e3779b97f4a7c15ull ^ ((__u64)pid << 32);
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return xpu_mix64(corr * 0x9e3779b97f4a7c15ull ^ ((__u64)pid << 32));
 }
 
 /* Every GPU activity kind starts start_ns, end_ns, correlation_id after the header (join.c

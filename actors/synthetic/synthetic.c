@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/mix.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
@@ -56,14 +57,6 @@ struct synth {
 	__u64 stream_free[4096][SYN_STREAMS];
 	int c_launches, c_records, c_dropped, c_gpu, c_missing;
 };
-
-static __u64 mix(__u64 x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
 
 static int get_uint(const struct actor *a, const char *key, unsigned long long def,
 		    unsigned long long max, unsigned long long *out)
@@ -126,7 +119,7 @@ static void delay_gpu(struct synth *s, __u32 shard, const void *rec)
 		return;
 	}
 	if (s->n_delayed == s->k.reorder) {
-		s->rng = mix(s->rng);
+		s->rng = xpu_mix64(s->rng);
 		i = (__u32)(s->rng % s->n_delayed);
 		put(s, s->delay[i].shard, s->delay[i].rec);
 		s->delay[i] = s->delay[--s->n_delayed];
@@ -145,7 +138,7 @@ static void flush_delayed(struct synth *s)
 
 static bool launch_missing(const struct synth *s, __u32 pid, __u64 corr)
 {
-	return s->k.missing_pct && mix((__u64)pid << 40 ^ corr) % 100 < s->k.missing_pct;
+	return s->k.missing_pct && xpu_mix64((__u64)pid << 40 ^ corr) % 100 < s->k.missing_pct;
 }
 
 static void one_launch(struct synth *s)
