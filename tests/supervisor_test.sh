@@ -433,5 +433,11 @@ ok $? "nothing new in /dev/shm"
 ! (ss -xlp 2>/dev/null | grep -q "$BASE/$s")
 ok $? "no socket is left"
 
+# In sanitizer builds the actors' own reports (leaks at exit, memory errors, undefined
+# behaviour) land in the session logs, where no exit status the checks above see shows them.
+reports=$(cat "$BASE/$PREFIX"-*.log 2>/dev/null | grep -cE "Sanitizer|runtime error:")
+[ "$reports" = 0 ]
+ok $? "no sanitizer report in any session log of this run ($reports lines)"
+
 echo "1..$n"
 [ $failed = 0 ]
