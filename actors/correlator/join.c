@@ -151,14 +151,14 @@ struct join {
 	join_name_fn name;
 	void *ctx;
 	struct entry *entries;
-	__u32 free_entry;
+	__u32 free_entry, hw_entry; /* hw_*: slots below it have been used */
 	__u32 *keys;
 	__u32 key_mask;
 	struct pidstate *pids;
 	__u32 pid_mask;
 	__u32 n_pids;
 	struct waiting *waiting;
-	__u32 free_wait;
+	__u32 free_wait, hw_wait;
 	struct fifo ttl_q, exit_q, linger_q;
 	struct nest *threads; /* 2 * THREADS_MAX slots */
 	__u64 (*stacks)[NEST_MAX]; /* the open ranges of threads[i] */
@@ -167,7 +167,7 @@ struct join {
 	__u32 n_threads;
 	struct stream *streams;
 	__u32 *stream_slots;
-	__u32 stream_mask, free_stream;
+	__u32 stream_mask, free_stream, hw_stream;
 	struct fifo stream_q;
 	__u64 *stream_pids; /* bitmap by pid & 0xffff: may have streams (a set bit may be stale) */
 	struct gone *gone;
@@ -209,6 +209,41 @@ static __u32 pow2_at_least(__u64 n)
 	return (__u32)p;
 }
 
+/* ---- slot allocation: the free list, else the next never-used slot ---- */
+
+static __u32 entry_take(struct join *j)
+{
+	__u32 idx = j->free_entry;
+
+	if (idx != NIL)
+		j->free_entry = j->entries[idx].next;
+	else if (j->hw_entry < j->opts.max_pending)
+		idx = j->hw_entry++;
+	return idx;
+}
+
+static __u32 wait_take(struct join *j)
+{
+	__u32 idx = j->free_wait;
+
+	if (idx != NIL)
+		j->free_wait = j->waiting[idx].next;
+	else if (j->hw_wait < j->opts.max_waiting)
+		idx = j->hw_wait++;
+	return idx;
+}
+
+static __u32 stream_take(struct join *j)
+{
+	__u32 idx = j->free_stream;
+
+	if (idx != NIL)
+		j->free_stream = j->streams[idx].next;
+	else if (j->hw_stream < j->opts.max_streams)
+		idx = j->hw_stream++;
+	return idx;
+}
+
 /* ---- the key hash ---- */
 
 static __u32 key_find(const struct join *j, __u32 pid, __u64 corr, __u32 *slot)
@@ -216,7 +251,7 @@ static __u32 key_find(const struct join *j, __u32 pid, __u64 corr, __u32 *slot)
 	__u32 i = (__u32)key_hash(pid, corr) & j->key_mask, e;
 
 	for (;; i = (i + 1) & j->key_mask) {
-		e = j->keys[i];
+		e = j->keys[i] - 1; /* 0 (empty) reads as NIL */
 		if (e == NIL || (j->entries[e].corr == corr && j->entries[e].pid == pid)) {
 			*slot = i;
 			return e;
@@ -230,9 +265,9 @@ static void key_delete(struct join *j, __u32 slot)
 	__u32 i = slot, k, e, home;
 
 	for (;;) {
-		j->keys[i] = NIL;
+		j->keys[i] = 0;
 		for (k = (i + 1) & j->key_mask;; k = (k + 1) & j->key_mask) {
-			e = j->keys[k];
+			e = j->keys[k] - 1;
 			if (e == NIL)
 				return;
 			home = (__u32)key_hash(j->entries[e].pid, j->entries[e].corr) & j->key_mask;
@@ -240,7 +275,7 @@ static void key_delete(struct join *j, __u32 slot)
 			if (((k - home) & j->key_mask) >= ((k - i) & j->key_mask))
 				break;
 		}
-		j->keys[i] = e;
+		j->keys[i] = e + 1;
 		i = k;
 	}
 }
@@ -687,7 +722,7 @@ static __u32 stream_find(const struct join *j, __u32 pid, __u32 device, __u32 st
 	__u32 i = stream_hash(pid, device, stream) & j->stream_mask, e;
 
 	for (;; i = (i + 1) & j->stream_mask) {
-		e = j->stream_slots[i];
+		e = j->stream_slots[i] - 1;
 		if (e == NIL || (j->streams[e].pid == pid && j->streams[e].stream == stream &&
 				 j->streams[e].device == device)) {
 			*slot = i;
@@ -699,7 +734,7 @@ static __u32 stream_find(const struct join *j, __u32 pid, __u32 device, __u32 st
 /* Free the stream in table slot `slot`; backward-shift deletion as for keys. */
 static void stream_remove_slot(struct join *j, __u32 slot)
 {
-	__u32 i = slot, k, e = j->stream_slots[slot], home;
+	__u32 i = slot, k, e = j->stream_slots[slot] - 1, home;
 	struct stream *st = &j->streams[e];
 
 	st->pid = 0;
@@ -709,9 +744,9 @@ static void stream_remove_slot(struct join *j, __u32 slot)
 	j->st.streams--;
 	j->st.streams_dropped++;
 	for (;;) {
-		j->stream_slots[i] = NIL;
+		j->stream_slots[i] = 0;
 		for (k = (i + 1) & j->stream_mask;; k = (k + 1) & j->stream_mask) {
-			e = j->stream_slots[k];
+			e = j->stream_slots[k] - 1;
 			if (e == NIL)
 				return;
 			st = &j->streams[e];
@@ -719,7 +754,7 @@ static void stream_remove_slot(struct join *j, __u32 slot)
 			if (((k - home) & j->stream_mask) >= ((k - i) & j->stream_mask))
 				break;
 		}
-		j->stream_slots[i] = e;
+		j->stream_slots[i] = e + 1;
 		i = k;
 	}
 }
@@ -731,13 +766,12 @@ static struct stream *stream_get(struct join *j, __u32 pid, __u32 device, __u32 
 
 	if (e != NIL)
 		return &j->streams[e];
-	if (j->free_stream == NIL)
+	e = stream_take(j);
+	if (e == NIL)
 		return NULL;
-	e = j->free_stream;
 	st = &j->streams[e];
-	j->free_stream = st->next;
 	*st = (struct stream){ .pid = pid, .device = device, .stream = stream, .gen = st->gen };
-	j->stream_slots[slot] = e;
+	j->stream_slots[slot] = e + 1;
 	j->stream_pids[(pid & 0xffff) / 64] |= 1ull << (pid % 64);
 	j->st.streams++;
 	fifo_push(j, &j->stream_q, j->now_ns + j->opts.stream_idle_ns, e, st->gen);
@@ -802,11 +836,11 @@ static void stream_drop_pid(struct join *j, __u32 pid)
 		return;
 	/* Begin at an empty slot, so no cluster wraps past the start: a deletion shifts only
 	 * later entries back into the slot being looked at, which is looked at again. */
-	for (start = 0; j->stream_slots[start] != NIL; start++)
+	for (start = 0; j->stream_slots[start]; start++)
 		;
 	for (k = 0; k <= j->stream_mask; k++) {
 		i = (start + k) & j->stream_mask;
-		while ((e = j->stream_slots[i]) != NIL && j->streams[e].pid == pid)
+		while ((e = j->stream_slots[i] - 1) != NIL && j->streams[e].pid == pid)
 			stream_remove_slot(j, i);
 	}
 }
@@ -998,15 +1032,15 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 	idx = key_find(j, pid, corr, &slot);
 	if (idx != NIL)
 		return &j->entries[idx];
-	if (j->free_entry == NIL || (j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3) {
+	if ((j->free_entry == NIL && j->hw_entry == j->opts.max_pending) ||
+	    (j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3) {
 		evict_oldest(j);
 		while ((j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3 && j->st.pending)
 			evict_oldest(j);
 		key_find(j, pid, corr, &slot); /* the table changed */
 	}
-	idx = j->free_entry;
+	idx = entry_take(j);
 	e = &j->entries[idx];
-	j->free_entry = e->next;
 	ps = pid_slot(j, pid, true);
 	*e = (struct entry){ .corr = corr,
 			     .pid = pid,
@@ -1021,7 +1055,7 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 		j->entries[j->pids[ps].head].pid_prev = idx;
 	j->pids[ps].head = idx;
 	j->pids[ps].n++;
-	j->keys[slot] = idx;
+	j->keys[slot] = idx + 1;
 	fifo_push(j, &j->ttl_q, now_ns + j->opts.ttl_ns, idx, e->gen);
 	j->st.pending++;
 	return e;
@@ -1092,16 +1126,14 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	}
 	/* Launch side not here yet (CUPTI may deliver activity before the callback's record
 	 * reaches us through another ring): wait for it, within bounds. */
-	if (j->free_wait == NIL || size > WAIT_REC_MAX) {
+	if (size > WAIT_REC_MAX || (slot = wait_take(j)) == NIL) {
 		j->st.evicted++;
 		emit_gpu(j, NULL, rec, id);
 		return;
 	}
 	/* Held from here on, before entry_get, which may evict (and emit) to make room: the
 	 * record must count in `waiting` whenever the emit callback runs. */
-	slot = j->free_wait;
 	w = &j->waiting[slot];
-	j->free_wait = w->next;
 	memcpy(w->rec, rec, size);
 	w->size = (__u16)size;
 	w->enrich = (__u16)j->enrich;
@@ -1236,7 +1268,6 @@ void join__stats(const struct join *j, struct join_stats *st)
 struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx)
 {
 	struct join *j;
-	__u32 i;
 
 	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30) ||
 	    opts->max_streams > (1u << 24)) {
@@ -1258,7 +1289,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 									  PIDS_MAX) -
 		      1;
 	j->entries = calloc(opts->max_pending, sizeof(*j->entries));
-	j->keys = malloc(sizeof(*j->keys) * ((size_t)j->key_mask + 1));
+	j->keys = calloc((size_t)j->key_mask + 1, sizeof(*j->keys));
 	j->pids = calloc((size_t)j->pid_mask + 1, sizeof(*j->pids));
 	j->waiting = calloc(opts->max_waiting, sizeof(*j->waiting));
 	j->ttl_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
@@ -1273,7 +1304,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 		j->opts.stream_idle_ns = 60000000000ull;
 	j->stream_mask = pow2_at_least(2ull * j->opts.max_streams) - 1;
 	j->streams = calloc(j->opts.max_streams, sizeof(*j->streams));
-	j->stream_slots = malloc(sizeof(*j->stream_slots) * ((size_t)j->stream_mask + 1));
+	j->stream_slots = calloc((size_t)j->stream_mask + 1, sizeof(*j->stream_slots));
 	j->stream_q.items = calloc(2ull * j->opts.max_streams, sizeof(struct qitem));
 	j->stream_pids = calloc(65536 / 64, sizeof(*j->stream_pids));
 	j->gone = calloc(GONE_MAX, sizeof(*j->gone));
@@ -1285,18 +1316,11 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 		return NULL;
 	}
 	j->ttl_q.cap = j->exit_q.cap = j->linger_q.cap = 2 * opts->max_pending;
-	memset(j->keys, 0xff, sizeof(*j->keys) * ((size_t)j->key_mask + 1));
-	for (i = 0; i < opts->max_pending; i++)
-		j->entries[i].next = i + 1 < opts->max_pending ? i + 1 : NIL;
-	for (i = 0; i < opts->max_waiting; i++)
-		j->waiting[i].next = i + 1 < opts->max_waiting ? i + 1 : NIL;
-	j->free_entry = 0;
-	j->free_wait = 0;
+	/* Free lists start empty and slots are first taken in order (hw_*): nothing is
+	 * touched up front, so a restarted shard is ready in milliseconds whatever the bounds. */
+	j->free_entry = j->free_wait = j->free_stream = NIL;
 	j->stream_q.cap = 2 * j->opts.max_streams;
-	memset(j->stream_slots, 0xff, sizeof(*j->stream_slots) * ((size_t)j->stream_mask + 1));
-	for (i = 0; i < j->opts.max_streams; i++)
-		j->streams[i].next = i + 1 < j->opts.max_streams ? i + 1 : NIL;
-	j->free_stream = 0;
+
 	return j;
 }
 
@@ -1307,7 +1331,7 @@ void join__free(struct join *j)
 	if (!j)
 		return;
 	if (j->entries)
-		for (i = 0; i < j->opts.max_pending; i++)
+		for (i = 0; i < j->hw_entry; i++)
 			free(j->entries[i].stack);
 	free(j->entries);
 	free(j->keys);

@@ -87,8 +87,9 @@ typedef const char *(*join_name_fn)(__u32 pid, __u64 id, __u32 *len, void *ctx);
 /* join__set_names - resolve GPU_KERNEL name_id and RANGE name_id through fn (optional). */
 void join__set_names(struct join *j, join_name_fn fn);
 
-/* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is allocated up front:
- * about sizeof(pending entry) * max_pending + a GPU record copy per max_waiting. */
+/* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is reserved up front
+ * (about sizeof(pending entry) * max_pending + a GPU record copy per max_waiting) and
+ * touched as it is first used, so a new shard is ready at once. */
 struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx);
 void join__free(struct join *j);
 
