@@ -160,8 +160,8 @@ ok $? "stages: the sink's dump has a JSON line per event received; joined kernel
 
 # ---- kill -9 of a correlator under load ----------------------------------------------
 s="$PREFIX-kill"
-# Rings sized to hold what the source writes while a shard restarts (a restart allocates the
-# join's tables; on a loaded 2-core machine that has taken 250 ms).
+# Rings sized to hold what the source writes while a shard restarts, with room to spare on a
+# 2-core machine busy with other tests (a restart is ready in milliseconds when idle).
 cat >"$WORK/kill.conf" <<EOF
 [supervisor]
 ring_kib = 32768
