@@ -153,10 +153,14 @@ ev = [json.loads(line) for line in open(sys.argv[1])]
 k = [e for e in ev if e['kind'] == 'gpu_kernel' and e.get('joined') == 'exact_id']
 good = [e for e in k if e.get('name', '').startswith('void synth_kernel_')
         and any(l[0] == 'launched_by' for l in e['links']) and 'stack' not in e]
-print(len(ev) == int(sys.argv[2]), len(k) > 0 and len(good) == len(k))
+def shard_of(pid, shards):  # common/status.h xpu_shard_of
+    h = (pid * 0x9e3779b1) & 0xffffffff
+    return (((h ^ (h >> 15)) * shards) >> 32) & 0xffffffff
+routed = all(e['shard'] == shard_of(e['pid'], 2) for e in ev)
+print(len(ev) == int(sys.argv[2]), len(k) > 0 and len(good) == len(k), routed)
 " "$WORK/stages.jsonl" "$events_in" 2>&1)
-[ "$got" = "True True" ]
-ok $? "stages: the sink's dump has a JSON line per event received; joined kernels carry names and launch links, no stacks ($got)"
+[ "$got" = "True True True" ]
+ok $? "stages: the sink's dump has a JSON line per event received; joined kernels carry names and launch links, no stacks; every event came from the shard its pid hashes to ($got)"
 
 # ---- kill -9 of a correlator under load ----------------------------------------------
 s="$PREFIX-kill"
