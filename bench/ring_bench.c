@@ -51,6 +51,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
+
 #include "tests/ring_util.h"
 
 #define RING_CAPACITY (1ull << 20) /* data bytes of both rings */
@@ -524,19 +526,6 @@ static __u64 default_count(__u32 size)
 	return 40000000ull * 1024 / size;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int bench_size(const struct bench *b, __u32 size)
 {
 	double ours[MAX_REPEAT], base[MAX_REPEAT], m_ours, m_base;
@@ -572,8 +561,8 @@ static int bench_size(const struct bench *b, __u32 size)
 		       (uint64_t)res_base.full, (uint64_t)res_base.empty);
 		fflush(stdout);
 	}
-	m_ours = median(ours, b->opt.repeat);
-	m_base = median(base, b->opt.repeat);
+	m_ours = bench_median(ours, b->opt.repeat);
+	m_base = bench_median(base, b->opt.repeat);
 	printf("size %u B: xpusup %.2f M rec/s %.0f MB/s, fixed-slot %.2f M rec/s %.0f MB/s, "
 	       "ratio %.2f\n",
 	       size, m_ours / 1e6, m_ours * size / 1e6, m_base / 1e6, m_base * size / 1e6,
