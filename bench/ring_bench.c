@@ -52,7 +52,6 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
-
 #include "tests/ring_util.h"
 
 #define RING_CAPACITY (1ull << 20) /* data bytes of both rings */
