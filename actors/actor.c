@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,7 @@ int actor__init(struct actor *a, int argc, char **argv, const char *prog)
 	a->slot = &a->status->slots[a->slot_index];
 	if (strncmp(a->slot->name, name, sizeof(a->slot->name)))
 		return fail(a, "map status block", "slot does not belong to this actor");
+	status__set_problem(a->slot, "", xpu_now_ns()); /* the last run's problem went with it */
 	a->beat_interval_ns = (__u64)a->conf->heartbeat_ms * 1000000ull;
 	actor__beat(a);
 	return 0;
@@ -154,6 +156,27 @@ void actor__count(struct actor *a, int index, __u64 value)
 {
 	if (index >= 0 && index < XPU_STATUS_MAX_COUNTERS)
 		status_store(&a->slot->counters[index].value, value);
+}
+
+void actor__problem(struct actor *a, const char *fmt, ...)
+{
+	char text[XPU_STATUS_PROBLEM_LEN], old[XPU_STATUS_PROBLEM_LEN];
+	va_list ap;
+
+	text[0] = 0;
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(text, sizeof(text), fmt, ap);
+		va_end(ap);
+	}
+	status__get_problem(a->slot, old, sizeof(old));
+	if (!strcmp(old, text))
+		return;
+	if (text[0])
+		fprintf(stderr, "%s: %s\n", a->prog, text);
+	else if (old[0])
+		fprintf(stderr, "%s: resolved: %s\n", a->prog, old);
+	status__set_problem(a->slot, text, xpu_now_ns());
 }
 
 void actor__sleep_ms(struct actor *a, unsigned int ms)

@@ -74,6 +74,13 @@ void actor__count(struct actor *a, int index, __u64 value);
 /* actor__sleep_ms - sleep up to ms, returning early on SIGTERM, beating meanwhile. */
 void actor__sleep_ms(struct actor *a, unsigned int ms);
 
+/*
+ * actor__problem - show what is wrong now in `xpusup status` (and say it once on stderr
+ * when it changes), for an actor that goes on despite it: a sink whose disk is full keeps
+ * receiving and counting. NULL clears it. A new incarnation starts without one.
+ */
+void actor__problem(struct actor *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 void actor__fini(struct actor *a);
 
 #endif /* XPUSUP_ACTORS_ACTOR_H */

@@ -95,6 +95,44 @@ void status__unmap(struct xpu_status_block *block)
 		munmap(block, sizeof(*block));
 }
 
+void status__set_problem(struct xpu_actor_slot *slot, const char *text, __u64 now_ns)
+{
+	__u32 seq = status_load(&slot->problem_seq);
+	size_t i = 0;
+
+	/* Odd while writing; the release fence orders the odd count before the text, and the
+	 * final release store the text before the even count (pairs with the reader's
+	 * acquire loads). */
+	status_store(&slot->problem_seq, seq | 1);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (; text[i] && i < sizeof(slot->problem) - 1; i++)
+		__atomic_store_n(&slot->problem[i], text[i], __ATOMIC_RELAXED);
+	for (; i < sizeof(slot->problem); i++)
+		__atomic_store_n(&slot->problem[i], 0, __ATOMIC_RELAXED);
+	status_store(&slot->problem_ns, now_ns);
+	__atomic_store_n(&slot->problem_seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+}
+
+void status__get_problem(const struct xpu_actor_slot *slot, char *buf, size_t size)
+{
+	__u32 before, after, tries;
+	size_t i, n = size - 1 < sizeof(slot->problem) ? size - 1 : sizeof(slot->problem);
+
+	for (tries = 0; tries < 100; tries++) {
+		before = __atomic_load_n(&slot->problem_seq, __ATOMIC_ACQUIRE);
+		if (before & 1)
+			continue;
+		for (i = 0; i < n; i++)
+			buf[i] = __atomic_load_n(&slot->problem[i], __ATOMIC_RELAXED);
+		buf[n] = 0;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		after = __atomic_load_n(&slot->problem_seq, __ATOMIC_RELAXED);
+		if (after == before)
+			return;
+	}
+	buf[0] = 0;
+}
+
 const char *xpu_actor_state__name(__u32 state)
 {
 	static const char *const names[] = {

@@ -7,6 +7,7 @@
 #define XPUSUP_COMMON_STATUS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/status_types.h"
 
@@ -49,6 +50,14 @@ void status__unmap(struct xpu_status_block *block);
 /* Relaxed atomic accessors: every field of the block goes through these. */
 #define status_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define status_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+/*
+ * status__set_problem - the actor's current problem, or "" when it has none (writer: the
+ * actor in the slot). status__get_problem copies a consistent text into buf ("" while none,
+ * or when a writer kept changing it); buf is NUL-terminated.
+ */
+void status__set_problem(struct xpu_actor_slot *slot, const char *text, __u64 now_ns);
+void status__get_problem(const struct xpu_actor_slot *slot, char *buf, size_t size);
 
 const char *xpu_actor_state__name(__u32 state);
 

@@ -15,12 +15,13 @@
 #include <linux/types.h>
 
 #define XPU_STATUS_MAGIC 0x3154415453555058ull /* "XPUSTAT1" */
-#define XPU_STATUS_ABI 2
+#define XPU_STATUS_ABI 3
 #define XPU_STATUS_MAX_ACTORS 64
 #define XPU_STATUS_MAX_COUNTERS 32
 #define XPU_STATUS_NAME_LEN 32
 #define XPU_STATUS_KIND_LEN 16
 #define XPU_STATUS_COUNTER_NAME_LEN 24
+#define XPU_STATUS_PROBLEM_LEN 120
 
 enum xpu_actor_state {
 	XPU_ACTOR_STOPPED = 0, /* not started yet, or stopped by `xpusup stop` */
@@ -61,7 +62,13 @@ struct xpu_actor_slot {
 	/* written by the actor */
 	__u64 heartbeat_ns; /* CLOCK_MONOTONIC, bumped every heartbeat_ms */
 	__u32 n_counters;
-	__u32 reserved1;
+	/* The actor's current problem, in words ("unable to write flame.folded: No space left
+	 * on device"), empty when it has none. A seqlock: the writer makes problem_seq odd,
+	 * writes the text, makes it even (release); a reader retries while it is odd or has
+	 * changed under it. */
+	__u32 problem_seq;
+	__u64 problem_ns; /* CLOCK_MONOTONIC of the last change */
+	char problem[XPU_STATUS_PROBLEM_LEN];
 	struct xpu_status_counter counters[XPU_STATUS_MAX_COUNTERS];
 };
 
@@ -85,7 +92,8 @@ struct xpu_status_block {
 	struct xpu_actor_slot slots[XPU_STATUS_MAX_ACTORS];
 };
 
-_Static_assert(sizeof(struct xpu_actor_slot) == 104 + 16 + 32 * XPU_STATUS_MAX_COUNTERS,
+_Static_assert(sizeof(struct xpu_actor_slot) ==
+		       104 + 16 + 8 + XPU_STATUS_PROBLEM_LEN + 32 * XPU_STATUS_MAX_COUNTERS,
 	       "actor slot layout");
 _Static_assert(sizeof(struct xpu_status_hdr) == 384, "status header layout");
 

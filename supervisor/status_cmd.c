@@ -143,6 +143,18 @@ static void print_text(FILE *out, const struct session *s)
 			role_name(slot->role), xpu_actor_state__name(status_load(&slot->state)),
 			pid, status_load(&slot->restarts), ex, up);
 	}
+	for (i = 0; i < n_actors && i < XPU_STATUS_MAX_ACTORS; i++) {
+		char problem[XPU_STATUS_PROBLEM_LEN + 1];
+
+		status__get_problem(&b->slots[i], problem, sizeof(problem));
+		if (!problem[0])
+			continue;
+		fmt_duration(up, sizeof(up), now - status_load(&b->slots[i].problem_ns));
+		fprintf(out, "%s%-20s PROBLEM (for %s): %s\n", any_counter ? "" : "\n",
+			b->slots[i].name, up, problem);
+		any_counter = true; /* one blank line before the first problem only */
+	}
+	any_counter = false;
 	n_rings = collect_rings(s, rows, sizeof(rows) / sizeof(rows[0]));
 	if (n_rings) {
 		fprintf(out, "\n%-24s %12s %12s %10s %10s %8s %6s\n", "RING", "PRODUCED",
@@ -224,9 +236,20 @@ static void print_json(FILE *out, const struct session *s)
 			fprintf(out, "\"last_exit\":{\"code\":%d},", code);
 		else
 			fprintf(out, "\"last_exit\":null,");
-		fprintf(out, "\"uptime_s\":%.3f,\"heartbeat_age_ms\":%.1f,\"counters\":{",
+		fprintf(out, "\"uptime_s\":%.3f,\"heartbeat_age_ms\":%.1f,",
 			p && ready ? (double)(now - ready) / 1e9 : 0.0,
 			p && beat && now > beat ? (double)(now - beat) / 1e6 : 0.0);
+		{
+			char problem[XPU_STATUS_PROBLEM_LEN + 1];
+
+			status__get_problem(slot, problem, sizeof(problem));
+			fprintf(out, "\"problem\":");
+			if (problem[0])
+				json_str(out, problem);
+			else
+				fprintf(out, "null");
+		}
+		fprintf(out, ",\"counters\":{");
 		n_counters = __atomic_load_n(&slot->n_counters, __ATOMIC_ACQUIRE);
 		for (j = 0; j < n_counters && j < XPU_STATUS_MAX_COUNTERS; j++) {
 			char name[XPU_STATUS_COUNTER_NAME_LEN + 1];
