@@ -412,6 +412,8 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		ev->n_kernel = s->n_kernel;
 		ev->n_user = s->n_user;
 		ev->stack = s->ips;
+		ev->name = s->comm; /* the process name travels with every sample */
+		ev->name_len = (__u32)strnlen(s->comm, sizeof(s->comm));
 		break;
 	}
 	case XPU_REC_LAUNCH: {
@@ -495,9 +497,21 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		ev->name_len = str->len;
 		break;
 	}
-	case XPU_REC_PROC_EXIT:
-		ev->value = (__u64)(__s64)((const struct xpu_proc_exit *)rec)->exit_code;
+	case XPU_REC_PROC_EXEC: {
+		const struct xpu_proc_exec *x = rec;
+
+		ev->name = x->comm;
+		ev->name_len = (__u32)strnlen(x->comm, sizeof(x->comm));
 		break;
+	}
+	case XPU_REC_PROC_EXIT: {
+		const struct xpu_proc_exit *x = rec;
+
+		ev->value = (__u64)(__s64)x->exit_code;
+		ev->name = x->comm;
+		ev->name_len = (__u32)strnlen(x->comm, sizeof(x->comm));
+		break;
+	}
 	case XPU_REC_LOSS:
 		ev->sub_kind = ((const struct xpu_loss *)rec)->cause;
 		ev->value = ((const struct xpu_loss *)rec)->count;
