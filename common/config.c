@@ -346,6 +346,11 @@ static const struct key_schema synthetic_keys[] = {
 	  .max = 4000000000ull,
 	  .def = "1000000",
 	  .doc = "first simulated pid" },
+	{ .key = "answer_frame",
+	  .type = T_BOOL,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "yes",
+	  .doc = "a launch stack's innermost frame encodes its correlation id (for tests)" },
 	{ .key = NULL },
 };
 
@@ -424,6 +429,41 @@ static const struct key_schema correlator_keys[] = {
 	{ .key = NULL },
 };
 
+static const char *const folded_weight_names[] = { "ns", "samples", NULL };
+
+/* kind = folded (actors/sink/folded.c). */
+static const struct key_schema folded_keys[] = {
+	{ .key = "path",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .required = true,
+	  .doc = "the folded-stacks file, e.g. out/flame.folded" },
+	{ .key = "html",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "the interactive flame graph page (default: beside path, .html; none: no page)" },
+	{ .key = "weight",
+	  .type = T_ENUM,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .names = folded_weight_names,
+	  .def = "ns",
+	  .doc = "ns: samples weigh their period, GPU work its duration; samples: one each" },
+	{ .key = "snapshot_s",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .max = 86400,
+	  .def = "10",
+	  .doc = "rewrite the files every N seconds while running (0: only at stop)" },
+	{ .key = "max_stacks",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 16,
+	  .max = 1u << 26,
+	  .def = "1000000",
+	  .doc = "distinct stacks kept; the rest is added to one [more stacks] line per process" },
+	{ .key = NULL },
+};
+
 #define SOURCE ROLE_BIT(CONF_ROLE_SOURCE)
 #define SINK ROLE_BIT(CONF_ROLE_SINK)
 #define CORRELATOR ROLE_BIT(CONF_ROLE_CORRELATOR)
@@ -438,7 +478,8 @@ static const struct kind_schema kinds[] = {
 	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
 	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
 	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
-	{ "folded", SINK, false, NULL, "folded stacks for flame graphs", false },
+	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph",
+	  false },
 	{ "timeline", SINK, false, NULL, "Chrome trace JSON", false },
 	{ "stats", SINK, false, NULL, "summary statistics", false },
 	{ "publish", SINK, false, NULL, "records to subscribers over nng", false },

@@ -318,11 +318,15 @@ static void test_errors(void)
 		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
 		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
-		    "t.conf:2: ", "unknown kind 'foo' (known: test)");
+		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded)");
 	check_error("planned kind", "[source c]\nkind = cpu\n",
 		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
-	check_error("planned sink kind", "[sink f]\nkind = folded\npath = x\n",
-		    "t.conf:2: ", "kind 'folded' is not available in this build yet");
+	check_error("planned sink kind", "[sink f]\nkind = stats\npath = x\n",
+		    "t.conf:2: ", "kind 'stats' is not available in this build yet");
+	check_error("folded without path", "[sink f]\nkind = folded\n",
+		    "t.conf:1: ", "missing 'path' in [sink f] (kind 'folded')");
+	check_error("folded weight", "[sink f]\nkind = folded\npath = x\nweight = ms\n",
+		    "t.conf:4: ", "bad value 'ms' for 'weight'");
 	check_error("replay without path", "[correlator]\n[source rp]\nkind = replay\n",
 		    "t.conf:2: ", "missing 'path' in [source rp] (kind 'replay')");
 	check_error(

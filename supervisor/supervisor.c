@@ -146,6 +146,10 @@ int supervisor_find_programs(const struct conf *conf, char **progs)
 				snprintf(path, sizeof(path), "%.4000s/xpusup-%s", dirs[d], kind);
 			if (!access(path, X_OK))
 				progs[i] = strdup(path);
+			/* the sink kinds share one folder: build/actors/sink/xpusup-KIND */
+			snprintf(path, sizeof(path), "%.4000s/sink/xpusup-%s", dirs[d], kind);
+			if (!progs[i] && d == build_dir && !access(path, X_OK))
+				progs[i] = strdup(path);
 		}
 		if (!progs[i]) {
 			fprintf(stderr,

@@ -11,8 +11,11 @@
  * Answer key: a configured share of launches leaves out its CUDA_API and LAUNCH records, so
  * its GPU record can only go out unmatched; the counters say how many, so a test compares
  * them with what the correlators matched: every GPU record with a launch must be matched
- * (launches - gpu_missing_launch), every other unmatched. The LAUNCH stack's first frame is
- * 0x7f0000000000 + correlation id, so a consumer can check that a join is the right one.
+ * (launches - gpu_missing_launch), every other unmatched. With answer_frame (the default)
+ * the LAUNCH stack's innermost frame is 0x7f0000000000 + correlation id, so a consumer can
+ * check that a join is the right one; without it, stacks are those of a small training loop
+ * (three code paths, the same addresses in every process), which makes a readable flame
+ * graph.
  */
 #include "actors/actor.h"
 
@@ -33,7 +36,33 @@
 
 struct keys {
 	unsigned long long processes, threads, rate, count, missing_pct, reorder, pid_base;
+	int answer_frame;
 };
+
+/* The simulated program's code paths to a kernel launch, outermost first: main, train_step,
+ * then forward/conv2d, backward/gemm_grad or optimizer_step, then cudaLaunchKernel in the
+ * CUDA runtime. 0 ends a path. */
+#define PATH_FRAMES 6
+static const __u64 code_paths[3][PATH_FRAMES] = {
+	{ 0x401a20, 0x402b40, 0x403c10, 0x404d80, 0x7f3a10021e40, 0 },
+	{ 0x401a20, 0x402b40, 0x405e30, 0x406f50, 0x7f3a10021e40, 0 },
+	{ 0x401a20, 0x402b40, 0x407a70, 0x7f3a10021e40, 0, 0 },
+};
+
+/* A path's frames innermost first (as stacks travel), after `extra` deeper frames; returns
+ * the frame count. */
+static __u32 path_stack(__u32 path, const __u64 *extra, __u32 n_extra, __u64 *ips)
+{
+	__u32 n = 0, i, depth = 0;
+
+	while (depth < PATH_FRAMES && code_paths[path][depth])
+		depth++;
+	for (i = 0; i < n_extra; i++)
+		ips[n++] = extra[i];
+	for (i = depth; i-- > 0;)
+		ips[n++] = code_paths[path][i];
+	return n;
+}
 
 struct delayed {
 	_Alignas(8) unsigned char rec[GPU_REC_MAX];
@@ -78,6 +107,13 @@ static int load_keys(const struct actor *a, struct keys *k)
 	err |= get_uint(a, "missing_launch_pct", 0, 100, &k->missing_pct);
 	err |= get_uint(a, "reorder", 64, 65536, &k->reorder);
 	err |= get_uint(a, "pid_base", 1000000, 4000000000ull, &k->pid_base);
+	{
+		const char *v = conf_actor__get(a->self, "answer_frame");
+
+		k->answer_frame = 1;
+		if (v)
+			err |= conf_parse_bool(v, &k->answer_frame);
+	}
 	return err || !k->processes || !k->threads ? -EINVAL : 0;
 }
 
@@ -144,7 +180,8 @@ static bool launch_missing(const struct synth *s, __u32 pid, __u64 corr)
 static void one_launch(struct synth *s)
 {
 	_Alignas(8) unsigned char rec[1024];
-	__u64 u = s->launches++, corr = u + 1, now = xpu_now_ns(), ips[12];
+	__u64 u = s->launches++, corr = u + 1, now = xpu_now_ns(), ips[16];
+	__u32 path = (__u32)(u % 3), n_ips;
 	__u32 p = (__u32)(u % s->k.processes), pid = (__u32)(s->k.pid_base + p);
 	__u32 tid = pid + (__u32)((u / s->k.processes) % s->k.threads);
 	__u32 shard = xpu_shard_of(pid, s->shards), i;
@@ -158,8 +195,6 @@ static void one_launch(struct synth *s)
 	if (start < s->stream_free[p][stream])
 		start = s->stream_free[p][stream];
 	s->stream_free[p][stream] = start + dur;
-	for (i = 0; i < 12; i++)
-		ips[i] = 0x7f0000001000ull + i * 0x40 + (p << 8);
 	if (u < s->k.processes) { /* first launch of a process: its kernel names */
 		for (i = 0; i < 4; i++) {
 			n = snprintf(name, sizeof(name), "void synth_kernel_%u<float>(float*, int)",
@@ -169,7 +204,7 @@ static void one_launch(struct synth *s)
 			put(s, shard, rec);
 		}
 	}
-	if (u % 32 == 0) { /* every 32nd launch inside a user range on its thread */
+	if (u % 32 == (u / 32) % 32) { /* one launch in 32 inside a user range on its thread */
 		xpu_range__build(rec, sizeof(rec), now, pid, tid, XPU_RANGE_PUSH, corr, 0, 0,
 				 "train_step", 10);
 		put(s, shard, rec);
@@ -183,8 +218,10 @@ static void one_launch(struct synth *s)
 		api->api_id = 211; /* cudaLaunchKernel */
 		api->domain = XPU_API_RUNTIME;
 		put(s, shard, rec);
-		ips[0] = 0x7f0000000000ull + corr; /* the answer key */
-		xpu_launch__build(rec, sizeof(rec), now + 100, pid, tid, corr, 211, ips, 12);
+		__u64 key = 0x7f0000000000ull + corr; /* the answer key */
+
+		n_ips = path_stack(path, &key, s->k.answer_frame ? 1 : 0, ips);
+		xpu_launch__build(rec, sizeof(rec), now + 100, pid, tid, corr, 211, ips, n_ips);
 		put(s, shard, rec);
 	} else {
 		s->gpu_missing++;
@@ -215,7 +252,7 @@ static void one_launch(struct synth *s)
 		k->start_ns = start;
 		k->end_ns = start + dur;
 		k->correlation_id = corr;
-		k->name_id = 1 + u % 4;
+		k->name_id = 1 + path; /* one kernel per code path */
 		k->stream_id = 7 + stream;
 		k->grid[0] = 256;
 		k->grid[1] = k->grid[2] = 1;
@@ -225,14 +262,21 @@ static void one_launch(struct synth *s)
 	}
 	s->gpu_records++;
 	delay_gpu(s, shard, rec);
-	if (u % 32 == 0) { /* the range closes on the thread that opened it */
+	if (u % 32 == (u / 32) % 32) { /* the range closes on the thread that opened it */
 		xpu_range__build(rec, sizeof(rec), now + 5000, pid, tid, XPU_RANGE_POP, corr, 0, 0,
 				 NULL, 0);
 		put(s, shard, rec);
 	}
-	if (u % 16 == 0) {
+	/* one launch in 16 (every process in turn) has a CPU sample on its thread during its
+	 * API call: two frames inside the CUDA libraries below the code path, every other
+	 * sample with two kernel frames */
+	if (u % 16 == (u / 16) % 16) {
+		static const __u64 work[2] = { 0x7f3a0f8a1c30, 0x7f3a10022010 }; /* in libcuda */
+		static const __u64 kernel[2] = { 0xffffffff81a0c2d0, 0xffffffff81a11f40 };
+
+		n_ips = path_stack(path, work + (path == 2), path == 2 ? 1 : 2, ips);
 		xpu_cpu_sample__build(rec, sizeof(rec), now, pid, tid, (__u32)(u % 2), 10101010,
-				      "synth", NULL, 0, ips, 12);
+				      "synth", kernel, u % 32 < 16 ? 0 : 2, ips, n_ips);
 		put(s, shard, rec);
 	}
 	if (u % 64 == 0) {

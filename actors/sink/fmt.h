@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An output format of the sinks: folded stacks, the Chrome trace timeline, statistics. A
+ * format knows nothing of actors or nng: the sink actor (sink.c) and `xpusup subscribe` both
+ * feed it decoded batches, so the remote sink is the same code as the local one.
+ *
+ * Calling order: open, then batch and tick in any order, then finish (stop) and free.
+ * Errors in words go to why (why_len bytes); a format that cannot write its file keeps its
+ * state and tries again at the next tick or at finish, so the caller can show the problem
+ * and go on.
+ */
+#ifndef XPUSUP_ACTORS_SINK_FMT_H
+#define XPUSUP_ACTORS_SINK_FMT_H
+
+#include <stddef.h>
+
+#include "common/wire.h"
+
+/* Where a format reads its options: the sink's section of pipeline.conf, or the command line
+ * of `xpusup subscribe`. */
+struct fmt_env {
+	void *ctx;
+	/* the value of key, or NULL when not given */
+	const char *(*get)(void *ctx, const char *key);
+	/* a file name option with a relative name taken from the right folder: 0, -ENOENT
+	 * when not given, -ENAMETOOLONG */
+	int (*path)(void *ctx, const char *key, char *buf, size_t size);
+};
+
+#define FMT_COUNTERS_MAX 12
+
+struct fmt_ops {
+	const char *kind; /* "folded": the actor program is xpusup-folded */
+	/* read options (a bad one is an error: -EINVAL) and make the state */
+	int (*open)(void **st, const struct fmt_env *env, char *why, size_t why_len);
+	void (*batch)(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev);
+	/* about every 100 ms: periodic output. 0 or -errno with why */
+	int (*tick)(void *st, __u64 now_ns, char *why, size_t why_len);
+	/* the final output. 0 or -errno with why */
+	int (*finish)(void *st, char *why, size_t why_len);
+	void (*free)(void *st);
+	/* up to max (name, value) counters to show in status; returns how many */
+	unsigned int (*counters)(void *st, const char **names, __u64 *values, unsigned int max);
+};
+
+extern const struct fmt_ops fmt_folded;
+extern const struct fmt_ops fmt_stats;
+extern const struct fmt_ops fmt_timeline;
+
+/* fmt__find - the format of that kind, or NULL. */
+const struct fmt_ops *fmt__find(const char *kind);
+
+#endif /* XPUSUP_ACTORS_SINK_FMT_H */

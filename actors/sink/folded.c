@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The folded-stacks format (kind folded): one line per distinct stack,
+ *
+ *	comm;outermost frame;...;innermost frame WEIGHT
+ *
+ * as flamegraph.pl, inferno and speedscope read it. CPU samples give their user frames
+ * then their kernel frames (suffixed "_[k]", flamegraph.pl's convention). GPU work joined to
+ * its launch gives the launch's user stack and a leaf "[gpu] KERNEL NAME" (or "[gpu] memcpy
+ * HtoD", "[gpu] memset"), so GPU time sits under the code that launched it, beside the CPU
+ * time of the same code. GPU work with no launch stack sits under "[gpu] no launch stack".
+ * Weights: ns (default; a sample weighs its period, GPU work its duration) or samples (one
+ * per CPU sample and per GPU activity).
+ *
+ * Stacks are aggregated in memory (a hash table of at most max_stacks entries; beyond that
+ * the weight goes to a "[more stacks]" line per process, counted) and written whole, through
+ * out.h, every snapshot_s seconds and at stop: the file is always a complete snapshot.
+ * Beside it, flame.html: the same data in a self-contained interactive page (hover, click to
+ * zoom, search), xpusup's own renderer, no network needed.
+ *
+ * Frames are addresses until the CPU source's symbolizer names them (an enrich stage of the
+ * correlator); names are written as they come.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/sink/fmt.h"
+#include "actors/sink/out.h"
+#include "common/config.h"
+#include "common/mix.h"
+#include "xpusup/event.h"
+
+#define FOLDED_PATH_MAX 4096
+#define COMM_MAX 16
+
+enum frame_kind {
+	LEAF_NONE = 0, /* a CPU sample: the frames are the whole stack */
+	LEAF_GPU = 1, /* GPU work: leaf text after the frames */
+	LEAF_MORE = 2, /* the overflow line of a process */
+};
+
+struct stack {
+	__u64 hash;
+	__u32 pid;
+	__u16 n_user, n_kernel;
+	__u16 leaf_kind;
+	__u16 leaf_len;
+	__u64 weight;
+	__u64 *frames; /* user frames then kernel frames, innermost first, as they came */
+	char *leaf; /* "[gpu] name", not NUL-terminated */
+	bool used;
+};
+
+struct comm {
+	__u32 pid; /* 0: empty */
+	char name[COMM_MAX + 1];
+};
+
+#define COMMS_MAX 65536
+
+struct folded {
+	char path[FOLDED_PATH_MAX];
+	char html[FOLDED_PATH_MAX];
+	bool samples; /* weight = samples, not ns */
+	__u64 snapshot_ns, last_snapshot;
+	__u32 max_stacks;
+	struct stack *tab; /* 2 * max_stacks slots */
+	__u32 mask, n;
+	struct comm *comms; /* 2 * COMMS_MAX slots, pid -> comm */
+	__u32 n_comms;
+	__u64 cpu_samples, gpu_events, overflow, writes, dirty;
+};
+
+static const char *const counter_names[] = { "stacks", "cpu_samples", "gpu_events",
+					     "stacks_overflow", "files_written" };
+
+static __u64 hash_bytes(__u64 h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static struct comm *comm_slot(struct folded *f, __u32 pid, bool create)
+{
+	__u32 mask = 2 * COMMS_MAX - 1, i = (__u32)xpu_mix64(pid) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		if (f->comms[i].pid == pid)
+			return &f->comms[i];
+		if (!f->comms[i].pid) {
+			if (!create || f->n_comms >= COMMS_MAX)
+				return NULL;
+			f->n_comms++;
+			f->comms[i].pid = pid;
+			return &f->comms[i];
+		}
+	}
+}
+
+static void learn_comm(struct folded *f, const struct xpu_cevent *ev)
+{
+	struct comm *c;
+	__u32 n = ev->name_len < COMM_MAX ? ev->name_len : COMM_MAX;
+
+	if (!ev->pid || !n || !(c = comm_slot(f, ev->pid, true)))
+		return;
+	memcpy(c->name, ev->name, n);
+	c->name[n] = 0;
+}
+
+static struct stack *find(struct folded *f, const struct stack *key)
+{
+	__u32 i = (__u32)key->hash & f->mask;
+	size_t nf = (size_t)key->n_user + key->n_kernel;
+
+	for (;; i = (i + 1) & f->mask) {
+		struct stack *s = &f->tab[i];
+
+		if (!s->used)
+			return s;
+		if (s->hash == key->hash && s->pid == key->pid && s->n_user == key->n_user &&
+		    s->n_kernel == key->n_kernel && s->leaf_kind == key->leaf_kind &&
+		    s->leaf_len == key->leaf_len &&
+		    !memcmp(s->frames, key->frames, nf * sizeof(__u64)) &&
+		    !memcmp(s->leaf, key->leaf, key->leaf_len))
+			return s;
+	}
+}
+
+static void add(struct folded *f, struct stack *key, __u64 weight)
+{
+	size_t nf = (size_t)key->n_user + key->n_kernel;
+	struct stack *s;
+
+	key->hash = hash_bytes(0xcbf29ce484222325ull ^ key->pid, key->frames, nf * 8);
+	key->hash = hash_bytes(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
+	s = find(f, key);
+	if (!s->used) {
+		if (f->n >= f->max_stacks)
+			goto overflow;
+		*s = *key;
+		s->frames = malloc(nf ? nf * sizeof(__u64) : 1);
+		s->leaf = malloc(key->leaf_len ? key->leaf_len : 1);
+		if (!s->frames || !s->leaf) {
+			free(s->frames);
+			free(s->leaf);
+			s->used = false;
+			goto overflow;
+		}
+		memcpy(s->frames, key->frames, nf * sizeof(__u64));
+		memcpy(s->leaf, key->leaf, key->leaf_len);
+		s->used = true;
+		s->weight = 0;
+		f->n++;
+	}
+	s->weight += weight;
+	f->dirty++;
+	return;
+overflow:
+	f->overflow++;
+	*key = (struct stack){ .pid = key->pid, .leaf_kind = LEAF_MORE };
+	key->hash = xpu_mix64(key->pid) ^ LEAF_MORE;
+	s = find(f, key);
+	if (!s->used) {
+		if (f->n >= 2 * f->max_stacks - 1)
+			return; /* the table keeps a free slot: lookups must end */
+		*s = *key;
+		s->used = true;
+		f->n++;
+	}
+	s->weight += weight;
+}
+
+static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
+{
+	struct folded *f = st;
+	char leaf[4200];
+	struct stack key;
+	__u32 i, len;
+
+	(void)b;
+	for (i = 0; i < b->n_events; i++) {
+		const struct xpu_cevent *e = &ev[i];
+
+		switch (e->kind) {
+		case XPU_REC_CPU_SAMPLE:
+			learn_comm(f, e);
+			key = (struct stack){ .pid = e->pid,
+					      .n_kernel = (__u16)e->n_kernel,
+					      .n_user = (__u16)e->n_user,
+					      .frames = (__u64 *)e->stack };
+			f->cpu_samples++;
+			add(f, &key, f->samples ? 1 : e->value);
+			break;
+		case XPU_REC_PROC_EXEC:
+			learn_comm(f, e);
+			break;
+		case XPU_REC_GPU_KERNEL:
+		case XPU_REC_GPU_MEMCPY:
+		case XPU_REC_GPU_MEMSET:
+			if (e->kind == XPU_REC_GPU_KERNEL)
+				len = (__u32)snprintf(
+					leaf, sizeof(leaf), "[gpu] %.*s",
+					e->name_len ?
+						(int)(e->name_len < 4096 ? e->name_len : 4096) :
+						14,
+					e->name_len ? e->name : "unnamed kernel");
+			else if (e->kind == XPU_REC_GPU_MEMCPY)
+				len = (__u32)snprintf(leaf, sizeof(leaf), "[gpu] memcpy %s",
+						      e->sub_kind == XPU_COPY_HTOD ? "HtoD" :
+						      e->sub_kind == XPU_COPY_DTOH ? "DtoH" :
+						      e->sub_kind == XPU_COPY_DTOD ? "DtoD" :
+										     "other");
+			else
+				len = (__u32)snprintf(leaf, sizeof(leaf), "[gpu] memset");
+			if (len >= sizeof(leaf))
+				len = sizeof(leaf) - 1;
+			key = (struct stack){ .pid = e->pid,
+					      .n_user = (__u16)(e->stack ? e->n_user : 0),
+					      .frames = (__u64 *)e->stack,
+					      .leaf_kind = LEAF_GPU,
+					      .leaf_len = (__u16)len,
+					      .leaf = leaf };
+			f->gpu_events++;
+			add(f, &key,
+			    f->samples		 ? 1 :
+			    e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns :
+						   0);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static const char *comm_of(struct folded *f, __u32 pid, char *buf, size_t size)
+{
+	struct comm *c = comm_slot(f, pid, false);
+
+	if (c && c->name[0]) {
+		/* ';' separates frames and a blank the weight: neither may be in a frame */
+		size_t i;
+
+		snprintf(buf, size, "%s", c->name);
+		for (i = 0; buf[i]; i++)
+			if (buf[i] == ';' || buf[i] == ' ' || buf[i] < 0x20)
+				buf[i] = '_';
+		return buf;
+	}
+	snprintf(buf, size, "pid_%u", pid);
+	return buf;
+}
+
+struct line {
+	char *text; /* without the weight */
+	__u64 weight;
+};
+
+static void put(char *buf, size_t size, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, size - *len, fmt, ap);
+	va_end(ap);
+	*len = n < 0 ? size : *len + (size_t)n;
+}
+
+/* One stack's line, root first: comm, user frames outermost first, kernel frames, leaf. */
+static char *line_text(struct folded *f, const struct stack *s)
+{
+	char comm[64], buf[16384];
+	size_t len = 0, i;
+	int k;
+
+	put(buf, sizeof(buf), &len, "%s", comm_of(f, s->pid, comm, sizeof(comm)));
+	for (k = (int)s->n_kernel + s->n_user - 1; k >= (int)s->n_kernel; k--)
+		put(buf, sizeof(buf), &len, ";0x%" PRIx64, (uint64_t)s->frames[k]);
+	for (k = (int)s->n_kernel - 1; k >= 0; k--)
+		put(buf, sizeof(buf), &len, ";0x%" PRIx64 "_[k]", (uint64_t)s->frames[k]);
+	if (s->leaf_kind == LEAF_GPU) {
+		if (!s->n_user)
+			put(buf, sizeof(buf), &len, ";[gpu] no launch stack");
+		put(buf, sizeof(buf), &len, ";%.*s", (int)s->leaf_len, s->leaf);
+	} else if (s->leaf_kind == LEAF_MORE) {
+		put(buf, sizeof(buf), &len, ";[more stacks]");
+	}
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	buf[len] = 0;
+	/* a line break would end the line, a blank before the weight would confuse readers
+	 * that split at the last blank: neither may be in a frame (names can hold anything) */
+	for (i = 0; i < len; i++)
+		if (buf[i] == '\n' || buf[i] == '\r')
+			buf[i] = '_';
+	return strdup(buf);
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
+}
+
+/* Every stack as a line, sorted, equal lines merged (processes of one program share their
+ * stacks): the file is the same whatever order the events came in. */
+static struct line *lines_of(struct folded *f, __u32 *count)
+{
+	struct line *l = malloc(((size_t)f->n + 1) * sizeof(*l));
+	__u32 i, n = 0, m;
+
+	if (!l)
+		return NULL;
+	for (i = 0; i <= f->mask; i++) {
+		if (!f->tab[i].used)
+			continue;
+		l[n].text = line_text(f, &f->tab[i]);
+		l[n].weight = f->tab[i].weight;
+		if (l[n].text)
+			n++;
+	}
+	qsort(l, n, sizeof(*l), line_cmp);
+	for (i = 0, m = 0; i < n; i++) {
+		if (m && !strcmp(l[m - 1].text, l[i].text)) {
+			l[m - 1].weight += l[i].weight;
+			free(l[i].text);
+		} else {
+			l[m++] = l[i];
+		}
+	}
+	*count = m;
+	return l;
+}
+
+static void lines_free(struct line *l, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		free(l[i].text);
+	free(l);
+}
+
+/* The interactive page: the folded lines as a JSON array, and a small renderer. */
+static const char html_head[] =
+	"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>xpusup flame graph</title>\n"
+	"<style>\n"
+	"body{font:12px sans-serif;margin:8px}#bar{margin-bottom:6px}#info{height:18px;"
+	"white-space:nowrap;overflow:hidden}\n"
+	"#g{position:relative;width:100%}.f{position:absolute;height:17px;box-sizing:border-box;"
+	"border:1px solid #fff;overflow:hidden;white-space:nowrap;font-size:11px;"
+	"line-height:15px;padding-left:2px;cursor:pointer}\n"
+	".f.gpu{background:#6a9bd8}.f.m{outline:2px solid #c0f}\n"
+	"</style></head><body>\n"
+	"<div id=\"bar\"><b>xpusup flame graph</b> &nbsp; <input id=\"q\" placeholder=\"search "
+	"(regexp)\" size=\"30\"> <button id=\"reset\">reset zoom</button> <span "
+	"id=\"found\"></span></div>\n"
+	"<div id=\"info\">hover a frame; click to zoom</div><div id=\"g\"></div>\n"
+	"<script>\nconst UNIT = \"";
+
+static const char html_tail[] =
+	";\n"
+	"const root = {n: 'all', v: 0, c: new Map()};\n"
+	"for (const [s, w] of DATA) {\n"
+	"  let node = root; root.v += w;\n"
+	"  for (const name of s.split(';')) {\n"
+	"    let k = node.c.get(name);\n"
+	"    if (!k) { k = {n: name, v: 0, c: new Map(), p: node}; node.c.set(name, k); }\n"
+	"    k.v += w; node = k;\n"
+	"  }\n"
+	"}\n"
+	"const g = document.getElementById('g'), info = document.getElementById('info');\n"
+	"let zoom = root, re = null;\n"
+	"function color(n) {\n"
+	"  if (n.startsWith('[gpu]')) return '#6a9bd8';\n"
+	"  let h = 0; for (const ch of n) h = (h * 31 + ch.charCodeAt(0)) >>> 0;\n"
+	"  return 'hsl(' + (10 + h % 45) + ',' + (70 + h % 25) + '%,' + (55 + h % 15) + '%)';\n"
+	"}\n"
+	"function fmt(v) { return UNIT === 'ns' ? (v / 1e6).toFixed(3) + ' ms' : v + ' "
+	"samples'; }\n"
+	"function draw() {\n"
+	"  g.innerHTML = ''; const W = g.clientWidth || 1000; let rows = 0, hits = 0;\n"
+	"  const frag = document.createDocumentFragment();\n"
+	"  function put(node, x, depth, w) {\n"
+	"    if (w < 0.5) return; rows = Math.max(rows, depth + 1);\n"
+	"    const d = document.createElement('div'); d.className = 'f';\n"
+	"    d.style.left = x + 'px'; d.style.width = w + 'px'; d.style.bottom = (depth * 17) + "
+	"'px';\n"
+	"    d.style.background = color(node.n); if (w > 30) d.textContent = node.n;\n"
+	"    if (re && re.test(node.n)) { d.classList.add('m'); hits++; }\n"
+	"    d.onmouseover = () => { info.textContent = node.n + ' — ' + fmt(node.v) + ' (' + "
+	"(100 * node.v / root.v).toFixed(2) + '%)'; };\n"
+	"    d.onclick = () => { zoom = node; draw(); };\n"
+	"    frag.appendChild(d); let cx = x;\n"
+	"    for (const k of [...node.c.values()].sort((a, b) => a.n < b.n ? -1 : 1)) {\n"
+	"      const kw = w * k.v / node.v; put(k, cx, depth + 1, kw); cx += kw;\n"
+	"    }\n"
+	"  }\n"
+	"  let depth = 0; for (let p = zoom.p; p; p = p.p) depth++;\n"
+	"  put(zoom, 0, depth, W); g.appendChild(frag); g.style.height = (rows * 17 + 4) + "
+	"'px';\n"
+	"  document.getElementById('found').textContent = re ? hits + ' matching frames' : '';\n"
+	"}\n"
+	"document.getElementById('q').oninput = e => {\n"
+	"  try { re = e.target.value ? new RegExp(e.target.value) : null; } catch (x) { re = null; "
+	"}\n"
+	"  draw();\n"
+	"};\n"
+	"document.getElementById('reset').onclick = () => { zoom = root; draw(); };\n"
+	"window.onresize = draw; draw();\n"
+	"</script></body></html>\n";
+
+/* A folded line as a JavaScript string literal: the line's bytes, escaped. */
+static void js_string(struct out *o, const char *s, size_t n)
+{
+	char buf[8];
+	size_t i;
+
+	out__write(o, "\"", 1);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			buf[0] = '\\';
+			buf[1] = (char)c;
+			out__write(o, buf, 2);
+		} else if (c < 0x20 || c == '<' || c == '>' || c >= 0x7f) {
+			/* "<" too: "</script>" inside a name must not end the page's script */
+			snprintf(buf, sizeof(buf), "\\u%04x", c);
+			out__write(o, buf, 6);
+		} else {
+			out__write(o, &s[i], 1);
+		}
+	}
+	out__write(o, "\"", 1);
+}
+
+static int write_files(struct folded *f, char *why, size_t why_len)
+{
+	struct out *o = NULL;
+	struct line *l;
+	__u32 n = 0, i;
+	int err;
+
+	l = lines_of(f, &n);
+	if (!l) {
+		snprintf(why, why_len, "out of memory writing %s", f->path);
+		return -ENOMEM;
+	}
+	err = out__open(&o, f->path, why, why_len);
+	if (err)
+		goto free_lines;
+	for (i = 0; i < n; i++)
+		out__printf(o, "%s %" PRIu64 "\n", l[i].text, (uint64_t)l[i].weight);
+	err = out__commit(o, why, why_len);
+	if (err || !f->html[0])
+		goto free_lines;
+	err = out__open(&o, f->html, why, why_len);
+	if (err)
+		goto free_lines;
+	out__printf(o, "%s%s\";\nconst DATA = [\n", html_head, f->samples ? "samples" : "ns");
+	for (i = 0; i < n; i++) {
+		out__write(o, i ? ",\n[" : "[", i ? 3 : 1);
+		js_string(o, l[i].text, strlen(l[i].text));
+		out__printf(o, ",%" PRIu64 "]", (uint64_t)l[i].weight);
+	}
+	out__printf(o, "\n]%s", html_tail);
+	err = out__commit(o, why, why_len);
+free_lines:
+	lines_free(l, n);
+	if (!err) {
+		f->writes++;
+		f->dirty = 0;
+	}
+	return err;
+}
+
+static int folded_tick(void *st, __u64 now_ns, char *why, size_t why_len)
+{
+	struct folded *f = st;
+
+	if (!f->last_snapshot)
+		f->last_snapshot = now_ns;
+	if (!f->snapshot_ns || now_ns - f->last_snapshot < f->snapshot_ns || !f->dirty)
+		return 0;
+	f->last_snapshot = now_ns;
+	return write_files(f, why, why_len);
+}
+
+static int folded_finish(void *st, char *why, size_t why_len)
+{
+	return write_files(st, why, why_len);
+}
+
+static void folded_free(void *st)
+{
+	struct folded *f = st;
+	__u32 i;
+
+	if (f->tab)
+		for (i = 0; i <= f->mask; i++) {
+			free(f->tab[i].frames);
+			free(f->tab[i].leaf);
+		}
+	free(f->tab);
+	free(f->comms);
+	free(f);
+}
+
+static unsigned int folded_counters(void *st, const char **names, __u64 *values, unsigned int max)
+{
+	struct folded *f = st;
+	__u64 v[] = { f->n, f->cpu_samples, f->gpu_events, f->overflow, f->writes };
+	unsigned int i, n = sizeof(v) / sizeof(v[0]);
+
+	for (i = 0; i < n && i < max; i++) {
+		names[i] = counter_names[i];
+		values[i] = v[i];
+	}
+	return i;
+}
+
+static int folded_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+	unsigned long long u;
+	const char *v;
+	char *dot;
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = env->path(env->ctx, "path", f->path, sizeof(f->path));
+	if (err) {
+		snprintf(why, why_len, "no output file: set 'path'");
+		err = -EINVAL;
+		goto fail;
+	}
+	v = env->get(env->ctx, "html");
+	if (v && !strcmp(v, "none")) {
+		f->html[0] = 0;
+	} else if (v) {
+		env->path(env->ctx, "html", f->html, sizeof(f->html));
+	} else {
+		/* beside the folded file: flame.folded -> flame.html */
+		snprintf(f->html, sizeof(f->html), "%s", f->path);
+		dot = strrchr(f->html, '.');
+		if (dot && !strchr(dot, '/'))
+			*dot = 0;
+		if (strlen(f->html) + 5 < sizeof(f->html))
+			strcat(f->html, ".html");
+	}
+	v = env->get(env->ctx, "weight");
+	f->samples = v && !strcmp(v, "samples");
+	v = env->get(env->ctx, "snapshot_s");
+	u = 10;
+	if (v && conf_parse_uint(v, 0, 86400, &u)) {
+		snprintf(why, why_len, "bad snapshot_s '%s'", v);
+		err = -EINVAL;
+		goto fail;
+	}
+	f->snapshot_ns = u * 1000000000ull;
+	v = env->get(env->ctx, "max_stacks");
+	u = 1000000;
+	if (v && conf_parse_uint(v, 16, 1u << 26, &u)) {
+		snprintf(why, why_len, "bad max_stacks '%s'", v);
+		err = -EINVAL;
+		goto fail;
+	}
+	f->max_stacks = (__u32)u;
+	for (f->mask = 16; f->mask < 2 * f->max_stacks; f->mask <<= 1)
+		;
+	f->mask--;
+	f->tab = calloc((size_t)f->mask + 1, sizeof(*f->tab));
+	f->comms = calloc(2 * COMMS_MAX, sizeof(*f->comms));
+	if (!f->tab || !f->comms) {
+		err = -ENOMEM;
+		snprintf(why, why_len, "out of memory");
+		goto fail;
+	}
+	*out = f;
+	return 0;
+fail:
+	folded_free(f);
+	return err;
+}
+
+const struct fmt_ops fmt_folded = {
+	.kind = "folded",
+	.open = folded_open,
+	.batch = folded_batch,
+	.tick = folded_tick,
+	.finish = folded_finish,
+	.free = folded_free,
+	.counters = folded_counters,
+};

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sink output files with io_uring: two 1 MiB buffers, one filling while the other is in the
+ * kernel; one write submitted per full buffer, so a file costs a system call per MiB.
+ * Short writes are resubmitted for the rest.
+ */
+#include "actors/sink/out.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#define OUT_BUF (1u << 20)
+#define OUT_PATH_MAX 4096
+
+struct out {
+	struct io_uring ring;
+	int fd;
+	char path[OUT_PATH_MAX];
+	char partial[OUT_PATH_MAX + 16];
+	char *buf[2];
+	size_t fill; /* bytes in buf[cur] */
+	int cur;
+	bool in_flight; /* buf[!cur] is being written */
+	size_t flight_len, flight_done;
+	__u64 flight_off;
+	__u64 off; /* file offset of buf[cur]'s first byte */
+	size_t bytes;
+	int err;
+	char why[OUT_PATH_MAX + 96];
+};
+
+static int fail(struct out *o, int err, const char *what)
+{
+	if (!o->err) {
+		o->err = err;
+		snprintf(o->why, sizeof(o->why), "unable to %s %s: %s", what, o->path,
+			 strerror(-err));
+	}
+	return o->err;
+}
+
+static void submit(struct out *o)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&o->ring);
+
+	/* one write in flight at most, and the queue has room for it */
+	io_uring_prep_write(sqe, o->fd, o->buf[!o->cur] + o->flight_done,
+			    (unsigned int)(o->flight_len - o->flight_done),
+			    o->flight_off + o->flight_done);
+	io_uring_submit(&o->ring);
+}
+
+/* Wait for the write in flight to be whole (resubmitting after a short write). */
+static int wait_flight(struct out *o)
+{
+	struct io_uring_cqe *cqe;
+	int res, err;
+
+	while (o->in_flight) {
+		err = io_uring_wait_cqe(&o->ring, &cqe);
+		if (err == -EINTR)
+			continue;
+		if (err) {
+			o->in_flight = false;
+			return fail(o, err, "write");
+		}
+		res = cqe->res;
+		io_uring_cqe_seen(&o->ring, cqe);
+		if (res < 0) {
+			o->in_flight = false;
+			return fail(o, res, "write");
+		}
+		if (res == 0) {
+			o->in_flight = false;
+			return fail(o, -EIO, "write");
+		}
+		o->flight_done += (size_t)res;
+		if (o->flight_done < o->flight_len)
+			submit(o);
+		else
+			o->in_flight = false;
+	}
+	return o->err;
+}
+
+/* Hand the filling buffer to the kernel and start filling the other one. */
+static int flip(struct out *o)
+{
+	if (wait_flight(o))
+		return o->err;
+	if (!o->fill)
+		return 0;
+	o->cur = !o->cur;
+	o->in_flight = true;
+	o->flight_len = o->fill;
+	o->flight_done = 0;
+	o->flight_off = o->off;
+	o->off += o->fill;
+	o->fill = 0;
+	submit(o);
+	return 0;
+}
+
+int out__open(struct out **out, const char *path, char *why, size_t why_len)
+{
+	struct out *o = calloc(1, sizeof(*o));
+	int err;
+
+	*out = NULL;
+	if (why && why_len)
+		why[0] = 0;
+	if (!o)
+		return -ENOMEM;
+	o->fd = -1;
+	if (strlen(path) >= sizeof(o->path)) {
+		free(o);
+		return -ENAMETOOLONG;
+	}
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	snprintf(o->partial, sizeof(o->partial), "%s.partial", path);
+	o->buf[0] = malloc(OUT_BUF);
+	o->buf[1] = malloc(OUT_BUF);
+	if (!o->buf[0] || !o->buf[1]) {
+		err = -ENOMEM;
+		goto free_bufs;
+	}
+	err = io_uring_queue_init(4, &o->ring, 0);
+	if (err)
+		goto free_bufs;
+	o->fd = open(o->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (o->fd < 0) {
+		err = -errno;
+		goto exit_ring;
+	}
+	*out = o;
+	return 0;
+exit_ring:
+	io_uring_queue_exit(&o->ring);
+free_bufs:
+	if (why && why_len)
+		snprintf(why, why_len, "unable to create %s: %s", o->partial, strerror(-err));
+	free(o->buf[0]);
+	free(o->buf[1]);
+	free(o);
+	return err;
+}
+
+int out__write(struct out *o, const void *data, size_t len)
+{
+	const char *p = data;
+	size_t n;
+
+	if (o->err)
+		return o->err;
+	o->bytes += len;
+	while (len) {
+		n = OUT_BUF - o->fill < len ? OUT_BUF - o->fill : len;
+		memcpy(o->buf[o->cur] + o->fill, p, n);
+		o->fill += n;
+		p += n;
+		len -= n;
+		if (o->fill == OUT_BUF && flip(o))
+			return o->err;
+	}
+	return 0;
+}
+
+int out__printf(struct out *o, const char *fmt, ...)
+{
+	char text[65536];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return fail(o, -EINVAL, "format text for");
+	return out__write(o, text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
+static void release(struct out *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	io_uring_queue_exit(&o->ring);
+	free(o->buf[0]);
+	free(o->buf[1]);
+	free(o);
+}
+
+int out__commit(struct out *o, char *why, size_t why_len)
+{
+	int err;
+
+	flip(o);
+	wait_flight(o);
+	if (!o->err && fsync(o->fd))
+		fail(o, -errno, "flush");
+	if (!o->err && rename(o->partial, o->path))
+		fail(o, -errno, "rename into place");
+	err = o->err;
+	if (err)
+		unlink(o->partial);
+	if (why && why_len)
+		snprintf(why, why_len, "%s", o->why);
+	release(o);
+	return err;
+}
+
+void out__abort(struct out *o)
+{
+	if (!o)
+		return;
+	wait_flight(o);
+	unlink(o->partial);
+	release(o);
+}
+
+const char *out__error(const struct out *o)
+{
+	return o->why;
+}
+
+size_t out__bytes(const struct out *o)
+{
+	return o->bytes;
+}

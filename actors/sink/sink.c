@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/* The sink actor loop around a format; see sink.h. */
+#include "actors/sink/sink.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pipeline0/pull.h>
+
+#include "actors/actor.h"
+
+#define SINK_MAX_EVENTS 16384 /* a correlator batch is at most 4096 events and a few */
+#define SINK_POOL_FRAMES (1u << 21) /* stack frames of one batch; touched as used */
+#define SINK_RECVBUF 32 /* batches nng may queue for us */
+#define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
+#define TICK_NS 100000000ull
+
+enum {
+	C_BATCHES,
+	C_EVENTS,
+	C_MISSED,
+	C_REWINDS,
+	C_BAD,
+	C_WRITE_ERRORS,
+	C_N,
+};
+
+static const char *const counter_names[C_N] = {
+	[C_BATCHES] = "batches_in",  [C_EVENTS] = "events_in", [C_MISSED] = "events_missed",
+	[C_REWINDS] = "seq_rewinds", [C_BAD] = "bad_batches",  [C_WRITE_ERRORS] = "write_errors",
+};
+
+struct sink {
+	struct actor *a;
+	const struct fmt_ops *fmt;
+	void *st;
+	nng_socket pull;
+	bool listening;
+	struct xpu_cevent *events;
+	__u64 *pool;
+	struct seq_track seq;
+	__u64 batches, events_in, bad, write_errors;
+	int counters[C_N];
+	int fmt_counters[FMT_COUNTERS_MAX];
+	unsigned int n_fmt_counters;
+};
+
+void seq_track__batch(struct seq_track *t, const struct xpu_wire_batch *b)
+{
+	__u32 p = b->producer & 255;
+
+	if (t->seen[p] && b->seq > t->next[p])
+		t->missed += b->seq - t->next[p];
+	else if (t->seen[p] && b->seq < t->next[p])
+		t->rewinds++;
+	t->seen[p] = true;
+	t->next[p] = b->seq + b->n_events;
+}
+
+static const char *env_get(void *ctx, const char *key)
+{
+	const struct actor *a = ctx;
+
+	return conf_actor__get(a->self, key);
+}
+
+static int env_path(void *ctx, const char *key, char *buf, size_t size)
+{
+	const struct actor *a = ctx;
+
+	return conf_actor__path(a->conf, a->self, key, buf, size);
+}
+
+static int sink__open(struct sink *s)
+{
+	char url[4300];
+	int rv;
+
+	s->events = calloc(SINK_MAX_EVENTS, sizeof(*s->events));
+	s->pool = calloc(SINK_POOL_FRAMES, sizeof(*s->pool));
+	if (!s->events || !s->pool)
+		return -ENOMEM;
+	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, s->a->dir, s->a->self->name);
+	rv = nng_pull0_open(&s->pull);
+	if (!rv)
+		rv = nng_socket_set_int(s->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
+	/* the loop waits in nng_recv, not in a sleep: a batch is taken the moment it comes */
+	if (!rv)
+		rv = nng_socket_set_ms(s->pull, NNG_OPT_RECVTIMEO, 20);
+	if (!rv)
+		rv = nng_listen(s->pull, url, NULL, 0);
+	if (rv) {
+		fprintf(stderr, "%s: unable to listen on %s: %s\n", s->a->prog, url,
+			nng_strerror(rv));
+		return -EIO;
+	}
+	s->listening = true;
+	return 0;
+}
+
+static void publish(struct sink *s)
+{
+	const char *names[FMT_COUNTERS_MAX];
+	__u64 values[FMT_COUNTERS_MAX];
+	unsigned int i, n;
+
+	actor__count(s->a, s->counters[C_BATCHES], s->batches);
+	actor__count(s->a, s->counters[C_EVENTS], s->events_in);
+	actor__count(s->a, s->counters[C_MISSED], s->seq.missed);
+	actor__count(s->a, s->counters[C_REWINDS], s->seq.rewinds);
+	actor__count(s->a, s->counters[C_BAD], s->bad);
+	actor__count(s->a, s->counters[C_WRITE_ERRORS], s->write_errors);
+	if (!s->fmt->counters)
+		return;
+	n = s->fmt->counters(s->st, names, values, FMT_COUNTERS_MAX);
+	for (i = 0; i < n; i++) {
+		if (i >= s->n_fmt_counters) /* formats name their counters once, in order */
+			s->fmt_counters[s->n_fmt_counters++] = actor__counter(s->a, names[i]);
+		actor__count(s->a, s->fmt_counters[i], values[i]);
+	}
+}
+
+/* Take up to SINK_STEP_BATCHES batches; the first receive waits up to the timeout. */
+static void step(struct sink *s, bool wait)
+{
+	struct xpu_wire_batch b;
+	unsigned int n = 0;
+	int flags = NNG_FLAG_ALLOC | (wait ? 0 : NNG_FLAG_NONBLOCK);
+	size_t len;
+	void *buf;
+
+	while (n++ < SINK_STEP_BATCHES && nng_recv(s->pull, &buf, &len, flags) == 0) {
+		flags |= NNG_FLAG_NONBLOCK;
+		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, s->events,
+				    SINK_MAX_EVENTS, s->pool, SINK_POOL_FRAMES, NULL)) {
+			s->bad++;
+		} else {
+			s->batches++;
+			s->events_in += b.n_events;
+			seq_track__batch(&s->seq, &b);
+			s->fmt->batch(s->st, &b, s->events);
+		}
+		nng_free(buf, len);
+	}
+}
+
+/* A write problem is shown and counted, and the sink goes on; it clears when a later write
+ * works. */
+static void outcome(struct sink *s, int err, const char *why)
+{
+	if (err) {
+		s->write_errors++;
+		actor__problem(s->a, "%s", why[0] ? why : strerror(-err));
+	} else {
+		actor__problem(s->a, NULL);
+	}
+}
+
+static void sink__close(struct sink *s)
+{
+	if (s->st)
+		s->fmt->free(s->st);
+	if (s->listening)
+		nng_close(s->pull);
+	free(s->events);
+	free(s->pool);
+}
+
+int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
+{
+	char prog[64], why[512];
+	struct sink s = { .fmt = fmt };
+	struct fmt_env env;
+	__u64 last_tick = 0, now;
+	struct actor a;
+	int err, i;
+
+	snprintf(prog, sizeof(prog), "xpusup-%s", fmt->kind);
+	if (actor__init(&a, argc, argv, prog))
+		return ACTOR_EXIT_PERMANENT;
+	s.a = &a;
+	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path };
+	err = fmt->open(&s.st, &env, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "%s: unable to start [%s]: %s\n", prog, a.self->section, why);
+		actor__fini(&a);
+		return err == -EINVAL ? ACTOR_EXIT_PERMANENT : ACTOR_EXIT_RESTART;
+	}
+	err = sink__open(&s);
+	if (err) {
+		sink__close(&s);
+		actor__fini(&a);
+		return ACTOR_EXIT_RESTART;
+	}
+	for (i = 0; i < C_N; i++)
+		s.counters[i] = actor__counter(&a, counter_names[i]);
+	actor__ready(&a);
+	while (!actor__stopping(&a)) {
+		step(&s, true);
+		now = xpu_now_ns();
+		if (now - last_tick >= TICK_NS) {
+			if (fmt->tick) {
+				err = fmt->tick(s.st, now, why, sizeof(why));
+				outcome(&s, err, why);
+			}
+			publish(&s);
+			last_tick = now;
+		}
+		actor__beat(&a);
+	}
+	/* Stopping: the correlators stopped first; take what they left in the queue. */
+	for (i = 0; i < 10; i++)
+		step(&s, i < 5);
+	err = fmt->finish(s.st, why, sizeof(why));
+	outcome(&s, err, why);
+	publish(&s);
+	sink__close(&s);
+	actor__fini(&a);
+	return err ? 1 : 0; /* the final output is missing: say so in the exit status too */
+}

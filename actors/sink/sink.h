@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sink actors (kinds folded, timeline, stats): one program per kind, each this loop
+ * around its format (fmt.h). A sink listens with nng PULL on its ipc endpoint in the session
+ * directory (XPU_SINK_URL_FMT), where every correlator shard pushes its wire batches;
+ * decodes each batch, counts the sequence gaps per producer (in events: docs/wire.md) and
+ * hands the events to the format. A format that cannot write (a missing folder, a full disk)
+ * does not stop the sink: the problem shows in `xpusup status` while the sink keeps
+ * receiving and counting, and it tries again.
+ */
+#ifndef XPUSUP_ACTORS_SINK_SINK_H
+#define XPUSUP_ACTORS_SINK_SINK_H
+
+#include <stdbool.h>
+
+#include "actors/sink/fmt.h"
+
+/* Per-producer sequence accounting (docs/wire.md), shared with `xpusup subscribe`. */
+struct seq_track {
+	__u64 next[256];
+	bool seen[256];
+	__u64 missed; /* events lost on the way */
+	__u64 rewinds; /* batches that went back */
+};
+
+/* seq_track__batch - account one batch of producer p. */
+void seq_track__batch(struct seq_track *t, const struct xpu_wire_batch *b);
+
+/* sink__main - the whole life of a sink actor of format fmt. Returns the exit code. */
+int sink__main(int argc, char **argv, const struct fmt_ops *fmt);
+
+#endif /* XPUSUP_ACTORS_SINK_SINK_H */

@@ -1,0 +1,125 @@
+#!/bin/bash
+# The sinks with real sessions: synthetic source -> correlator shards -> sink actors.
+# Golden outputs from a deterministic synthetic run; the flame graph page; a sink that
+# cannot write (missing folder, full disk) shows the problem while the pipeline runs on;
+# kill -9 of a sink mid-run. TAP on stdout.
+#
+# Usage: sink_test.sh XPUSUP_BINARY GOLDEN_DIR
+set -u
+XPUSUP=${1:?usage: sink_test.sh XPUSUP_BINARY GOLDEN_DIR}
+GOLDEN=${2:?usage: sink_test.sh XPUSUP_BINARY GOLDEN_DIR}
+PY=/usr/bin/python3
+if [ "$(id -u)" != 0 ] && [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+	echo "1..0 # SKIP needs root or XDG_RUNTIME_DIR for session directories"
+	exit 77
+fi
+if [ "$(id -u)" = 0 ]; then BASE=/run/xpusup; else BASE=$XDG_RUNTIME_DIR/xpusup; fi
+WORK=$(mktemp -d /tmp/xpusup-sinktest-XXXXXX)
+PREFIX="k$$"
+n=0
+failed=0
+cleanup() {
+	for s in $(ls "$BASE" 2>/dev/null | grep "^$PREFIX" | sed 's/\.log$//' | sort -u); do
+		"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	done
+	mountpoint -q "$WORK/full" && umount "$WORK/full"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+
+json() { # json SESSION EXPR over `xpusup status --json`
+	"$XPUSUP" status --session "$1" --json 2>/dev/null | "$PY" -c "
+import json, sys
+j = json.load(sys.stdin)
+a = {x['name']: x for x in j.get('actors', [])}
+c = lambda name, k: a[name]['counters'].get(k, 0)
+sum_ = lambda k: sum(x['counters'].get(k, 0) for x in j['actors'] if x['role'] == 'correlator')
+print($2)"
+}
+
+wait_for() { # wait_for SECONDS SESSION EXPR
+	local deadline=$((SECONDS + $1))
+	while [ $SECONDS -le "$deadline" ]; do
+		[ "$(json "$2" "$3" 2>/dev/null)" = True ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+log_clean() {
+	! grep -q "Sanitizer" "$BASE/$1.log" && ! grep -Eq "stopped \(exit [1-9]" "$BASE/$1.log"
+	ok $? "$2: every actor exited 0 at stop, no sanitizer report in the log"
+}
+
+# A deterministic run: every launch joined, stacks of the simulated training loop (no
+# answer-key frame), durations that depend only on the launch number.
+synthetic() { # synthetic COUNT
+	cat <<CONF
+[correlator]
+shards = 2
+exit_grace_ms = 200
+[source syn]
+kind = synthetic
+processes = 4
+launches_per_s = 0
+count = $1
+answer_frame = no
+CONF
+}
+
+# ---- folded: golden file, flame graph page --------------------------------------------
+s="$PREFIX-folded"
+mkdir -p "$WORK/folded"
+{ printf '[sink flame]\nkind = folded\npath = folded/flame.folded\nsnapshot_s = 0\n'; synthetic 2400; } >"$WORK/folded.conf"
+"$XPUSUP" start "$WORK/folded.conf" --session "$s" >/dev/null 2>&1
+ok $? "folded: a session with a folded sink starts"
+wait_for 30 "$s" "c('syn', 'launches') == 2400 and c('flame', 'events_in') == c('syn', 'records_out')"
+ok $? "folded: the sink received every event"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "folded"
+diff -u "$GOLDEN/flame.folded" "$WORK/folded/flame.folded" >"$WORK/folded.diff"
+ok $? "folded: flame.folded is the golden file ($(wc -l <"$WORK/folded.diff") diff lines)"
+# Independently of the golden file: the synthetic source's GPU time, from its own rules.
+got=$("$PY" - "$WORK/folded/flame.folded" <<'PYEOF'
+import sys
+kernel = memcpy = memset = cpu = 0
+for line in open(sys.argv[1]):
+    stack, w = line.rsplit(' ', 1)
+    w = int(w)
+    leaf = stack.split(';')[-1]
+    if leaf.startswith('[gpu] void synth_kernel_'): kernel += w
+    elif leaf == '[gpu] memcpy HtoD': memcpy += w
+    elif leaf == '[gpu] memset': memset += w
+    else: cpu += w
+# synthetic.c: launch u is a memset (1 us) when u % 8 == 7, else a memcpy (40 us) when
+# u % 4 == 3, else a kernel of 1000 * (1 + u % 50) ns; a CPU sample (10101010 ns) in 16
+want_k = sum(1000 * (1 + u % 50) for u in range(2400) if u % 8 != 7 and u % 4 != 3)
+want_c = sum(40000 for u in range(2400) if u % 8 != 7 and u % 4 == 3)
+want_s = sum(1000 for u in range(2400) if u % 8 == 7)
+print(kernel == want_k, memcpy == want_c, memset == want_s, cpu == 2400 // 16 * 10101010)
+PYEOF
+)
+[ "$got" = "True True True True" ]
+ok $? "folded: GPU kernel, memcpy, memset and CPU time add up to what the source generated ($got)"
+html="$WORK/folded/flame.html"
+[ -s "$html" ] && "$PY" - "$html" "$WORK/folded/flame.folded" <<'PYEOF'
+import json, re, sys
+page = open(sys.argv[1]).read()
+data = re.search(r'const DATA = (\[.*?\n\]);', page, re.S).group(1)
+rows = json.loads(data)
+lines = [l.rsplit(' ', 1) for l in open(sys.argv[2]).read().splitlines()]
+assert [[s, int(w)] for s, w in lines] == rows, 'page data differs from the folded file'
+assert page.count('<script>') == 1 and '</script></body></html>' in page
+PYEOF
+ok $? "folded: flame.html embeds exactly the folded file's stacks and weights"
+sed -n '/<script>/,/<\/script>/p' "$html" | sed '1d;$d' >"$WORK/page.js"
+node --check "$WORK/page.js" 2>"$WORK/node.err"
+ok $? "folded: the page's script parses ($(head -c 200 "$WORK/node.err"))"
+
+echo "1..$n"
+[ $failed = 0 ]
