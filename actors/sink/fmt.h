@@ -34,6 +34,9 @@ struct fmt_ops {
 	/* read options (a bad one is an error: -EINVAL) and make the state */
 	int (*open)(void **st, const struct fmt_env *env, char *why, size_t why_len);
 	void (*batch)(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev);
+	/* optional: each message as it arrived, before decoding, for a format that forwards
+	 * batches untouched (kind publish); a format with raw may leave batch NULL */
+	void (*raw)(void *st, const void *msg, size_t len);
 	/* about every 100 ms: periodic output. 0 or -errno with why */
 	int (*tick)(void *st, __u64 now_ns, char *why, size_t why_len);
 	/* the final output. 0 or -errno with why */

@@ -134,6 +134,8 @@ static void step(struct sink *s, bool wait)
 
 	while (n++ < SINK_STEP_BATCHES && nng_recv(s->pull, &buf, &len, flags) == 0) {
 		flags |= NNG_FLAG_NONBLOCK;
+		if (s->fmt->raw)
+			s->fmt->raw(s->st, buf, len);
 		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, s->events,
 				    SINK_MAX_EVENTS, s->pool, SINK_POOL_FRAMES, NULL)) {
 			s->bad++;
@@ -141,7 +143,8 @@ static void step(struct sink *s, bool wait)
 			s->batches++;
 			s->events_in += b.n_events;
 			seq_track__batch(&s->seq, &b);
-			s->fmt->batch(s->st, &b, s->events);
+			if (s->fmt->batch)
+				s->fmt->batch(s->st, &b, s->events);
 		}
 		nng_free(buf, len);
 	}
