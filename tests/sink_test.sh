@@ -121,5 +121,87 @@ sed -n '/<script>/,/<\/script>/p' "$html" | sed '1d;$d' >"$WORK/page.js"
 node --check "$WORK/page.js" 2>"$WORK/node.err"
 ok $? "folded: the page's script parses ($(head -c 200 "$WORK/node.err"))"
 
+# ---- kill -9 of a sink mid-run -------------------------------------------------------
+s="$PREFIX-kill"
+mkdir -p "$WORK/kill"
+{ printf '[sink flame]\nkind = folded\npath = kill/flame.folded\nsnapshot_s = 1\n'
+  synthetic 90000 | sed 's/launches_per_s = 0/launches_per_s = 30000/'; } >"$WORK/kill.conf"
+"$XPUSUP" start "$WORK/kill.conf" --session "$s" >/dev/null 2>&1
+sleep 1.6
+kill -9 "$(json "$s" "a['flame']['pid']")"
+wait_for 10 "$s" "a['flame']['restarts'] == 1 and a['flame']['state'] == 'running'"
+ok $? "kill -9: the folded sink killed mid-run is restarted"
+wait_for 30 "$s" "c('syn', 'launches') == 90000 and sum_('pending') == 0 and c('flame', 'events_in') + c('flame', 'events_missed') == c('syn', 'records_out')"
+rc=$?
+got=$(json "$s" "c('syn', 'records_out'), c('flame', 'events_in'), c('flame', 'events_missed'), c('flame', 'state_lost'), c('syn', 'records_dropped')")
+ok $rc "kill -9: produced = received + missed in transit, over both runs of the sink (produced, received, missed, state lost, source drops: $got)"
+lost=$(json "$s" "c('flame', 'state_lost') + c('flame', 'events_missed') > 0 and c('flame', 'state_lost') <= c('flame', 'events_in')")
+[ "$lost" = True ]
+ok $? "kill -9: the events lost with the killed run are reported (state_lost, events_missed)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "kill -9"
+got=$("$PY" - "$WORK/kill/flame.folded" <<'PYEOF'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+good = all(re.fullmatch(r'[^ ;]+(;[^;]+)* [0-9]+', l) for l in lines)
+kernel = sum(int(l.rsplit(' ', 1)[1]) for l in lines if '[gpu] void synth_kernel_' in l)
+want = sum(1000 * (1 + u % 50) for u in range(90000) if u % 8 != 7 and u % 4 != 3)
+# the final file holds the killed run's last snapshot and everything after the restart
+print(good and len(lines) > 0, 0.5 * want < kernel <= want)
+PYEOF
+)
+[ "$got" = "True True" ]
+ok $? "kill -9: the final flame.folded is whole and keeps what was written before the kill ($got)"
+[ ! -e "$WORK/kill/flame.folded.partial" ] && [ ! -e "$WORK/kill/flame.html.partial" ]
+ok $? "kill -9: no partial file is left after stop"
+
+# ---- a sink that cannot write ----------------------------------------------------------
+s="$PREFIX-nodir"
+{ printf '[sink flame]\nkind = folded\npath = nodir/flame.folded\nsnapshot_s = 1\n'
+  synthetic 0 | sed 's/launches_per_s = 0/launches_per_s = 2000/'; } >"$WORK/nodir.conf"
+"$XPUSUP" start "$WORK/nodir.conf" --session "$s" >/dev/null 2>&1
+ok $? "no folder: the session starts although the sink's folder does not exist"
+wait_for 10 "$s" "c('flame', 'write_errors') > 0 and 'No such file or directory' in (a['flame']['problem'] or '')"
+ok $? "no folder: the problem is shown in status ($(json "$s" "a['flame']['problem']"))"
+"$XPUSUP" status --session "$s" 2>/dev/null | grep -q "flame.*PROBLEM.*nodir/flame.folded"
+ok $? "no folder: and in the text status, naming the file"
+e1=$(json "$s" "sum_('events_out')")
+sleep 1
+e2=$(json "$s" "sum_('events_out'), c('syn', 'records_dropped'), a['flame']['state']")
+[ "${e2%% *}" -gt "$e1" ] && [ "$(echo "$e2" | cut -d' ' -f2-)" = "0 running" ]
+ok $? "no folder: the pipeline runs on, nothing dropped at the source, the sink still running ($e1 -> $e2)"
+mkdir "$WORK/nodir"
+wait_for 10 "$s" "a['flame']['problem'] is None"
+ok $? "no folder: once the folder exists the problem clears"
+[ -s "$WORK/nodir/flame.folded" ]
+ok $? "no folder: and the file is written"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+
+s="$PREFIX-full"
+mkdir -p "$WORK/full"
+if mount -t tmpfs -o size=256k tmpfs "$WORK/full" 2>/dev/null; then
+	dd if=/dev/zero of="$WORK/full/filler" bs=4k 2>/dev/null
+	{ printf '[sink flame]\nkind = folded\npath = full/flame.folded\nsnapshot_s = 1\n'
+	  synthetic 0 | sed 's/launches_per_s = 0/launches_per_s = 2000/'; } >"$WORK/full.conf"
+	"$XPUSUP" start "$WORK/full.conf" --session "$s" >/dev/null 2>&1
+	wait_for 10 "$s" "'No space left on device' in (a['flame']['problem'] or '')"
+	ok $? "full disk: the problem is shown in status ($(json "$s" "a['flame']['problem']"))"
+	[ ! -e "$WORK/full/flame.folded" ] && [ ! -e "$WORK/full/flame.folded.partial" ]
+	ok $? "full disk: no truncated file is left, under either name"
+	e1=$(json "$s" "sum_('events_out')")
+	sleep 1
+	[ "$(json "$s" "sum_('events_out') > $e1 and c('syn', 'records_dropped') == 0 and a['flame']['state'] == 'running'")" = True ]
+	ok $? "full disk: the pipeline runs on"
+	rm -f "$WORK/full/filler"
+	wait_for 10 "$s" "a['flame']['problem'] is None"
+	ok $? "full disk: with room again the problem clears and the file is written"
+	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	[ -s "$WORK/full/flame.folded" ]
+	ok $? "full disk: the final file is there after stop"
+	umount "$WORK/full"
+else
+	ok 1 "full disk: cannot mount a small tmpfs (needs root)"
+fi
+
 echo "1..$n"
 [ $failed = 0 ]

@@ -12,6 +12,7 @@
 #ifndef XPUSUP_ACTORS_SINK_FMT_H
 #define XPUSUP_ACTORS_SINK_FMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/wire.h"
@@ -25,9 +26,14 @@ struct fmt_env {
 	/* a file name option with a relative name taken from the right folder: 0, -ENOENT
 	 * when not given, -ENAMETOOLONG */
 	int (*path)(void *ctx, const char *key, char *buf, size_t size);
+	/* a restarted sink of the same session: a format may pick up its last complete
+	 * output (the counts the sink reports assume it does only what tick said it wrote) */
+	bool resume;
 };
 
 #define FMT_COUNTERS_MAX 12
+
+enum { FMT_IDLE = 0, FMT_COMPLETE = 1, FMT_WROTE = 2 };
 
 struct fmt_ops {
 	const char *kind; /* "folded": the actor program is xpusup-folded */
@@ -37,7 +43,10 @@ struct fmt_ops {
 	/* optional: each message as it arrived, before decoding, for a format that forwards
 	 * batches untouched (kind publish); a format with raw may leave batch NULL */
 	void (*raw)(void *st, const void *msg, size_t len);
-	/* about every 100 ms: periodic output. 0 or -errno with why */
+	/* about every 100 ms: periodic output. Returns FMT_IDLE (nothing written),
+	 * FMT_WROTE (written; a problem shown before is over), FMT_COMPLETE (a complete
+	 * output of everything received so far was written: a restart loses nothing before
+	 * it), or -errno with why */
 	int (*tick)(void *st, __u64 now_ns, char *why, size_t why_len);
 	/* the final output. 0 or -errno with why */
 	int (*finish)(void *st, char *why, size_t why_len);

@@ -72,6 +72,8 @@ struct folded {
 	struct stack *tab; /* 2 * max_stacks slots */
 	__u32 mask, n;
 	struct comm *comms; /* 2 * COMMS_MAX slots, pid -> comm */
+	struct line *pre; /* a restarted sink's last complete file, merged into every write */
+	__u32 n_pre;
 	__u32 n_comms;
 	__u64 cpu_samples, gpu_events, overflow, writes, dirty;
 };
@@ -320,11 +322,17 @@ static int line_cmp(const void *a, const void *b)
  * stacks): the file is the same whatever order the events came in. */
 static struct line *lines_of(struct folded *f, __u32 *count)
 {
-	struct line *l = malloc(((size_t)f->n + 1) * sizeof(*l));
+	struct line *l = malloc(((size_t)f->n + f->n_pre + 1) * sizeof(*l));
 	__u32 i, n = 0, m;
 
 	if (!l)
 		return NULL;
+	for (i = 0; i < f->n_pre; i++) {
+		l[n].text = strdup(f->pre[i].text);
+		l[n].weight = f->pre[i].weight;
+		if (l[n].text)
+			n++;
+	}
 	for (i = 0; i <= f->mask; i++) {
 		if (!f->tab[i].used)
 			continue;
@@ -493,12 +501,19 @@ static int folded_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 {
 	struct folded *f = st;
 
+	int err;
+
 	if (!f->last_snapshot)
 		f->last_snapshot = now_ns;
-	if (!f->snapshot_ns || now_ns - f->last_snapshot < f->snapshot_ns || !f->dirty)
-		return 0;
+	if (!f->snapshot_ns)
+		return FMT_IDLE;
+	if (!f->dirty) /* the file on disk (if any) already holds everything */
+		return f->writes ? FMT_COMPLETE : FMT_IDLE;
+	if (now_ns - f->last_snapshot < f->snapshot_ns)
+		return FMT_IDLE;
 	f->last_snapshot = now_ns;
-	return write_files(f, why, why_len);
+	err = write_files(f, why, why_len);
+	return err ? err : FMT_COMPLETE;
 }
 
 static int folded_finish(void *st, char *why, size_t why_len)
@@ -518,6 +533,8 @@ static void folded_free(void *st)
 		}
 	free(f->tab);
 	free(f->comms);
+	if (f->pre)
+		lines_free(f->pre, f->n_pre);
 	free(f);
 }
 
@@ -532,6 +549,40 @@ static unsigned int folded_counters(void *st, const char **names, __u64 *values,
 		values[i] = v[i];
 	}
 	return i;
+}
+
+/* A restarted sink starts from its previous run's last complete file, so the final file
+ * still holds what was written before the crash (what came after that was lost with the
+ * process, and the sink counts it). */
+static int preload(struct folded *f)
+{
+	FILE *in = fopen(f->path, "re");
+	char line[65536], *sp;
+	struct line *grown;
+	__u32 cap = 0;
+
+	if (!in)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), in)) {
+		line[strcspn(line, "\n")] = 0;
+		sp = strrchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = 0;
+		if (f->n_pre == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(f->pre, cap * sizeof(*grown));
+			if (!grown)
+				break;
+			f->pre = grown;
+		}
+		f->pre[f->n_pre].text = strdup(line);
+		f->pre[f->n_pre].weight = strtoull(sp + 1, NULL, 10);
+		if (f->pre[f->n_pre].text)
+			f->n_pre++;
+	}
+	fclose(in);
+	return 0;
 }
 
 static int folded_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
@@ -592,6 +643,9 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 		snprintf(why, why_len, "out of memory");
 		goto fail;
 	}
+	if (env->resume && preload(f))
+		snprintf(why, why_len, "unable to read the last %s back: %s", f->path,
+			 strerror(errno));
 	*out = f;
 	return 0;
 fail:

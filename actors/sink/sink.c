@@ -3,9 +3,12 @@
 #include "actors/sink/sink.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/pull.h>
@@ -18,6 +21,31 @@
 #define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
 #define TICK_NS 100000000ull
 
+/*
+ * What a sink must know after a kill -9 to report exactly what it lost: the file
+ * `sink.NAME.state` in the session directory, rewritten (two slots and a generation, as the
+ * correlator's checkpoint) after every batch. With it a restarted sink counts a batch lost
+ * in transit as a sequence gap from where its predecessor stopped, and the events its
+ * predecessor had received but not yet written in a complete output as `state_lost`.
+ */
+#define SINK_STATE_MAGIC 0x3154535f4b4e4953ull /* "SINK_ST1" */
+#define SINK_STATE_PRODUCERS 32 /* CONF_MAX_SHARDS */
+
+struct sink_state_slot {
+	__u64 next[SINK_STATE_PRODUCERS];
+	__u64 seen; /* bit per producer */
+	__u64 received; /* events received, over every run of this sink */
+	__u64 covered; /* of those, in the last complete output */
+	__u64 lost; /* events lost with earlier runs' memory */
+	__u64 missed, rewinds;
+};
+
+struct sink_state {
+	__u64 magic;
+	__u64 gen; /* slot gen & 1 is current */
+	struct sink_state_slot slots[2];
+};
+
 enum {
 	C_BATCHES,
 	C_EVENTS,
@@ -25,12 +53,14 @@ enum {
 	C_REWINDS,
 	C_BAD,
 	C_WRITE_ERRORS,
+	C_STATE_LOST,
 	C_N,
 };
 
 static const char *const counter_names[C_N] = {
 	[C_BATCHES] = "batches_in",  [C_EVENTS] = "events_in", [C_MISSED] = "events_missed",
 	[C_REWINDS] = "seq_rewinds", [C_BAD] = "bad_batches",  [C_WRITE_ERRORS] = "write_errors",
+	[C_STATE_LOST] = "state_lost",
 };
 
 struct sink {
@@ -42,6 +72,8 @@ struct sink {
 	struct xpu_cevent *events;
 	__u64 *pool;
 	struct seq_track seq;
+	struct sink_state *state; /* shared mapping, NULL when it could not be made */
+	__u64 received, covered, lost; /* over every run of this sink */
 	__u64 batches, events_in, bad, write_errors;
 	int counters[C_N];
 	int fmt_counters[FMT_COUNTERS_MAX];
@@ -72,6 +104,79 @@ static int env_path(void *ctx, const char *key, char *buf, size_t size)
 	const struct actor *a = ctx;
 
 	return conf_actor__path(a->conf, a->self, key, buf, size);
+}
+
+static void state__commit(struct sink *s)
+{
+	struct sink_state *m = s->state;
+	struct sink_state_slot *c;
+	__u32 p;
+
+	if (!m)
+		return;
+	c = &m->slots[(m->gen + 1) & 1];
+	c->seen = 0;
+	for (p = 0; p < SINK_STATE_PRODUCERS; p++) {
+		c->next[p] = s->seq.next[p];
+		c->seen |= (__u64)s->seq.seen[p] << p;
+	}
+	c->received = s->received;
+	c->covered = s->covered;
+	c->lost = s->lost;
+	c->missed = s->seq.missed;
+	c->rewinds = s->seq.rewinds;
+	/* the slot before the generation that makes it current: pairs with the acquire load
+	 * in state__open of the next run */
+	__atomic_store_n(&m->gen, m->gen + 1, __ATOMIC_RELEASE);
+}
+
+/* Map the state file; a valid one means this is a restart: carry its accounting on. */
+static bool state__open(struct sink *s)
+{
+	char name[96];
+	struct sink_state *m;
+	bool resume = false;
+	__u64 gen;
+	__u32 p;
+	int fd;
+
+	snprintf(name, sizeof(name), "sink.%.60s.state", s->a->self->name);
+	fd = openat(s->a->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(*m))) {
+		fprintf(stderr, "%s: unable to keep %s (restarts will not be accounted): %s\n",
+			s->a->prog, name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	s->state = m;
+	gen = __atomic_load_n(&m->gen, __ATOMIC_ACQUIRE);
+	if (m->magic == SINK_STATE_MAGIC && gen) {
+		const struct sink_state_slot *c = &m->slots[gen & 1];
+
+		for (p = 0; p < SINK_STATE_PRODUCERS; p++) {
+			s->seq.next[p] = c->next[p];
+			s->seq.seen[p] = c->seen >> p & 1;
+		}
+		s->seq.missed = c->missed;
+		s->seq.rewinds = c->rewinds;
+		s->received = s->covered = c->received;
+		s->lost = c->lost + (c->received - c->covered);
+		resume = true;
+		fprintf(stderr,
+			"%s: restarted: %llu events received by the previous run after its last "
+			"complete output were lost with it\n",
+			s->a->prog, (unsigned long long)(c->received - c->covered));
+	} else {
+		memset(m, 0, sizeof(*m));
+		m->magic = SINK_STATE_MAGIC;
+	}
+	state__commit(s);
+	return resume;
 }
 
 static int sink__open(struct sink *s)
@@ -108,11 +213,12 @@ static void publish(struct sink *s)
 	unsigned int i, n;
 
 	actor__count(s->a, s->counters[C_BATCHES], s->batches);
-	actor__count(s->a, s->counters[C_EVENTS], s->events_in);
+	actor__count(s->a, s->counters[C_EVENTS], s->received); /* over every run, as the gaps */
 	actor__count(s->a, s->counters[C_MISSED], s->seq.missed);
 	actor__count(s->a, s->counters[C_REWINDS], s->seq.rewinds);
 	actor__count(s->a, s->counters[C_BAD], s->bad);
 	actor__count(s->a, s->counters[C_WRITE_ERRORS], s->write_errors);
+	actor__count(s->a, s->counters[C_STATE_LOST], s->lost);
 	if (!s->fmt->counters)
 		return;
 	n = s->fmt->counters(s->st, names, values, FMT_COUNTERS_MAX);
@@ -142,9 +248,11 @@ static void step(struct sink *s, bool wait)
 		} else {
 			s->batches++;
 			s->events_in += b.n_events;
+			s->received += b.n_events;
 			seq_track__batch(&s->seq, &b);
 			if (s->fmt->batch)
 				s->fmt->batch(s->st, &b, s->events);
+			state__commit(s);
 		}
 		nng_free(buf, len);
 	}
@@ -154,10 +262,14 @@ static void step(struct sink *s, bool wait)
  * works. */
 static void outcome(struct sink *s, int err, const char *why)
 {
-	if (err) {
+	if (err == FMT_COMPLETE) { /* a complete output of everything so far */
+		s->covered = s->received;
+		state__commit(s);
+	}
+	if (err < 0) {
 		s->write_errors++;
 		actor__problem(s->a, "%s", why[0] ? why : strerror(-err));
-	} else {
+	} else if (err != FMT_IDLE) {
 		actor__problem(s->a, NULL);
 	}
 }
@@ -168,6 +280,8 @@ static void sink__close(struct sink *s)
 		s->fmt->free(s->st);
 	if (s->listening)
 		nng_close(s->pull);
+	if (s->state)
+		munmap(s->state, sizeof(*s->state));
 	free(s->events);
 	free(s->pool);
 }
@@ -186,6 +300,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 		return ACTOR_EXIT_PERMANENT;
 	s.a = &a;
 	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path };
+	env.resume = state__open(&s);
 	err = fmt->open(&s.st, &env, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "%s: unable to start [%s]: %s\n", prog, a.self->section, why);
@@ -218,7 +333,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	for (i = 0; i < 10; i++)
 		step(&s, i < 5);
 	err = fmt->finish(s.st, why, sizeof(why));
-	outcome(&s, err, why);
+	outcome(&s, err ? err : FMT_COMPLETE, why);
 	publish(&s);
 	sink__close(&s);
 	actor__fini(&a);
