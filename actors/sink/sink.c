@@ -58,8 +58,8 @@ enum {
 };
 
 static const char *const counter_names[C_N] = {
-	[C_BATCHES] = "batches_in",  [C_EVENTS] = "events_in", [C_MISSED] = "events_missed",
-	[C_REWINDS] = "seq_rewinds", [C_BAD] = "bad_batches",  [C_WRITE_ERRORS] = "write_errors",
+	[C_BATCHES] = "batches_in",    [C_EVENTS] = "events_in", [C_MISSED] = "events_missed",
+	[C_REWINDS] = "seq_rewinds",   [C_BAD] = "bad_batches",	 [C_WRITE_ERRORS] = "write_errors",
 	[C_STATE_LOST] = "state_lost",
 };
 
