@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -46,6 +47,29 @@ static int fail(struct out *o, int err, const char *what)
 			 strerror(-err));
 	}
 	return o->err;
+}
+
+/* mkdir -p of path's folder: users write `path = out/flame.folded` and expect out/. */
+static int make_parents(const char *path)
+{
+	char dir[OUT_PATH_MAX], *p;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return 0;
+	*p = 0;
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 static void submit(struct out *o)
@@ -136,6 +160,7 @@ int out__open(struct out **out, const char *path, char *why, size_t why_len)
 	err = io_uring_queue_init(4, &o->ring, 0);
 	if (err)
 		goto free_bufs;
+	make_parents(o->partial); /* if it fails, open says why */
 	o->fd = open(o->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
 		err = -errno;

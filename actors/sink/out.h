@@ -3,7 +3,8 @@
  * An output file of a sink, written with io_uring in large writes and made visible only
  * when complete:
  *
- *	out__open(&o, "out/flame.folded")   writes go to "out/flame.folded.partial"
+ *	out__open(&o, "out/flame.folded")   writes go to "out/flame.folded.partial" (out/ is
+ *					    made if missing)
  *	out__write(o, buf, n) ...           copied into 1 MiB buffers; a full buffer is
  *					    submitted while the other one fills
  *	out__commit(o)                      last write, wait, fsync, rename over the final
