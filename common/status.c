@@ -100,15 +100,15 @@ void status__set_problem(struct xpu_actor_slot *slot, const char *text, __u64 no
 	__u32 seq = status_load(&slot->problem_seq);
 	size_t i = 0;
 
-	/* Odd while writing; the release fence orders the odd count before the text, and the
-	 * final release store the text before the even count (pairs with the reader's
-	 * acquire loads). */
+	/* Odd while writing. Each text byte is a release store, so the odd count is visible
+	 * before any of them; the final release store makes the even count visible after all
+	 * of them (pairs with the reader's acquire loads). No fences: TSan does not model
+	 * them. */
 	status_store(&slot->problem_seq, seq | 1);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	for (; text[i] && i < sizeof(slot->problem) - 1; i++)
-		__atomic_store_n(&slot->problem[i], text[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->problem[i], text[i], __ATOMIC_RELEASE);
 	for (; i < sizeof(slot->problem); i++)
-		__atomic_store_n(&slot->problem[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->problem[i], 0, __ATOMIC_RELEASE);
 	status_store(&slot->problem_ns, now_ns);
 	__atomic_store_n(&slot->problem_seq, (seq | 1) + 1, __ATOMIC_RELEASE);
 }
@@ -122,10 +122,10 @@ void status__get_problem(const struct xpu_actor_slot *slot, char *buf, size_t si
 		before = __atomic_load_n(&slot->problem_seq, __ATOMIC_ACQUIRE);
 		if (before & 1)
 			continue;
+		/* acquire loads: the count is read again only after all of them */
 		for (i = 0; i < n; i++)
-			buf[i] = __atomic_load_n(&slot->problem[i], __ATOMIC_RELAXED);
+			buf[i] = __atomic_load_n(&slot->problem[i], __ATOMIC_ACQUIRE);
 		buf[n] = 0;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		after = __atomic_load_n(&slot->problem_seq, __ATOMIC_RELAXED);
 		if (after == before)
 			return;

@@ -192,6 +192,11 @@ static int sink__open(struct sink *s)
 	rv = nng_pull0_open(&s->pull);
 	if (!rv)
 		rv = nng_socket_set_int(s->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
+	/* nng refuses messages over 1 MiB by default, and drops the connection with them; a
+	 * batch of 4096 events with deep stacks is larger. The decoder has its own limit. */
+	if (!rv)
+		rv = nng_socket_set_size(s->pull, NNG_OPT_RECVMAXSZ,
+					 xpu_wire_default_limits.max_message);
 	/* the loop waits in nng_recv, not in a sleep: a batch is taken the moment it comes */
 	if (!rv)
 		rv = nng_socket_set_ms(s->pull, NNG_OPT_RECVTIMEO, 20);

@@ -212,6 +212,10 @@ static int sink__open(struct mesh *m, struct actor *a)
 	 * it each sender waits for our next poll, batch by batch. */
 	if (!rv)
 		rv = nng_socket_set_int(m->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
+	/* nng's default limit is 1 MiB a message; a batch can be larger */
+	if (!rv)
+		rv = nng_socket_set_size(m->pull, NNG_OPT_RECVMAXSZ,
+					 xpu_wire_default_limits.max_message);
 	/* The sink's loop waits in its receive, not in a sleep: a batch is taken as soon as it
 	 * arrives. */
 	if (!rv)
