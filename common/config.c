@@ -429,6 +429,51 @@ static const struct key_schema correlator_keys[] = {
 	{ .key = NULL },
 };
 
+/* kind = stats (actors/sink/stats.c, docs/stats.md). */
+static const struct key_schema stats_keys[] = {
+	{ .key = "path",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .required = true,
+	  .doc = "the statistics as JSON, e.g. out/stats.json" },
+	{ .key = "text",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "the same for people (default: beside path, .txt; none: no text file)" },
+	{ .key = "interval_s",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .max = 86400,
+	  .def = "0",
+	  .doc = "every N seconds append the interval's statistics to the intervals file and "
+		 "rewrite path and text with the totals so far (0: only at stop)" },
+	{ .key = "intervals",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "one JSON line an interval (default: beside path, .intervals.jsonl)" },
+	{ .key = "window_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 1,
+	  .max = 3600000,
+	  .def = "1000",
+	  .doc = "SM-active windows, in event time" },
+	{ .key = "lateness_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .max = 3600000,
+	  .def = "10000",
+	  .doc = "a window closes when kernels ending this long after it have arrived" },
+	{ .key = "max_kernels",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 16,
+	  .max = 1u << 20,
+	  .def = "10000",
+	  .doc = "kernel names kept apart; the rest are counted as [other kernels]" },
+	{ .key = NULL },
+};
+
 static const char *const folded_weight_names[] = { "ns", "samples", NULL };
 
 /* kind = folded (actors/sink/folded.c). */
@@ -464,6 +509,71 @@ static const struct key_schema folded_keys[] = {
 	{ .key = NULL },
 };
 
+/* kind = publish (actors/sink/publish.c): the address is checked when the sink starts. */
+static const struct key_schema publish_keys[] = {
+	{ .key = "listen",
+	  .type = T_PATH, /* any text: a URL, not a file name */
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .required = true,
+	  .doc = "where subscribers dial: tcp://HOST:PORT, ipc:///PATH, tls+tcp://HOST:PORT" },
+	{ .key = "tls_cert",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "tls+tcp: the server certificate (PEM)" },
+	{ .key = "tls_key",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "tls+tcp: the server certificate's private key (PEM, unencrypted)" },
+	{ .key = "tls_ca",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .doc = "tls+tcp: subscribers must present a certificate this CA signed (PEM)" },
+	{ .key = "queue",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 1,
+	  .max = 8192,
+	  .def = "32",
+	  .doc = "batches queued per subscriber; beyond that a slow subscriber loses batches" },
+	{ .key = "linger_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .max = 10000,
+	  .def = "200",
+	  .doc = "at stop, time given to the last batches to reach subscribers" },
+	{ .key = NULL },
+};
+
+/* kind = timeline (actors/sink/timeline.c, docs/timeline.md). */
+static const struct key_schema timeline_keys[] = {
+	{ .key = "path",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .required = true,
+	  .doc = "the Chrome trace JSON file, e.g. out/trace.json" },
+	{ .key = "sm_window_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 1,
+	  .max = 60000,
+	  .def = "100",
+	  .doc = "windows of the SM-active % counter tracks, in event time" },
+	{ .key = "sm_lateness_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .max = 3600000,
+	  .def = "2000",
+	  .doc = "an SM-active window is written when kernels ending this long after it came" },
+	{ .key = "max_launches",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SINK),
+	  .min = 1024,
+	  .max = 16777216,
+	  .def = "262144",
+	  .doc = "recent launches remembered for flow arrows to the GPU work they launched" },
+	{ .key = NULL },
+};
+
 #define SOURCE ROLE_BIT(CONF_ROLE_SOURCE)
 #define SINK ROLE_BIT(CONF_ROLE_SINK)
 #define CORRELATOR ROLE_BIT(CONF_ROLE_CORRELATOR)
@@ -480,9 +590,10 @@ static const struct kind_schema kinds[] = {
 	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
 	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph",
 	  false },
-	{ "timeline", SINK, false, NULL, "Chrome trace JSON", false },
-	{ "stats", SINK, false, NULL, "summary statistics", false },
-	{ "publish", SINK, false, NULL, "records to subscribers over nng", false },
+	{ "timeline", SINK, true, timeline_keys, "Chrome trace JSON for Perfetto and speedscope",
+	  false },
+	{ "stats", SINK, true, stats_keys, "summary statistics", false },
+	{ "publish", SINK, true, publish_keys, "records to subscribers over nng", false },
 	{ NULL, 0, false, NULL, NULL, false },
 };
 

@@ -318,15 +318,23 @@ static void test_errors(void)
 		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
 		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
-		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded)");
+		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
 	check_error("planned kind", "[source c]\nkind = cpu\n",
 		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
-	check_error("planned sink kind", "[sink f]\nkind = stats\npath = x\n",
-		    "t.conf:2: ", "kind 'stats' is not available in this build yet");
+	check_error("planned kind pmu", "[source h]\nkind = pmu\n",
+		    "t.conf:2: ", "kind 'pmu' is not available in this build yet");
 	check_error("folded without path", "[sink f]\nkind = folded\n",
 		    "t.conf:1: ", "missing 'path' in [sink f] (kind 'folded')");
 	check_error("folded weight", "[sink f]\nkind = folded\npath = x\nweight = ms\n",
 		    "t.conf:4: ", "bad value 'ms' for 'weight'");
+	check_error("stats without path", "[sink s]\nkind = stats\n",
+		    "t.conf:1: ", "missing 'path' in [sink s] (kind 'stats')");
+	check_error("stats window", "[sink s]\nkind = stats\npath = x\nwindow_ms = 0\n",
+		    "t.conf:4: ", "expected an integer in 1..3600000");
+	check_error("timeline without path", "[sink t]\nkind = timeline\n",
+		    "t.conf:1: ", "missing 'path' in [sink t] (kind 'timeline')");
+	check_error("timeline window", "[sink t]\nkind = timeline\npath = x\nsm_window_ms = 0\n",
+		    "t.conf:4: ", "expected an integer in 1..60000");
 	check_error("replay without path", "[correlator]\n[source rp]\nkind = replay\n",
 		    "t.conf:2: ", "missing 'path' in [source rp] (kind 'replay')");
 	check_error(

@@ -20,6 +20,7 @@
 #include "common/config.h"
 #include "supervisor/session.h"
 #include "supervisor/status_cmd.h"
+#include "supervisor/subscribe.h"
 #include "supervisor/supervisor.h"
 
 static const char usage_main[] =
@@ -34,7 +35,7 @@ static const char usage_main[] =
 	"  status                actors, rings and counters of a running session\n"
 	"  record -- CMD         profile CMD with the built-in pipeline (not in this build yet)\n"
 	"  run -- CMD            run CMD attached to a running session (not in this build yet)\n"
-	"  subscribe URL         receive a session's events remotely (not in this build yet)\n"
+	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
 	"\n"
 	"`xpusup COMMAND --help` describes each command. Exit status: 0 success,\n"
 	"100 usage or configuration error, 111 system failure.\n"
@@ -90,12 +91,6 @@ static const char usage_run[] =
 	"\n"
 	"Run CMD attached to a running session (sets the CUDA injection environment). Not in\n"
 	"this build yet: it arrives with the CUPTI source.\n";
-
-static const char usage_subscribe[] =
-	"usage: xpusup subscribe URL [--format folded|trace|stats|raw] [-o FILE]\n"
-	"\n"
-	"Receive the correlated events a session's publish sink sends. Not in this build yet:\n"
-	"it arrives with the sinks.\n";
 
 static int usage_error(const char *verb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -463,7 +458,7 @@ dispatch:
 	if (!strcmp(cmd, "run"))
 		return cmd_later("run", usage_run, "the CUPTI source", argc, argv);
 	if (!strcmp(cmd, "subscribe"))
-		return cmd_later("subscribe", usage_subscribe, "the sinks", argc, argv);
+		return subscribe_cmd(argc, argv);
 	fprintf(stderr, "xpusup: unable to run '%s': unknown command (see `xpusup --help`)\n", cmd);
 	return XPUSUP_EXIT_USAGE;
 }

@@ -7,52 +7,8 @@
 # Usage: pipeline_test.sh XPUSUP_BINARY
 set -u
 XPUSUP=${1:?usage: pipeline_test.sh XPUSUP_BINARY}
-PY=/usr/bin/python3
-if [ "$(id -u)" != 0 ] && [ -z "${XDG_RUNTIME_DIR:-}" ]; then
-	echo "1..0 # SKIP needs root or XDG_RUNTIME_DIR for session directories"
-	exit 77
-fi
-WORK=$(mktemp -d /tmp/xpusup-pipetest-XXXXXX)
-PREFIX="p$$"
-n=0
-failed=0
-trap '"$XPUSUP" stop --session "$PREFIX-stages" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-join" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-order" >/dev/null 2>&1; "$XPUSUP" stop --session "$PREFIX-kill" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-
-# json SESSION EXPR over `xpusup status --json`: a = actors by name, c(name, counter),
-# sum(counter) over the correlator shards, rings = the ring list.
-json() {
-	"$XPUSUP" status --session "$1" --json 2>/dev/null | "$PY" -c "
-import json, sys
-j = json.load(sys.stdin)
-a = {x['name']: x for x in j.get('actors', [])}
-c = lambda name, k: a[name]['counters'].get(k, 0)
-sum_ = lambda k: sum(x['counters'].get(k, 0) for x in j['actors'] if x['role'] == 'correlator')
-rings = j.get('rings', [])
-print($2)"
-}
-
-wait_for() { # wait_for SECONDS SESSION EXPR: until EXPR prints True
-	local deadline=$((SECONDS + $1))
-	while [ $SECONDS -le "$deadline" ]; do
-		[ "$(json "$2" "$3" 2>/dev/null)" = True ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# The session's log: in sanitizer builds the actors' own reports (leaks at exit, errors)
-# land there, where no exit status the test sees would show them.
-log_clean() {
-	local log
-	if [ "$(id -u)" = 0 ]; then log=/run/xpusup/$1.log; else log=$XDG_RUNTIME_DIR/xpusup/$1.log; fi
-	! grep -q "Sanitizer" "$log" && ! grep -Eq "stopped \(exit [1-9]" "$log"
-	ok $? "$2: every actor exited 0 at stop, no sanitizer report in the log"
-}
+. "$(dirname "$0")/session_lib.sh"
+session_lib_init pipetest p
 
 echo "TAP version 13"
 

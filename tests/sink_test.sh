@@ -8,69 +8,10 @@
 set -u
 XPUSUP=${1:?usage: sink_test.sh XPUSUP_BINARY GOLDEN_DIR}
 GOLDEN=${2:?usage: sink_test.sh XPUSUP_BINARY GOLDEN_DIR}
-PY=/usr/bin/python3
-if [ "$(id -u)" != 0 ] && [ -z "${XDG_RUNTIME_DIR:-}" ]; then
-	echo "1..0 # SKIP needs root or XDG_RUNTIME_DIR for session directories"
-	exit 77
-fi
-if [ "$(id -u)" = 0 ]; then BASE=/run/xpusup; else BASE=$XDG_RUNTIME_DIR/xpusup; fi
-WORK=$(mktemp -d /tmp/xpusup-sinktest-XXXXXX)
-PREFIX="k$$"
-n=0
-failed=0
-cleanup() {
-	for s in $(ls "$BASE" 2>/dev/null | grep "^$PREFIX" | sed 's/\.log$//' | sort -u); do
-		"$XPUSUP" stop --session "$s" >/dev/null 2>&1
-	done
-	mountpoint -q "$WORK/full" && umount "$WORK/full"
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/session_lib.sh"
+session_lib_init sinktest k
+cleanup_extra() { mountpoint -q "$WORK/full" && umount "$WORK/full"; }
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-}
-
-json() { # json SESSION EXPR over `xpusup status --json`
-	"$XPUSUP" status --session "$1" --json 2>/dev/null | "$PY" -c "
-import json, sys
-j = json.load(sys.stdin)
-a = {x['name']: x for x in j.get('actors', [])}
-c = lambda name, k: a[name]['counters'].get(k, 0)
-sum_ = lambda k: sum(x['counters'].get(k, 0) for x in j['actors'] if x['role'] == 'correlator')
-print($2)"
-}
-
-wait_for() { # wait_for SECONDS SESSION EXPR
-	local deadline=$((SECONDS + $1))
-	while [ $SECONDS -le "$deadline" ]; do
-		[ "$(json "$2" "$3" 2>/dev/null)" = True ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-log_clean() {
-	! grep -q "Sanitizer" "$BASE/$1.log" && ! grep -Eq "stopped \(exit [1-9]" "$BASE/$1.log"
-	ok $? "$2: every actor exited 0 at stop, no sanitizer report in the log"
-}
-
-# A deterministic run: every launch joined, stacks of the simulated training loop (no
-# answer-key frame), durations that depend only on the launch number.
-synthetic() { # synthetic COUNT
-	cat <<CONF
-[correlator]
-shards = 2
-exit_grace_ms = 200
-[source syn]
-kind = synthetic
-processes = 4
-launches_per_s = 0
-count = $1
-answer_frame = no
-CONF
-}
 
 # ---- folded: golden file, flame graph page --------------------------------------------
 s="$PREFIX-folded"

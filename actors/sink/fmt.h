@@ -56,6 +56,7 @@ struct fmt_ops {
 };
 
 extern const struct fmt_ops fmt_folded;
+extern const struct fmt_ops fmt_publish;
 extern const struct fmt_ops fmt_stats;
 extern const struct fmt_ops fmt_timeline;
 

@@ -132,8 +132,10 @@ static struct stack *find(struct folded *f, const struct stack *key)
 		if (s->hash == key->hash && s->pid == key->pid && s->n_user == key->n_user &&
 		    s->n_kernel == key->n_kernel && s->leaf_kind == key->leaf_kind &&
 		    s->leaf_len == key->leaf_len &&
-		    !memcmp(s->frames, key->frames, nf * sizeof(__u64)) &&
-		    !memcmp(s->leaf, key->leaf, key->leaf_len))
+		    /* a CPU sample has no leaf, an overflow line no frames: NULL pointers,
+		     * which memcmp must not get even for 0 bytes */
+		    (!nf || !memcmp(s->frames, key->frames, nf * sizeof(__u64))) &&
+		    (!key->leaf_len || !memcmp(s->leaf, key->leaf, key->leaf_len)))
 			return s;
 	}
 }
@@ -158,8 +160,10 @@ static void add(struct folded *f, struct stack *key, __u64 weight)
 			s->used = false;
 			goto overflow;
 		}
-		memcpy(s->frames, key->frames, nf * sizeof(__u64));
-		memcpy(s->leaf, key->leaf, key->leaf_len);
+		if (nf)
+			memcpy(s->frames, key->frames, nf * sizeof(__u64));
+		if (key->leaf_len)
+			memcpy(s->leaf, key->leaf, key->leaf_len);
 		s->used = true;
 		s->weight = 0;
 		f->n++;

@@ -1,0 +1,1432 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The statistics format (kind stats): stats.json for programs, stats.txt for people
+ * (docs/stats.md says what every field means).
+ *
+ *	kernels        per kernel name: count, total, mean, min, max and p50/p95/p99 of the
+ *		       duration from a quantile sketch (sketch.h: within 1 %, bounded memory)
+ *	memcpy         per copy kind (HtoD, DtoH, ...): count, bytes, time, bandwidth
+ *	memset         count, bytes, time
+ *	queue_delay    kernel start minus the start of the CUDA API call that launched it (the
+ *		       kernel's launched_by link), in the same sketch
+ *	correlation    GPU records by how the correlator joined them, and how sure it was
+ *	losses         LOSS records by cause and stage, and the sequence gaps of the batches
+ *		       this sink received
+ *	sm_active      per device and per process, the merged kernel time over the run and
+ *		       per window (sm_active.h, seed 002)
+ *
+ * Everything is accumulated in memory, in bounded space, and written whole at stop through
+ * out.h (a complete file or the previous one, never half of one). With interval_s = N the
+ * sink also, every N seconds, appends that interval's statistics as one JSON line to
+ * stats.intervals.jsonl and rewrites stats.json and stats.txt with the totals so far: events
+ * are counted into an interval's accumulators, which are merged into the run's at the end of
+ * the interval (the sketches merge exactly).
+ *
+ * A restarted stats sink (kill -9) starts over: its statistics are in memory only, and the
+ * sink counts what the killed run had received as state_lost (tick never says
+ * FMT_COMPLETE). The intervals file keeps the killed run's lines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "actors/sink/fmt.h"
+#include "actors/sink/out.h"
+#include "actors/sink/sink.h"
+#include "actors/sink/sketch.h"
+#include "actors/sink/sm_active.h"
+#include "common/config.h"
+#include "common/mix.h"
+#include "common/status.h"
+#include "xpusup/event.h"
+
+#define STATS_PATH_MAX 4096
+#define STATS_VERSION 1
+#define COPY_OTHER 11 /* enum xpu_copy_kind ends at 10; later kinds are counted here */
+#define COPY_SLOTS 12
+#define LAUNCH_MAP_MAX (1u << 16) /* launch-side events remembered for the queue delay */
+#define LAUNCH_SLOTS (2 * LAUNCH_MAP_MAX)
+#define TEXT_ROWS_MAX 50 /* kernels, devices, processes shown in stats.txt */
+#define PENDING_MAX (16u << 20) /* interval lines held while their file cannot be written */
+
+static const char *const copy_names[COPY_SLOTS] = {
+	"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+	"AtoD",	   "DtoA", "DtoD", "HtoH", "PtoP", "other",
+};
+
+/* ---- accumulators -------------------------------------------------------------------- */
+
+struct volume {
+	__u64 count, bytes, ns;
+};
+
+/* What is counted over a period: one interval (cur), or the run (the intervals merged).
+ * Per-kernel sketches live in the kernel table, one for each period. */
+struct period {
+	__u64 first_ns, last_ns; /* event time; first_ns 0: no event yet */
+	__u64 batches, events;
+	__u64 by_kind[XPU_REC_TYPE_MAX];
+	__u64 kernels, kernel_ns;
+	struct volume copy[COPY_SLOTS];
+	struct volume memset;
+	struct sketch queue;
+	__u64 queue_unresolved, queue_negative;
+	__u64 gpu_by_type[XPU_CORR_TYPE_MAX];
+	double conf_by_type[XPU_CORR_TYPE_MAX];
+	__u64 gpu_with_stack;
+	__u64 loss_records;
+	__u64 lost_by_cause[XPU_LOSS_CAUSE_MAX]; /* [0]: a cause this build does not know */
+	__u64 missed, rewinds;
+};
+
+struct kstat {
+	char *name; /* NULL: a kernel without a name */
+	__u32 len;
+	__u64 hash;
+	struct sketch run, cur;
+};
+
+/* Recent CUDA_API and LAUNCH events by (producer, id): linear probing, the oldest entry
+ * evicted first (a FIFO of keys), deletion by backward shift so probes stay short. */
+struct launch_slot {
+	__u64 id, ts;
+	__u32 producer;
+	__u16 kind;
+	__u16 used;
+};
+
+struct launch_key {
+	__u64 id;
+	__u32 producer;
+};
+
+struct launch_map {
+	struct launch_slot *slots;
+	struct launch_key *fifo;
+	__u32 head, n;
+	__u64 evicted;
+};
+
+/* A growable text buffer: a JSON document or a report is built here, then written. */
+struct text {
+	char *p;
+	size_t len, cap;
+	bool failed; /* out of memory: the text is incomplete and is not written */
+};
+
+struct stats {
+	char path[STATS_PATH_MAX];
+	char text[STATS_PATH_MAX]; /* "" for none */
+	char intervals[STATS_PATH_MAX];
+	__u64 interval_ns, window_ns, lateness_ns;
+	__u32 max_kernels;
+
+	struct period run, cur;
+	struct kstat **slots; /* mask + 1 pointers */
+	struct kstat **kernels; /* the n_kernels made, in order of arrival */
+	__u32 mask, n_kernels;
+	struct kstat other; /* kernels past max_kernels */
+	__u64 other_names; /* arrivals that went to other */
+
+	struct launch_map launches;
+	struct sm_active *sm;
+	struct seq_track seq;
+
+	__u64 interval_start, last_interval, n_intervals;
+	__u64 next_window; /* ordinal of the first window not yet in an interval line */
+	struct text pending; /* interval lines not written yet */
+	bool intervals_opened;
+	__u64 lines_dropped;
+	__u64 writes, gpu_records, sketch_nomem;
+};
+
+static const char *const counter_names[] = { "kernel_names",	 "gpu_records",
+					     "queue_unresolved", "sm_windows_closed",
+					     "sm_late_kernels",	 "files_written" };
+
+/* ---- text ---------------------------------------------------------------------------- */
+
+static void text_reserve(struct text *t, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (t->failed || t->len + more + 1 <= t->cap)
+		return;
+	for (cap = t->cap ? t->cap : 4096; cap < t->len + more + 1; cap *= 2)
+		;
+	p = realloc(t->p, cap);
+	if (!p) {
+		t->failed = true;
+		return;
+	}
+	t->p = p;
+	t->cap = cap;
+}
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		t->failed = true;
+		return;
+	}
+	text_reserve(t, (size_t)n);
+	if (t->failed)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+	va_end(ap);
+	t->len += (size_t)n;
+}
+
+static void put_bytes(struct text *t, const void *data, size_t n)
+{
+	text_reserve(t, n);
+	if (t->failed)
+		return;
+	memcpy(t->p + t->len, data, n);
+	t->len += n;
+	t->p[t->len] = 0;
+}
+
+static void text_free(struct text *t)
+{
+	free(t->p);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* no overlong forms */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* no surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* nothing past U+10FFFF */
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* A name as a JSON string. Names are bytes (docs/wire.md): well-formed UTF-8 is kept, and
+ * any other byte is written as the code point of the same value (Latin-1), so the file is
+ * always valid JSON and no byte is silently lost. */
+static void put_json_str(struct text *t, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, len;
+
+	put_bytes(t, "\"", 1);
+	while (i < n) {
+		if (u[i] == '"' || u[i] == '\\') {
+			put(t, "\\%c", u[i]);
+			i++;
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
+			put(t, "\\u%04x", u[i]);
+			i++;
+		} else if (u[i] < 0x80) {
+			for (len = 1; i + len < n && u[i + len] >= 0x20 && u[i + len] < 0x7f &&
+				      u[i + len] != '"' && u[i + len] != '\\';
+			     len++)
+				;
+			put_bytes(t, u + i, len);
+			i += len;
+		} else if ((len = utf8_len(u + i, n - i))) {
+			put_bytes(t, u + i, len);
+			i += len;
+		} else {
+			put(t, "\\u%04x", u[i]);
+			i++;
+		}
+	}
+	put_bytes(t, "\"", 1);
+}
+
+/* ---- launch map ---------------------------------------------------------------------- */
+
+static __u32 launch_home(__u32 producer, __u64 id)
+{
+	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48)) & (LAUNCH_SLOTS - 1);
+}
+
+static struct launch_slot *launch_find(struct launch_map *m, __u32 producer, __u64 id)
+{
+	__u32 i = launch_home(producer, id);
+
+	for (; m->slots[i].used; i = (i + 1) & (LAUNCH_SLOTS - 1))
+		if (m->slots[i].id == id && m->slots[i].producer == producer)
+			return &m->slots[i];
+	return NULL;
+}
+
+static void launch_delete(struct launch_map *m, struct launch_slot *slot)
+{
+	__u32 i = (__u32)(slot - m->slots), j = i, home;
+
+	m->slots[i].used = 0;
+	for (;;) {
+		j = (j + 1) & (LAUNCH_SLOTS - 1);
+		if (!m->slots[j].used)
+			return;
+		home = launch_home(m->slots[j].producer, m->slots[j].id);
+		/* the entry at j may move into the hole at i unless its home lies in (i, j] */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			m->slots[i] = m->slots[j];
+			m->slots[j].used = 0;
+			i = j;
+		}
+	}
+}
+
+static void launch_put(struct launch_map *m, __u32 producer, __u64 id, __u64 ts, __u16 kind)
+{
+	struct launch_slot *s = launch_find(m, producer, id);
+	struct launch_key old;
+	__u32 i;
+
+	if (s) { /* a batch delivered twice: the same event again */
+		s->ts = ts;
+		s->kind = kind;
+		return;
+	}
+	if (m->n == LAUNCH_MAP_MAX) {
+		old = m->fifo[m->head];
+		m->head = (m->head + 1) % LAUNCH_MAP_MAX;
+		m->n--;
+		m->evicted++;
+		s = launch_find(m, old.producer, old.id);
+		if (s)
+			launch_delete(m, s);
+	}
+	m->fifo[(m->head + m->n++) % LAUNCH_MAP_MAX] = (struct launch_key){ id, producer };
+	for (i = launch_home(producer, id); m->slots[i].used; i = (i + 1) & (LAUNCH_SLOTS - 1))
+		;
+	m->slots[i] = (struct launch_slot){
+		.id = id, .ts = ts, .producer = producer, .kind = kind, .used = 1
+	};
+}
+
+/* ---- counting ------------------------------------------------------------------------ */
+
+static __u64 hash_name(const char *name, __u32 len)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	__u32 i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The kernel's entry: found, made, or the shared one past max_kernels. */
+static struct kstat *kernel_of(struct stats *st, const char *name, __u32 len)
+{
+	__u64 h = hash_name(name, len);
+	__u32 i = (__u32)h & st->mask;
+	struct kstat *k;
+
+	for (; (k = st->slots[i]); i = (i + 1) & st->mask)
+		if (k->hash == h && k->len == len && (!len || !memcmp(k->name, name, len)))
+			return k;
+	if (st->n_kernels == st->max_kernels)
+		goto other;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		goto other;
+	if (len) {
+		k->name = malloc(len);
+		if (!k->name) {
+			free(k);
+			goto other;
+		}
+		memcpy(k->name, name, len);
+	}
+	k->len = len;
+	k->hash = h;
+	sketch__init(&k->run);
+	sketch__init(&k->cur);
+	st->slots[i] = k;
+	st->kernels[st->n_kernels++] = k;
+	return k;
+other:
+	st->other_names++;
+	return &st->other;
+}
+
+static void note_time(struct period *p, __u64 ts, __u64 end)
+{
+	if (ts && (!p->first_ns || ts < p->first_ns))
+		p->first_ns = ts;
+	if (end < ts)
+		end = ts;
+	if (end > p->last_ns)
+		p->last_ns = end;
+}
+
+static __u64 duration(const struct xpu_cevent *e)
+{
+	return e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0;
+}
+
+static void gpu_record(struct stats *st, const struct xpu_cevent *e)
+{
+	struct period *p = &st->cur;
+	__u32 t = e->corr_type < XPU_CORR_TYPE_MAX ? e->corr_type : XPU_CORR_NONE;
+
+	st->gpu_records++;
+	p->gpu_by_type[t]++;
+	p->conf_by_type[t] += e->confidence;
+	p->gpu_with_stack += e->n_user > 0;
+}
+
+/* Queue delay: from the start of the CUDA API call that launched the kernel (the LAUNCH
+ * marker, inside that call, when the API record is not known) to the kernel's start. */
+static void queue_delay(struct stats *st, __u32 producer, const struct xpu_cevent *e)
+{
+	struct launch_slot *s, *api = NULL, *marker = NULL;
+	struct period *p = &st->cur;
+	__u32 i;
+
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
+		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
+			continue;
+		s = launch_find(&st->launches, producer, e->links[i].target);
+		if (s && s->kind == XPU_REC_CUDA_API)
+			api = s;
+		else if (s)
+			marker = s;
+	}
+	if (!api)
+		api = marker;
+	if (!api) {
+		p->queue_unresolved++;
+		return;
+	}
+	if (e->ts_ns < api->ts) { /* clocks or a wrong time join: not a delay */
+		p->queue_negative++;
+		return;
+	}
+	if (sketch__add(&p->queue, e->ts_ns - api->ts))
+		st->sketch_nomem++;
+}
+
+static void kernel(struct stats *st, __u32 producer, const struct xpu_cevent *e)
+{
+	struct kstat *k = kernel_of(st, e->name, e->name_len);
+	__u64 d = duration(e);
+
+	st->cur.kernels++;
+	st->cur.kernel_ns += d;
+	if (sketch__add(&k->cur, d))
+		st->sketch_nomem++;
+	queue_delay(st, producer, e);
+	if (d) {
+		/* errors are counted inside: the statistic goes on without that interval */
+		sm_active__add(st->sm, SM_DEVICE(e->device), e->ts_ns, e->end_ns);
+		sm_active__add(st->sm, SM_PROCESS(e->pid), e->ts_ns, e->end_ns);
+	}
+}
+
+static void stats_batch(void *state, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
+{
+	struct stats *st = state;
+	struct period *p = &st->cur;
+	struct volume *v;
+	__u32 i;
+
+	seq_track__batch(&st->seq, b);
+	p->batches++;
+	p->events += b->n_events;
+	for (i = 0; i < b->n_events; i++) {
+		const struct xpu_cevent *e = &ev[i];
+
+		if (e->kind < XPU_REC_TYPE_MAX)
+			p->by_kind[e->kind]++;
+		note_time(p, e->ts_ns, e->end_ns);
+		switch (e->kind) {
+		case XPU_REC_CUDA_API:
+		case XPU_REC_LAUNCH:
+			launch_put(&st->launches, b->producer, e->id, e->ts_ns, e->kind);
+			break;
+		case XPU_REC_GPU_KERNEL:
+			gpu_record(st, e);
+			kernel(st, b->producer, e);
+			break;
+		case XPU_REC_GPU_MEMCPY:
+		case XPU_REC_GPU_MEMSET:
+			gpu_record(st, e);
+			v = e->kind == XPU_REC_GPU_MEMSET ? &p->memset :
+			    e->sub_kind < COPY_OTHER	  ? &p->copy[e->sub_kind] :
+							    &p->copy[COPY_OTHER];
+			v->count++;
+			v->bytes += e->bytes;
+			v->ns += duration(e);
+			break;
+		case XPU_REC_GPU_SYNC:
+			gpu_record(st, e);
+			break;
+		case XPU_REC_LOSS:
+			p->loss_records++;
+			p->lost_by_cause[e->sub_kind < XPU_LOSS_CAUSE_MAX ? e->sub_kind : 0] +=
+				e->value;
+			break;
+		default:
+			break;
+		}
+	}
+	sm_active__close(st->sm, false);
+}
+
+/* The interval's accumulators into the run's; the interval starts over. */
+static void period_merge(struct stats *st)
+{
+	struct period *r = &st->run, *c = &st->cur;
+	struct sketch queue;
+	__u32 i;
+
+	c->missed = st->seq.missed - r->missed;
+	c->rewinds = st->seq.rewinds - r->rewinds;
+	if (c->first_ns && (!r->first_ns || c->first_ns < r->first_ns))
+		r->first_ns = c->first_ns;
+	if (c->last_ns > r->last_ns)
+		r->last_ns = c->last_ns;
+	r->batches += c->batches;
+	r->events += c->events;
+	for (i = 0; i < XPU_REC_TYPE_MAX; i++)
+		r->by_kind[i] += c->by_kind[i];
+	r->kernels += c->kernels;
+	r->kernel_ns += c->kernel_ns;
+	for (i = 0; i < COPY_SLOTS; i++) {
+		r->copy[i].count += c->copy[i].count;
+		r->copy[i].bytes += c->copy[i].bytes;
+		r->copy[i].ns += c->copy[i].ns;
+	}
+	r->memset.count += c->memset.count;
+	r->memset.bytes += c->memset.bytes;
+	r->memset.ns += c->memset.ns;
+	if (sketch__merge(&r->queue, &c->queue))
+		st->sketch_nomem++;
+	r->queue_unresolved += c->queue_unresolved;
+	r->queue_negative += c->queue_negative;
+	for (i = 0; i < XPU_CORR_TYPE_MAX; i++) {
+		r->gpu_by_type[i] += c->gpu_by_type[i];
+		r->conf_by_type[i] += c->conf_by_type[i];
+	}
+	r->gpu_with_stack += c->gpu_with_stack;
+	r->loss_records += c->loss_records;
+	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
+		r->lost_by_cause[i] += c->lost_by_cause[i];
+	r->missed += c->missed;
+	r->rewinds += c->rewinds;
+	for (i = 0; i < st->n_kernels; i++) {
+		if (sketch__merge(&st->kernels[i]->run, &st->kernels[i]->cur))
+			st->sketch_nomem++;
+		sketch__reset(&st->kernels[i]->cur);
+	}
+	if (sketch__merge(&st->other.run, &st->other.cur))
+		st->sketch_nomem++;
+	sketch__reset(&st->other.cur);
+	/* the interval starts over; its queue sketch keeps its buckets' memory */
+	sketch__reset(&c->queue);
+	queue = c->queue;
+	memset(c, 0, sizeof(*c));
+	c->queue = queue;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static __u64 round_ns(double v)
+{
+	return (__u64)(v + 0.5);
+}
+
+static __u64 mean(__u64 sum, __u64 count)
+{
+	return count ? (sum + count / 2) / count : 0;
+}
+
+static double pct(__u64 part, __u64 whole)
+{
+	double v = whole ? 100.0 * (double)part / (double)whole : 0;
+
+	return v > 100 ? 100 : v; /* seed 002: clamping errors never show as more than 100 % */
+}
+
+/* The sketch's summary as JSON members, after an opening brace the caller wrote. */
+static void put_sketch(struct text *t, const struct sketch *s)
+{
+	put(t,
+	    "\"count\": %" PRIu64 ", \"total_ns\": %" PRIu64 ", \"mean_ns\": %" PRIu64
+	    ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64
+	    ", \"p95_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64,
+	    (uint64_t)s->count, (uint64_t)s->sum, (uint64_t)mean(s->sum, s->count),
+	    (uint64_t)(s->count ? s->min : 0), (uint64_t)(s->count ? s->max : 0),
+	    (uint64_t)round_ns(sketch__quantile(s, 0.50)),
+	    (uint64_t)round_ns(sketch__quantile(s, 0.95)),
+	    (uint64_t)round_ns(sketch__quantile(s, 0.99)));
+}
+
+struct krow {
+	const struct kstat *k;
+	const struct sketch *s;
+};
+
+/* Most time first; then most launches; then by name, so equal rows keep one order. */
+static int krow_cmp(const void *x, const void *y)
+{
+	const struct krow *a = x, *b = y;
+	__u32 n;
+	int c;
+
+	if (a->s->sum != b->s->sum)
+		return a->s->sum > b->s->sum ? -1 : 1;
+	if (a->s->count != b->s->count)
+		return a->s->count > b->s->count ? -1 : 1;
+	n = a->k->len < b->k->len ? a->k->len : b->k->len;
+	c = n ? memcmp(a->k->name, b->k->name, n) : 0;
+	return c ? c : (a->k->len > b->k->len) - (a->k->len < b->k->len);
+}
+
+/* The kernels of a period (run or interval), sorted; NULL and n = 0 without memory. */
+static struct krow *kernel_rows(const struct stats *st, bool run, __u32 *n)
+{
+	struct krow *rows = malloc(((size_t)st->n_kernels + 1) * sizeof(*rows));
+	__u32 i, m = 0;
+
+	*n = 0;
+	if (!rows)
+		return NULL;
+	for (i = 0; i < st->n_kernels; i++) {
+		const struct sketch *s = run ? &st->kernels[i]->run : &st->kernels[i]->cur;
+
+		if (s->count)
+			rows[m++] = (struct krow){ st->kernels[i], s };
+	}
+	if ((run ? &st->other.run : &st->other.cur)->count)
+		rows[m++] = (struct krow){ &st->other, run ? &st->other.run : &st->other.cur };
+	qsort(rows, m, sizeof(*rows), krow_cmp);
+	*n = m;
+	return rows;
+}
+
+static void put_kernel_name(struct text *t, const struct stats *st, const struct kstat *k)
+{
+	if (k == &st->other)
+		put(t, "\"[other kernels]\"");
+	else if (!k->len)
+		put(t, "\"[unnamed kernel]\"");
+	else
+		put_json_str(t, k->name, k->len);
+}
+
+static void put_volume(struct text *t, const struct volume *v)
+{
+	put(t,
+	    "\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"total_ns\": %" PRIu64
+	    ", \"mean_ns\": %" PRIu64 ", \"bandwidth_gbps\": %.3f",
+	    (uint64_t)v->count, (uint64_t)v->bytes, (uint64_t)v->ns,
+	    (uint64_t)mean(v->ns, v->count), v->ns ? (double)v->bytes / (double)v->ns : 0.0);
+}
+
+/* Stage of each loss cause: where in the pipeline the records were dropped. */
+static const char *loss_stage(__u32 cause)
+{
+	switch (cause) {
+	case XPU_LOSS_RING_FULL:
+	case XPU_LOSS_TOO_BIG:
+	case XPU_LOSS_BPF_RESERVE:
+	case XPU_LOSS_CUPTI:
+		return "source";
+	case XPU_LOSS_EVICTED:
+	case XPU_LOSS_CORRUPT:
+		return "correlator";
+	default:
+		return "unknown";
+	}
+}
+
+/* Everything but SM-active, for the run or one interval, as members of an open object. */
+static void put_period(struct text *t, const struct stats *st, const struct period *p, bool run)
+{
+	static const char *const stages[] = { "source", "correlator", "unknown" };
+	__u64 gpu = 0, lost = 0, stage;
+	double conf = 0;
+	struct krow *rows;
+	struct volume all = { 0 };
+	__u32 i, n, s;
+
+	put(t,
+	    "  \"time\": {\"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64
+	    ", \"span_ns\": %" PRIu64 "},\n",
+	    (uint64_t)p->first_ns, (uint64_t)p->last_ns,
+	    (uint64_t)(p->first_ns ? p->last_ns - p->first_ns : 0));
+	put(t, "  \"events\": {\"batches\": %" PRIu64 ", \"total\": %" PRIu64 ", \"by_kind\": {",
+	    (uint64_t)p->batches, (uint64_t)p->events);
+	for (i = 0, n = 0; i < XPU_REC_TYPE_MAX; i++)
+		if (p->by_kind[i])
+			put(t, "%s\"%s\": %" PRIu64, n++ ? ", " : "", xpu_rec_type__name(i),
+			    (uint64_t)p->by_kind[i]);
+	put(t, "}},\n");
+
+	rows = kernel_rows(st, run, &n);
+	put(t,
+	    "  \"kernels\": {\"count\": %" PRIu64 ", \"total_ns\": %" PRIu64
+	    ", \"names\": %u, \"by_name\": [",
+	    (uint64_t)p->kernels, (uint64_t)p->kernel_ns, n);
+	for (i = 0; i < n; i++) {
+		put(t, "%s\n    {\"name\": ", i ? "," : "");
+		put_kernel_name(t, st, rows[i].k);
+		put(t, ", \"time_pct\": %.3f, ", pct(rows[i].s->sum, p->kernel_ns));
+		put_sketch(t, rows[i].s);
+		put(t, "}");
+	}
+	if (!rows)
+		t->failed = true;
+	free(rows);
+	put(t, "%s]},\n", n ? "\n  " : "");
+
+	for (i = 0; i < COPY_SLOTS; i++) {
+		all.count += p->copy[i].count;
+		all.bytes += p->copy[i].bytes;
+		all.ns += p->copy[i].ns;
+	}
+	put(t, "  \"memcpy\": {");
+	put_volume(t, &all);
+	put(t, ", \"by_kind\": [");
+	for (i = 0, n = 0; i < COPY_SLOTS; i++) {
+		if (!p->copy[i].count)
+			continue;
+		put(t, "%s\n    {\"kind\": \"%s\", ", n++ ? "," : "", copy_names[i]);
+		put_volume(t, &p->copy[i]);
+		put(t, "}");
+	}
+	put(t, "%s]},\n", n ? "\n  " : "");
+	put(t, "  \"memset\": {");
+	put_volume(t, &p->memset);
+	put(t, "},\n");
+
+	put(t, "  \"queue_delay\": {");
+	put_sketch(t, &p->queue);
+	put(t, ", \"unresolved\": %" PRIu64 ", \"negative\": %" PRIu64 "},\n",
+	    (uint64_t)p->queue_unresolved, (uint64_t)p->queue_negative);
+
+	for (i = 0; i < XPU_CORR_TYPE_MAX; i++) {
+		gpu += p->gpu_by_type[i];
+		conf += p->conf_by_type[i];
+	}
+	put(t,
+	    "  \"correlation\": {\"gpu_records\": %" PRIu64 ", \"with_stack\": %" PRIu64
+	    ", \"mean_confidence\": %.4f, \"by_type\": {",
+	    (uint64_t)gpu, (uint64_t)p->gpu_with_stack, gpu ? conf / (double)gpu : 0.0);
+	for (i = 0; i < XPU_CORR_TYPE_MAX; i++)
+		put(t,
+		    "%s\"%s\": {\"count\": %" PRIu64
+		    ", \"fraction\": %.6f, \"mean_confidence\": %.4f}",
+		    i ? ", " : "", xpu_corr_type__name(i), (uint64_t)p->gpu_by_type[i],
+		    gpu ? (double)p->gpu_by_type[i] / (double)gpu : 0.0,
+		    p->gpu_by_type[i] ? p->conf_by_type[i] / (double)p->gpu_by_type[i] : 0.0);
+	put(t, "}},\n");
+
+	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
+		lost += p->lost_by_cause[i];
+	put(t,
+	    "  \"losses\": {\"loss_records\": %" PRIu64 ", \"records_lost\": %" PRIu64
+	    ", \"by_cause\": {",
+	    (uint64_t)p->loss_records, (uint64_t)lost);
+	for (i = 1; i <= XPU_LOSS_CAUSE_MAX; i++) /* the unknown cause, slot 0, last */
+		put(t, "%s\"%s\": %" PRIu64, i > 1 ? ", " : "",
+		    xpu_loss_cause__name(i % XPU_LOSS_CAUSE_MAX),
+		    (uint64_t)p->lost_by_cause[i % XPU_LOSS_CAUSE_MAX]);
+	put(t, "}, \"by_stage\": {");
+	for (s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
+		for (i = 0, stage = 0; i < XPU_LOSS_CAUSE_MAX; i++)
+			if (!strcmp(loss_stage(i), stages[s]))
+				stage += p->lost_by_cause[i];
+		put(t, "\"%s\": %" PRIu64 ", ", stages[s], (uint64_t)stage);
+	}
+	put(t,
+	    "\"transport\": %" PRIu64 "}, \"sequence\": {\"events_missed\": %" PRIu64
+	    ", \"rewinds\": %" PRIu64 "}},\n",
+	    (uint64_t)p->missed, (uint64_t)p->missed, (uint64_t)p->rewinds);
+}
+
+/* The part of window [start, start + len) inside the run's span: the denominator of its
+ * SM-active, so a run that starts or ends inside a window is not diluted by idle time it
+ * never had. */
+static __u64 window_len(__u64 start, __u64 len, __u64 first, __u64 last)
+{
+	__u64 s = start > first ? start : first, e = start + len < last ? start + len : last;
+
+	return e > s ? e - s : len;
+}
+
+static void put_window(struct text *t, const struct sm_window *w, __u64 window_ns, __u64 first,
+		       __u64 last)
+{
+	__u64 len = window_len(w->start_ns, window_ns, first, last);
+	__u32 k, n;
+	int proc;
+
+	put(t, "\n    {\"start_ns\": %" PRIu64 ", \"len_ns\": %" PRIu64, (uint64_t)w->start_ns,
+	    (uint64_t)len);
+	for (proc = 0; proc < 2; proc++) {
+		put(t, ", \"%s\": [", proc ? "processes" : "devices");
+		for (k = 0, n = 0; k < w->n; k++) {
+			if (SM_IS_PROCESS(w->e[k].key) != proc)
+				continue;
+			put(t, "%s{\"%s\": %u, \"busy_ns\": %" PRIu64 ", \"active_pct\": %.3f}",
+			    n++ ? ", " : "", proc ? "pid" : "device", SM_ID(w->e[k].key),
+			    (uint64_t)w->e[k].busy_ns, pct(w->e[k].busy_ns, len));
+		}
+		put(t, "]");
+	}
+	put(t, "}");
+}
+
+/* SM-active as the last member. from_ordinal UINT64_MAX: the run (totals per device and
+ * process, and the kept windows); otherwise an interval line (the windows closed since
+ * from_ordinal). Not final (a snapshot while running): the run's percentages are over the
+ * part of the span whose windows are closed, since open windows are not counted yet. */
+static void put_sm_active(struct text *t, const struct stats *st, __u64 first, __u64 last,
+			  bool final, __u64 from_ordinal)
+{
+	struct sm_counts c;
+	__u64 span, end = last;
+	__u32 i, n, kept = sm_active__windows_kept(st->sm);
+	int proc;
+
+	sm_active__counts(st->sm, &c);
+	if (!final && c.closed_until < end)
+		end = c.closed_until;
+	span = first && end > first ? end - first : 0;
+	put(t,
+	    "  \"sm_active\": {\"window_ns\": %" PRIu64 ", \"lateness_ns\": %" PRIu64
+	    ", \"span_ns\": %" PRIu64,
+	    (uint64_t)st->window_ns, (uint64_t)st->lateness_ns, (uint64_t)span);
+	if (from_ordinal == UINT64_MAX) { /* the run: totals per entity */
+		for (proc = 0; proc < 2; proc++) {
+			put(t, ",\n  \"%s\": [", proc ? "processes" : "devices");
+			for (i = 0, n = 0; i < sm_active__n_totals(st->sm); i++) {
+				const struct sm_total *e = sm_active__total(st->sm, i);
+
+				if (SM_IS_PROCESS(e->key) != proc)
+					continue;
+				put(t,
+				    "%s\n    {\"%s\": %u, \"busy_ns\": %" PRIu64
+				    ", \"active_pct\": %.3f, \"windows\": %" PRIu64
+				    ", \"peak_window_start_ns\": %" PRIu64
+				    ", \"peak_window_pct\": %.3f, \"late\": %" PRIu64
+				    ", \"late_ns\": %" PRIu64 ", \"filled_ns\": %" PRIu64 "}",
+				    n++ ? "," : "", proc ? "pid" : "device", SM_ID(e->key),
+				    (uint64_t)e->busy_ns, pct(e->busy_ns, span),
+				    (uint64_t)e->windows, (uint64_t)e->peak_start_ns,
+				    pct(e->peak_busy_ns,
+					window_len(e->peak_start_ns, st->window_ns, first, last)),
+				    (uint64_t)e->late, (uint64_t)e->late_ns,
+				    (uint64_t)e->filled_ns);
+			}
+			put(t, "%s]", n ? "\n  " : "");
+		}
+		from_ordinal = 0;
+	}
+	put(t, ",\n  \"windows\": [");
+	for (i = 0, n = 0; i < kept; i++) {
+		const struct sm_window *w = sm_active__window(st->sm, i);
+
+		if (w->ordinal < from_ordinal)
+			continue;
+		put(t, "%s", n++ ? "," : "");
+		put_window(t, w, st->window_ns, first, last);
+	}
+	put(t, "%s],\n", n ? "\n  " : "");
+	put(t,
+	    "  \"windows_closed\": %" PRIu64 ", \"windows_listed\": %u, \"windows_open\": %" PRIu64
+	    ", \"windows_forced\": %" PRIu64 ", \"late\": %" PRIu64 ", \"late_ns\": %" PRIu64
+	    ", \"filled_ns\": %" PRIu64 ", \"untracked\": %" PRIu64 ", \"skipped\": %" PRIu64 "}",
+	    (uint64_t)c.windows_closed, n, (uint64_t)c.open, (uint64_t)c.forced, (uint64_t)c.late,
+	    (uint64_t)c.late_ns, (uint64_t)c.filled_ns, (uint64_t)c.untracked, (uint64_t)c.skipped);
+}
+
+static void put_limits(struct text *t, const struct stats *st)
+{
+	__u64 unbucketed = st->run.queue.unbucketed, collapsed = st->run.queue.collapsed;
+	__u32 i;
+
+	for (i = 0; i < st->n_kernels; i++) {
+		unbucketed += st->kernels[i]->run.unbucketed;
+		collapsed += st->kernels[i]->run.collapsed;
+	}
+	put(t,
+	    "  \"limits\": {\"max_kernels\": %u, \"kernels_over_max\": %" PRIu64
+	    ", \"launch_map\": %u, \"launches_evicted\": %" PRIu64
+	    ", \"sketch_unbucketed\": %" PRIu64 ", \"sketch_collapsed\": %" PRIu64
+	    ", \"out_of_memory\": %" PRIu64 "},\n",
+	    st->max_kernels, (uint64_t)st->other_names, LAUNCH_MAP_MAX,
+	    (uint64_t)st->launches.evicted, (uint64_t)unbucketed, (uint64_t)collapsed,
+	    (uint64_t)st->sketch_nomem);
+}
+
+static void put_json(struct text *t, const struct stats *st, bool final)
+{
+	put(t,
+	    "{\n  \"xpusup_stats\": %d,\n  \"final\": %s,\n"
+	    "  \"sketch\": {\"relative_error\": %g, \"rank\": \"floor(q * (count - 1))\"},\n",
+	    STATS_VERSION, final ? "true" : "false", SKETCH_ALPHA);
+	put_period(t, st, &st->run, true);
+	put_limits(t, st);
+	put_sm_active(t, st, st->run.first_ns, st->run.last_ns, final, UINT64_MAX);
+	put(t, "\n}\n");
+}
+
+/* ---- stats.txt ----------------------------------------------------------------------- */
+
+static const char *human_ns(char *buf, size_t size, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, size, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, size, "%.2f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, size, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+static const char *human_bytes(char *buf, size_t size, __u64 bytes)
+{
+	double b = (double)bytes;
+
+	if (b < 1024)
+		snprintf(buf, size, "%.0f B", b);
+	else if (b < 1024.0 * 1024)
+		snprintf(buf, size, "%.2f KiB", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, size, "%.2f MiB", b / 1024 / 1024);
+	else
+		snprintf(buf, size, "%.2f GiB", b / 1024 / 1024 / 1024);
+	return buf;
+}
+
+/* A name on one line of the report: control bytes shown as '?', long names cut. */
+static void put_text_name(struct text *t, const char *name, __u32 len)
+{
+	char buf[160];
+	__u32 i, n = len < 150 ? len : 150;
+
+	for (i = 0; i < n; i++)
+		buf[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
+	put_bytes(t, buf, n);
+	if (n < len)
+		put(t, "...");
+}
+
+static void put_text_sm(struct text *t, const struct stats *st, __u64 span)
+{
+	char a[32], b[32];
+	__u32 i, shown;
+	int proc;
+
+	put(t, "\nSM active: merged kernel time over the span (windows of %s, %s late allowed)\n",
+	    human_ns(a, sizeof(a), (double)st->window_ns),
+	    human_ns(b, sizeof(b), (double)st->lateness_ns));
+	for (proc = 0; proc < 2; proc++) {
+		for (i = 0, shown = 0; i < sm_active__n_totals(st->sm); i++) {
+			const struct sm_total *e = sm_active__total(st->sm, i);
+
+			if (SM_IS_PROCESS(e->key) != proc)
+				continue;
+			if (shown++ == TEXT_ROWS_MAX) {
+				put(t, "  ... more in stats.json\n");
+				break;
+			}
+			put(t, "  %-7s %-10u %8.3f %%  busy %s  peak window %.3f %%\n",
+			    proc ? "pid" : "device", SM_ID(e->key), pct(e->busy_ns, span),
+			    human_ns(a, sizeof(a), (double)e->busy_ns),
+			    pct(e->peak_busy_ns, window_len(e->peak_start_ns, st->window_ns,
+							    st->run.first_ns, st->run.last_ns)));
+		}
+	}
+}
+
+static void put_text(struct text *t, const struct stats *st, bool final)
+{
+	const struct period *p = &st->run;
+	char a[32], b[32], c[32], d[32], e[32];
+	struct sm_counts sc;
+	struct krow *rows;
+	__u64 gpu = 0, lost = 0, span = p->first_ns ? p->last_ns - p->first_ns : 0;
+	__u32 i, n;
+
+	sm_active__counts(st->sm, &sc);
+	put(t, "xpusup statistics (%s)\n\n", final ? "final" : "so far: the run goes on");
+	put(t, "Span %s: %" PRIu64 " events in %" PRIu64 " batches\n",
+	    human_ns(a, sizeof(a), (double)span), (uint64_t)p->events, (uint64_t)p->batches);
+
+	rows = kernel_rows(st, true, &n);
+	put(t, "\nGPU kernels: %" PRIu64 " runs, %s in total, %u names\n", (uint64_t)p->kernels,
+	    human_ns(a, sizeof(a), (double)p->kernel_ns), n);
+	if (n)
+		put(t, "%10s %12s %8s %11s %11s %11s %11s  %s\n", "count", "total", "time %",
+		    "mean", "p50", "p95", "p99", "name");
+	for (i = 0; i < n && i < TEXT_ROWS_MAX; i++) {
+		const struct sketch *s = rows[i].s;
+
+		put(t, "%10" PRIu64 " %12s %8.3f %11s %11s %11s %11s  ", (uint64_t)s->count,
+		    human_ns(a, sizeof(a), (double)s->sum), pct(s->sum, p->kernel_ns),
+		    human_ns(b, sizeof(b), (double)mean(s->sum, s->count)),
+		    human_ns(c, sizeof(c), sketch__quantile(s, 0.50)),
+		    human_ns(d, sizeof(d), sketch__quantile(s, 0.95)),
+		    human_ns(e, sizeof(e), sketch__quantile(s, 0.99)));
+		if (rows[i].k == &st->other)
+			put(t, "[other kernels]");
+		else if (!rows[i].k->len)
+			put(t, "[unnamed kernel]");
+		else
+			put_text_name(t, rows[i].k->name, rows[i].k->len);
+		put(t, "\n");
+	}
+	if (n > TEXT_ROWS_MAX)
+		put(t, "  ... %u more in stats.json\n", n - TEXT_ROWS_MAX);
+	free(rows);
+
+	put(t, "\nMemory copies\n");
+	for (i = 0, n = 0; i < COPY_SLOTS; i++) {
+		const struct volume *v = &p->copy[i];
+
+		if (!v->count)
+			continue;
+		if (!n++)
+			put(t, "  %-8s %10s %12s %12s %14s\n", "kind", "count", "bytes", "time",
+			    "bandwidth");
+		put(t, "  %-8s %10" PRIu64 " %12s %12s %9.3f GB/s\n", copy_names[i],
+		    (uint64_t)v->count, human_bytes(a, sizeof(a), v->bytes),
+		    human_ns(b, sizeof(b), (double)v->ns),
+		    v->ns ? (double)v->bytes / (double)v->ns : 0.0);
+	}
+	if (!n)
+		put(t, "  none\n");
+	put(t, "Memsets: %" PRIu64 ", %s, %s\n", (uint64_t)p->memset.count,
+	    human_bytes(a, sizeof(a), p->memset.bytes),
+	    human_ns(b, sizeof(b), (double)p->memset.ns));
+
+	put(t, "\nLaunch-to-start queue delay (kernel start - start of its launching CUDA call)\n");
+	put(t, "  %" PRIu64 " kernels: mean %s, p50 %s, p95 %s, p99 %s, max %s\n",
+	    (uint64_t)p->queue.count,
+	    human_ns(a, sizeof(a), (double)mean(p->queue.sum, p->queue.count)),
+	    human_ns(b, sizeof(b), sketch__quantile(&p->queue, 0.50)),
+	    human_ns(c, sizeof(c), sketch__quantile(&p->queue, 0.95)),
+	    human_ns(d, sizeof(d), sketch__quantile(&p->queue, 0.99)),
+	    human_ns(e, sizeof(e), (double)(p->queue.count ? p->queue.max : 0)));
+	put(t, "  without a known launch: %" PRIu64 "; starting before it: %" PRIu64 "\n",
+	    (uint64_t)p->queue_unresolved, (uint64_t)p->queue_negative);
+
+	if (!final && sc.closed_until < p->last_ns)
+		span = sc.closed_until > p->first_ns ? sc.closed_until - p->first_ns : 0;
+	put_text_sm(t, st, span);
+	if (sc.late)
+		put(t, "  %" PRIu64 " kernels came after their window closed (%s not counted)\n",
+		    (uint64_t)sc.late, human_ns(a, sizeof(a), (double)sc.late_ns));
+
+	for (i = 0; i < XPU_CORR_TYPE_MAX; i++)
+		gpu += p->gpu_by_type[i];
+	put(t, "\nCorrelation of %" PRIu64 " GPU records (%" PRIu64 " with a launch stack)\n",
+	    (uint64_t)gpu, (uint64_t)p->gpu_with_stack);
+	for (i = 0; i < XPU_CORR_TYPE_MAX; i++)
+		put(t, "  %-12s %10" PRIu64 " %8.3f %%  mean confidence %.3f\n",
+		    xpu_corr_type__name(i), (uint64_t)p->gpu_by_type[i],
+		    pct(p->gpu_by_type[i], gpu),
+		    p->gpu_by_type[i] ? p->conf_by_type[i] / (double)p->gpu_by_type[i] : 0.0);
+
+	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
+		lost += p->lost_by_cause[i];
+	put(t, "\nLosses: %" PRIu64 " records lost in %" PRIu64 " LOSS records", (uint64_t)lost,
+	    (uint64_t)p->loss_records);
+	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
+		if (p->lost_by_cause[i])
+			put(t, "; %s %" PRIu64 " (%s)", xpu_loss_cause__name(i),
+			    (uint64_t)p->lost_by_cause[i], loss_stage(i));
+	put(t,
+	    "\n  %" PRIu64 " events missed between the correlators and this sink, %" PRIu64
+	    " sequence rewinds\n",
+	    (uint64_t)st->seq.missed, (uint64_t)st->seq.rewinds);
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+static int write_file(const char *path, const struct text *t, char *why, size_t why_len)
+{
+	struct out *o;
+	int err;
+
+	if (t->failed) {
+		snprintf(why, why_len, "out of memory writing %s", path);
+		return -ENOMEM;
+	}
+	err = out__open(&o, path, why, why_len);
+	if (err)
+		return err;
+	out__write(o, t->p, t->len);
+	return out__commit(o, why, why_len);
+}
+
+static int write_totals(struct stats *st, bool final, char *why, size_t why_len)
+{
+	struct text t = { 0 };
+	int err;
+
+	put_json(&t, st, final);
+	err = write_file(st->path, &t, why, why_len);
+	if (!err && st->text[0]) {
+		t.len = 0;
+		put_text(&t, st, final);
+		err = write_file(st->text, &t, why, why_len);
+	}
+	text_free(&t);
+	if (!err)
+		st->writes++;
+	return err;
+}
+
+/* mkdir -p of path's folder, as out.h does for the other files. */
+static void make_parents(const char *path)
+{
+	char dir[STATS_PATH_MAX], *p;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return;
+	*p = 0;
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(dir, 0755); /* if it fails, open says why */
+		*p = '/';
+	}
+	mkdir(dir, 0755);
+}
+
+/* Append the pending interval lines. The file is a plain O_APPEND file, not an out.h
+ * one: it grows by a line an interval, and a line must not wait for a rename. A new
+ * session's sink truncates it; a restarted one appends (its lines number from 0 again). */
+static int write_pending(struct stats *st, char *why, size_t why_len)
+{
+	int fd, err = 0;
+	ssize_t n;
+
+	if (!st->intervals_opened)
+		make_parents(st->intervals);
+	fd = open(st->intervals,
+		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (st->intervals_opened ? 0 : O_TRUNC),
+		  0644);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, why_len, "unable to open %s: %s", st->intervals, strerror(errno));
+		return err;
+	}
+	st->intervals_opened = true;
+	while (st->pending.len) {
+		n = write(fd, st->pending.p, st->pending.len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			snprintf(why, why_len, "unable to write %s: %s", st->intervals,
+				 strerror(-err));
+			break;
+		}
+		memmove(st->pending.p, st->pending.p + n, st->pending.len - (size_t)n);
+		st->pending.len -= (size_t)n;
+	}
+	close(fd);
+	return err;
+}
+
+/* One interval's line: its statistics and the SM-active windows closed during it. */
+static void put_interval(struct stats *st, __u64 now_ns)
+{
+	struct text *t = &st->pending;
+	size_t start = t->len;
+	struct sm_counts c;
+
+	if (t->len > PENDING_MAX) { /* the file has been failing for long: keep the newest */
+		st->lines_dropped += st->n_intervals;
+		t->len = 0;
+		start = 0;
+	}
+	sm_active__counts(st->sm, &c);
+	put(t,
+	    "{\"interval\": %" PRIu64 ", \"start_ns\": %" PRIu64 ", \"end_ns\": %" PRIu64
+	    ", \"windows_missing\": %" PRIu64 ",\n",
+	    (uint64_t)st->n_intervals, (uint64_t)st->interval_start, (uint64_t)now_ns,
+	    (uint64_t)(c.windows_closed - st->next_window > SM_WINDOWS_KEPT ?
+			       c.windows_closed - st->next_window - SM_WINDOWS_KEPT :
+			       0));
+	/* the interval's own numbers: missed and rewinds are those since the last line */
+	st->cur.missed = st->seq.missed - st->run.missed;
+	st->cur.rewinds = st->seq.rewinds - st->run.rewinds;
+	put_period(t, st, &st->cur, false);
+	put_sm_active(t, st,
+		      st->cur.first_ns < st->run.first_ns || !st->run.first_ns ? st->cur.first_ns :
+										 st->run.first_ns,
+		      st->cur.last_ns > st->run.last_ns ? st->cur.last_ns : st->run.last_ns, true,
+		      st->next_window);
+	put(t, "}\n");
+	st->next_window = c.windows_closed;
+	if (t->failed) { /* no memory for the line: drop it, keep the older ones */
+		t->failed = false;
+		t->len = start;
+		st->lines_dropped++;
+		return;
+	}
+	/* one JSON document a line: the line breaks inside it go */
+	for (; start < t->len - 1; start++)
+		if (t->p[start] == '\n')
+			t->p[start] = ' ';
+}
+
+/* End an interval (and, final, the run): the interval's line, the merge, the totals. */
+static int flush(struct stats *st, __u64 now_ns, bool final, char *why, size_t why_len)
+{
+	char why2[512];
+	int err = 0, err2;
+
+	sm_active__close(st->sm, final);
+	if (st->interval_ns) {
+		put_interval(st, now_ns);
+		st->n_intervals++;
+		st->interval_start = now_ns;
+		err = write_pending(st, why, why_len);
+	}
+	period_merge(st);
+	/* the first problem is the one shown */
+	err2 = write_totals(st, final, err ? why2 : why, err ? sizeof(why2) : why_len);
+	return err ? err : err2;
+}
+
+static int stats_tick(void *state, __u64 now_ns, char *why, size_t why_len)
+{
+	struct stats *st = state;
+	int err;
+
+	if (!st->interval_ns)
+		return FMT_IDLE;
+	if (!st->last_interval) {
+		st->last_interval = st->interval_start = now_ns;
+		return FMT_IDLE;
+	}
+	if (now_ns - st->last_interval < st->interval_ns)
+		return FMT_IDLE;
+	st->last_interval = now_ns;
+	err = flush(st, now_ns, false, why, why_len);
+	/* never FMT_COMPLETE: a restarted stats sink cannot rebuild its sketches from the
+	 * JSON, so it starts over, and the sink counts the earlier events as state_lost */
+	return err ? err : FMT_WROTE;
+}
+
+static int stats_finish(void *state, char *why, size_t why_len)
+{
+	return flush(state, xpu_now_ns(), true, why, why_len);
+}
+
+static void stats_free(void *state)
+{
+	struct stats *st = state;
+	__u32 i;
+
+	if (!st)
+		return;
+	if (st->kernels)
+		for (i = 0; i < st->n_kernels; i++) {
+			sketch__free(&st->kernels[i]->run);
+			sketch__free(&st->kernels[i]->cur);
+			free(st->kernels[i]->name);
+			free(st->kernels[i]);
+		}
+	sketch__free(&st->other.run);
+	sketch__free(&st->other.cur);
+	sketch__free(&st->run.queue);
+	sketch__free(&st->cur.queue);
+	free(st->kernels);
+	free(st->slots);
+	free(st->launches.slots);
+	free(st->launches.fifo);
+	sm_active__free(st->sm);
+	text_free(&st->pending);
+	free(st);
+}
+
+static unsigned int stats_counters(void *state, const char **names, __u64 *values, unsigned int max)
+{
+	struct stats *st = state;
+	struct sm_counts c;
+	__u64 v[6];
+	unsigned int i;
+
+	sm_active__counts(st->sm, &c);
+	v[0] = st->n_kernels;
+	v[1] = st->gpu_records;
+	v[2] = st->run.queue_unresolved + st->cur.queue_unresolved;
+	v[3] = c.windows_closed;
+	v[4] = c.late;
+	v[5] = st->writes;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
+		names[i] = counter_names[i];
+		values[i] = v[i];
+	}
+	return i;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+/* path with its extension (if any) replaced by ext: out/stats.json -> out/stats.txt */
+static int beside(char *buf, size_t size, const char *path, const char *ext)
+{
+	const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+	size_t stem = dot && dot > (slash ? slash + 1 : path) ? (size_t)(dot - path) : strlen(path);
+
+	if (stem + strlen(ext) >= size)
+		return -ENAMETOOLONG;
+	snprintf(buf, size, "%.*s%s", (int)stem, path, ext);
+	return 0;
+}
+
+static int get_uint(const struct fmt_env *env, const char *key, unsigned long long min,
+		    unsigned long long max, unsigned long long def, unsigned long long *out,
+		    char *why, size_t why_len)
+{
+	const char *v = env->get(env->ctx, key);
+
+	*out = def;
+	if (v && conf_parse_uint(v, min, max, out)) {
+		snprintf(why, why_len, "bad %s '%s'", key, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int file_option(const struct fmt_env *env, const char *key, char *buf, size_t size,
+		       const char *path, const char *ext, char *why, size_t why_len)
+{
+	const char *v = env->get(env->ctx, key);
+	int err;
+
+	if (v && !strcmp(v, "none")) {
+		buf[0] = 0;
+		return 0;
+	}
+	err = v ? env->path(env->ctx, key, buf, size) : beside(buf, size, path, ext);
+	if (!err && !strcmp(buf, path))
+		err = -EINVAL;
+	if (err)
+		snprintf(why, why_len, "bad '%s': %s", key,
+			 err == -EINVAL ? "the same file as 'path'" : strerror(-err));
+	return err ? -EINVAL : 0;
+}
+
+static int stats_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
+{
+	struct stats *st = calloc(1, sizeof(*st));
+	unsigned long long u;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->intervals_opened = env->resume; /* a restarted sink appends to its lines */
+	sketch__init(&st->run.queue);
+	sketch__init(&st->cur.queue);
+	err = env->path(env->ctx, "path", st->path, sizeof(st->path));
+	if (err) {
+		snprintf(why, why_len, "no output file: set 'path'");
+		err = -EINVAL;
+		goto fail;
+	}
+	err = file_option(env, "text", st->text, sizeof(st->text), st->path, ".txt", why, why_len);
+	if (!err)
+		err = file_option(env, "intervals", st->intervals, sizeof(st->intervals), st->path,
+				  ".intervals.jsonl", why, why_len);
+	if (!err)
+		err = get_uint(env, "interval_s", 0, 86400, 0, &u, why, why_len);
+	if (err)
+		goto fail;
+	st->interval_ns = u * 1000000000ull;
+	if (st->interval_ns && !st->intervals[0]) {
+		snprintf(why, why_len, "interval_s needs an 'intervals' file (it is none)");
+		err = -EINVAL;
+		goto fail;
+	}
+	err = get_uint(env, "window_ms", 1, 3600000, 1000, &u, why, why_len);
+	if (err)
+		goto fail;
+	st->window_ns = u * 1000000ull;
+	err = get_uint(env, "lateness_ms", 0, 3600000, 10000, &u, why, why_len);
+	if (err)
+		goto fail;
+	st->lateness_ns = u * 1000000ull;
+	err = get_uint(env, "max_kernels", 16, 1u << 20, 10000, &u, why, why_len);
+	if (err)
+		goto fail;
+	st->max_kernels = (__u32)u;
+	for (st->mask = 16; st->mask < 2 * st->max_kernels; st->mask <<= 1)
+		;
+	st->mask--;
+	st->slots = calloc((size_t)st->mask + 1, sizeof(*st->slots));
+	st->kernels = calloc(st->max_kernels, sizeof(*st->kernels));
+	st->launches.slots = calloc(LAUNCH_SLOTS, sizeof(*st->launches.slots));
+	st->launches.fifo = calloc(LAUNCH_MAP_MAX, sizeof(*st->launches.fifo));
+	st->sm = sm_active__new(st->window_ns, st->lateness_ns);
+	if (!st->slots || !st->kernels || !st->launches.slots || !st->launches.fifo || !st->sm) {
+		snprintf(why, why_len, "out of memory");
+		err = -ENOMEM;
+		goto fail;
+	}
+	*out = st;
+	return 0;
+fail:
+	stats_free(st);
+	return err;
+}
+
+const struct fmt_ops fmt_stats = {
+	.kind = "stats",
+	.open = stats_open,
+	.batch = stats_batch,
+	.tick = stats_tick,
+	.finish = stats_finish,
+	.free = stats_free,
+	.counters = stats_counters,
+};

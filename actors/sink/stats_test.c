@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The stats sink's two algorithms, without a session:
+ *
+ * - the quantile sketch: every quantile within SKETCH_ALPHA of the exact one (the value of
+ *   rank floor(q (n - 1))) on uniform, log-uniform, constant and zero-heavy data; the
+ *   answer independent of the order of the values; merge equal to the sketch of the union;
+ *   memory bounded with values from 1 to 2^64 - 1;
+ * - SM-active: overlapping kernels merged, clamped to their windows, never more than the
+ *   window, in any arrival order; per device the union over processes; late kernels counted
+ *   and not added; gaps filled past the interval limit within the reported bound; and a
+ *   randomised comparison with a brute-force union over a bitmap.
+ */
+#include "actors/sink/sketch.h"
+#include "actors/sink/sm_active.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mix.h"
+#include "tests/tap.h"
+
+static const double qs[] = { 0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1 };
+#define N_QS (sizeof(qs) / sizeof(qs[0]))
+
+static int u64_cmp(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The worst relative error of the sketch's quantiles against the exact ones of vals. */
+static double worst_error(const struct sketch *s, __u64 *vals, size_t n)
+{
+	double worst = 0, exact, got, err;
+	size_t i;
+
+	qsort(vals, n, sizeof(*vals), u64_cmp);
+	for (i = 0; i < N_QS; i++) {
+		exact = (double)vals[(size_t)(qs[i] * (double)(n - 1))];
+		got = sketch__quantile(s, qs[i]);
+		err = exact ? fabs(got - exact) / exact : fabs(got);
+		if (err > worst)
+			worst = err;
+	}
+	return worst;
+}
+
+static void shuffle(__u64 *v, size_t n, __u64 seed)
+{
+	size_t i, j;
+	__u64 t;
+
+	for (i = n; i > 1; i--) {
+		seed = xpu_mix64(seed);
+		j = (size_t)(seed % i);
+		t = v[i - 1];
+		v[i - 1] = v[j];
+		v[j] = t;
+	}
+}
+
+/* The bound itself, allowing for the rounding of log() at bucket edges. */
+#define BOUND (SKETCH_ALPHA * (1 + 1e-9))
+
+static void test_sketch_bound(void)
+{
+	const double gamma = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA);
+	double worst = 0, rep, err;
+	size_t n = 100000, i;
+	__u64 *v = calloc(n, sizeof(*v)), x, seed = 7;
+	struct sketch s;
+	int bad = 0;
+
+	if (!v)
+		tap_bail("out of memory");
+	/* every bucket's representative is within alpha of every value it holds */
+	for (x = 1; x < 200000; x = x < 5000 ? x + 1 : x + x / 997) {
+		int b = sketch__bucket_of(x);
+
+		rep = 2 * pow(gamma, b) / (gamma + 1);
+		err = fabs(rep - (double)x) / (double)x;
+		if (err > worst)
+			worst = err;
+		if (!(pow(gamma, b - 1) < (double)x * (1 + 1e-12) &&
+		      (double)x <= pow(gamma, b) * (1 + 1e-12)))
+			bad++;
+	}
+	tap_ok(!bad && worst <= BOUND,
+	       "each value lies in its bucket, within %.4f%% of the bucket's representative",
+	       100 * worst);
+
+	sketch__init(&s);
+	tap_ok(s.count == 0 && sketch__quantile(&s, 0.5) == 0, "an empty sketch answers 0");
+
+	for (i = 0; i < n; i++)
+		v[i] = i + 1;
+	shuffle(v, n, 1);
+	for (i = 0; i < n; i++)
+		sketch__add(&s, v[i]);
+	err = worst_error(&s, v, n);
+	tap_ok(err <= BOUND && s.count == n && s.sum == n * (n + 1) / 2 && s.min == 1 && s.max == n,
+	       "uniform 1..100000: quantiles within %.4f%% (bound 1%%), exact count, sum, min, max",
+	       100 * err);
+	tap_ok(s.n < 600, "and it takes %u buckets", s.n);
+	sketch__free(&s);
+
+	/* log-uniform over 1 ns .. 1000 s: twelve decades */
+	sketch__init(&s);
+	for (i = 0; i < n; i++) {
+		seed = xpu_mix64(seed);
+		v[i] = (__u64)pow(10, 12.0 * (double)(seed >> 11) / 9007199254740992.0);
+		sketch__add(&s, v[i]);
+	}
+	err = worst_error(&s, v, n);
+	tap_ok(err <= BOUND, "log-uniform 1 ns .. 1000 s: quantiles within %.4f%% in %u buckets",
+	       100 * err, s.n);
+	sketch__free(&s);
+
+	/* a kernel that always takes the same time: exact, thanks to the min/max clamp */
+	sketch__init(&s);
+	for (i = 0; i < 1000; i++)
+		sketch__add(&s, 25000);
+	tap_ok(sketch__quantile(&s, 0) == 25000 && sketch__quantile(&s, 0.5) == 25000 &&
+		       sketch__quantile(&s, 1) == 25000,
+	       "a constant is answered exactly");
+	sketch__free(&s);
+
+	/* zeros (a kernel with no measurable duration) are their own bucket */
+	sketch__init(&s);
+	for (i = 0; i < 1000; i++) {
+		v[i] = i % 10 < 3 ? 0 : 1000 + i;
+		sketch__add(&s, v[i]);
+	}
+	err = worst_error(&s, v, 1000);
+	tap_ok(s.zeros == 300 && sketch__quantile(&s, 0.2) == 0 && err <= BOUND,
+	       "30%% zeros: p20 is 0, every quantile within %.4f%%", 100 * err);
+	sketch__free(&s);
+	free(v);
+}
+
+static void test_sketch_merge(void)
+{
+	size_t n = 50000, i;
+	__u64 *v = calloc(2 * n, sizeof(*v)), seed = 99;
+	struct sketch a, b, all, again;
+	double err;
+	int same = 1, order = 1;
+
+	if (!v)
+		tap_bail("out of memory");
+	sketch__init(&a);
+	sketch__init(&b);
+	sketch__init(&all);
+	sketch__init(&again);
+	/* two different distributions: short kernels and a slow tail */
+	for (i = 0; i < 2 * n; i++) {
+		seed = xpu_mix64(seed);
+		v[i] = i < n ? 1000 + seed % 9000 : 1000000 + seed % 50000000;
+		sketch__add(i < n ? &a : &b, v[i]);
+		sketch__add(&all, v[i]);
+	}
+	tap_eq_u64(sketch__merge(&a, &b), 0, "merge succeeds");
+	same = a.count == all.count && a.sum == all.sum && a.min == all.min && a.max == all.max &&
+	       a.lo == all.lo && a.n == all.n &&
+	       !memcmp(a.counts, all.counts, a.n * sizeof(*a.counts));
+	tap_ok(same, "merged sketch == the sketch of the union, bucket for bucket");
+	err = worst_error(&a, v, 2 * n);
+	tap_ok(err <= BOUND, "merged quantiles within %.4f%%", 100 * err);
+
+	/* the same values in another order: the same buckets */
+	shuffle(v, 2 * n, 5);
+	for (i = 0; i < 2 * n; i++)
+		sketch__add(&again, v[i]);
+	for (i = 0; i < N_QS; i++)
+		order &= sketch__quantile(&again, qs[i]) == sketch__quantile(&all, qs[i]);
+	tap_ok(order, "the answer does not depend on the order of the values");
+
+	/* merging into an empty sketch, and reset keeps nothing but memory */
+	sketch__reset(&b);
+	tap_ok(b.count == 0 && b.n == 0 && b.cap > 0, "reset empties and keeps the memory");
+	sketch__merge(&b, &all);
+	tap_ok(b.count == all.count && sketch__quantile(&b, 0.99) == sketch__quantile(&all, 0.99),
+	       "merging into an empty sketch copies it");
+	sketch__free(&a);
+	sketch__free(&b);
+	sketch__free(&all);
+	sketch__free(&again);
+	free(v);
+}
+
+static void test_sketch_limits(void)
+{
+	struct sketch s;
+	double p99;
+	int i;
+
+	sketch__init(&s);
+	for (i = 0; i < 100; i++)
+		sketch__add(&s, 1);
+	for (i = 0; i < 9900; i++)
+		sketch__add(&s, UINT64_MAX - (__u64)i * 1000000000000ull);
+	p99 = sketch__quantile(&s, 0.99);
+	tap_ok(s.n <= SKETCH_BUCKETS_MAX && s.collapsed == 100,
+	       "values 1 and 2^64 - 1: %u buckets at most, the lowest folded (%llu)", s.n,
+	       (unsigned long long)s.collapsed);
+	tap_ok(fabs(p99 - (double)(UINT64_MAX - 99ull * 1000000000000ull)) <=
+		       BOUND * (double)UINT64_MAX,
+	       "and the high quantiles keep their bound");
+	sketch__free(&s);
+}
+
+/* ---- SM-active ----------------------------------------------------------------------- */
+
+static void test_busy(void)
+{
+	static const __u64 iv[][2] = { { 20, 30 }, { 0, 10 }, { 5, 15 }, { 30, 40 }, { 12, 14 } };
+	struct busy fwd = { 0 }, rev = { 0 };
+	__u64 true_ns = 0;
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < 5; i++)
+		busy__add(&fwd, iv[i][0], iv[i][1]);
+	for (k = 4; k >= 0; k--)
+		busy__add(&rev, iv[k][0], iv[k][1]);
+	tap_ok(busy__ns(&fwd) == 35 && fwd.n == 2 && fwd.iv[0][1] == 15 && fwd.iv[1][0] == 20,
+	       "overlapping and touching intervals merge: [0,15) [20,40) = 35 ns");
+	tap_ok(busy__ns(&rev) == 35 && rev.n == 2, "in reverse arrival order too");
+	busy__free(&fwd);
+	busy__free(&rev);
+
+	/* more disjoint intervals than the limit: gaps are filled, and exactly reported */
+	for (i = 0; i < 4 * SM_INTERVALS_MAX; i++) {
+		__u64 s = (__u64)i * 100 + (xpu_mix64(i) % 50);
+
+		busy__add(&fwd, s, s + 10);
+		true_ns += 10;
+	}
+	tap_ok(fwd.n <= SM_INTERVALS_MAX && busy__ns(&fwd) == true_ns + fwd.filled_ns &&
+		       fwd.filled_ns > 0,
+	       "past %u intervals: %u kept, busy = true + filled (%llu + %llu)", SM_INTERVALS_MAX,
+	       fwd.n, (unsigned long long)true_ns, (unsigned long long)fwd.filled_ns);
+	busy__free(&fwd);
+}
+
+static const struct sm_total *total_of(const struct sm_active *a, __u64 key)
+{
+	__u32 i;
+
+	for (i = 0; i < sm_active__n_totals(a); i++)
+		if (sm_active__total(a, i)->key == key)
+			return sm_active__total(a, i);
+	return NULL;
+}
+
+static __u64 window_busy(const struct sm_active *a, __u64 start, __u64 key)
+{
+	__u32 i, k;
+
+	for (i = 0; i < sm_active__windows_kept(a); i++) {
+		const struct sm_window *w = sm_active__window(a, i);
+
+		if (w->start_ns != start)
+			continue;
+		for (k = 0; k < w->n; k++)
+			if (w->e[k].key == key)
+				return w->e[k].busy_ns;
+	}
+	return 0;
+}
+
+static void test_windows(void)
+{
+	struct sm_active *a = sm_active__new(100, 1000000);
+	const struct sm_total *t;
+	struct sm_counts c;
+	int i;
+
+	if (!a)
+		tap_bail("out of memory");
+	/* device 0: [50,150) and [100,120) overlap; [300,350) alone; arrival out of order */
+	sm_active__add(a, SM_DEVICE(0), 300, 350);
+	sm_active__add(a, SM_DEVICE(0), 100, 120);
+	sm_active__add(a, SM_DEVICE(0), 50, 150);
+	/* ten kernels covering the whole of window [1000, 1100) and more */
+	for (i = 0; i < 10; i++)
+		sm_active__add(a, SM_DEVICE(0), 990 + (__u64)i, 1200);
+	sm_active__close(a, false);
+	sm_active__counts(a, &c);
+	tap_ok(c.windows_closed == 0 && c.open == 6,
+	       "nothing closes while the watermark is within lateness");
+	sm_active__close(a, true);
+	sm_active__counts(a, &c);
+	t = total_of(a, SM_DEVICE(0));
+	tap_ok(c.windows_closed == 6 && window_busy(a, 0, SM_DEVICE(0)) == 50 &&
+		       window_busy(a, 100, SM_DEVICE(0)) == 50 &&
+		       window_busy(a, 300, SM_DEVICE(0)) == 50,
+	       "kernels clamped to windows: [0,100) 50, [100,200) 50, [300,400) 50");
+	tap_ok(window_busy(a, 1000, SM_DEVICE(0)) == 100 &&
+		       window_busy(a, 900, SM_DEVICE(0)) == 10 &&
+		       window_busy(a, 1100, SM_DEVICE(0)) == 100,
+	       "ten overlapping kernels: a window is never busier than its length (100 %%)");
+	tap_ok(t && t->busy_ns == 360 && t->windows == 6 && t->peak_busy_ns == 100 &&
+		       t->peak_start_ns == 1000,
+	       "the run's busy time is the sum of its windows' (360 ns), peak window 1000");
+	sm_active__free(a);
+
+	/* two processes on one device: each its own time, the device their union */
+	a = sm_active__new(1000, 1000000);
+	if (!a)
+		tap_bail("out of memory");
+	sm_active__add(a, SM_PROCESS(7), 0, 400);
+	sm_active__add(a, SM_DEVICE(1), 0, 400);
+	sm_active__add(a, SM_PROCESS(8), 300, 600);
+	sm_active__add(a, SM_DEVICE(1), 300, 600);
+	sm_active__close(a, true);
+	tap_ok(total_of(a, SM_PROCESS(7))->busy_ns == 400 &&
+		       total_of(a, SM_PROCESS(8))->busy_ns == 300 &&
+		       total_of(a, SM_DEVICE(1))->busy_ns == 600,
+	       "processes 400 and 300 ns, their device 600 ns (not 700)");
+	tap_ok(sm_active__n_totals(a) == 3 && sm_active__total(a, 0)->key == SM_DEVICE(1) &&
+		       sm_active__total(a, 1)->key == SM_PROCESS(7),
+	       "totals sorted by key: devices, then processes");
+	sm_active__free(a);
+}
+
+static void test_late(void)
+{
+	struct sm_active *a = sm_active__new(100, 100);
+	struct sm_counts c;
+	int i;
+
+	if (!a)
+		tap_bail("out of memory");
+	sm_active__add(a, SM_DEVICE(0), 0, 50);
+	sm_active__add(a, SM_DEVICE(0), 1000, 1010); /* watermark 1010: up to 910 is safe */
+	sm_active__close(a, false);
+	sm_active__counts(a, &c);
+	tap_ok(c.windows_closed == 1 && c.closed_until == 900,
+	       "the watermark closes the windows lateness behind it");
+	tap_eq_u64(sm_active__add(a, SM_DEVICE(0), 10, 60), 0, "a late kernel is not an error");
+	sm_active__add(a, SM_DEVICE(0), 950, 960); /* within lateness: counted */
+	sm_active__close(a, true);
+	sm_active__counts(a, &c);
+	tap_ok(c.late == 1 && c.late_ns == 50 && window_busy(a, 0, SM_DEVICE(0)) == 50 &&
+		       window_busy(a, 900, SM_DEVICE(0)) == 10 &&
+		       total_of(a, SM_DEVICE(0))->late == 1,
+	       "a kernel after its window closed is counted late (50 ns), not added");
+	tap_eq_u64(sm_active__add(a, SM_DEVICE(0), 5, 5), (__u64)(__s64)-EINVAL,
+		   "an empty interval is refused");
+	sm_active__free(a);
+
+	/* more windows than may stay open: the oldest close first */
+	a = sm_active__new(10, 1000000);
+	if (!a)
+		tap_bail("out of memory");
+	for (i = 0; i < SM_OPEN_MAX + 8; i++)
+		sm_active__add(a, SM_DEVICE(0), (__u64)i * 10, (__u64)i * 10 + 5);
+	sm_active__counts(a, &c);
+	tap_ok(c.open == SM_OPEN_MAX && c.forced == 8 && c.windows_closed == 8,
+	       "at most %d windows open: 8 closed early", SM_OPEN_MAX);
+	sm_active__close(a, true);
+	tap_eq_u64(total_of(a, SM_DEVICE(0))->busy_ns, (SM_OPEN_MAX + 8) * 5,
+		   "and nothing is lost by it");
+	sm_active__free(a);
+}
+
+/* Random kernels of 3 processes on 2 devices, in random order, against a bitmap. */
+#define T_MAX 20000
+#define W 1000
+
+static void test_random(void)
+{
+	static unsigned char bits[5][T_MAX];
+	static const __u64 keys[5] = { SM_DEVICE(0), SM_DEVICE(1), SM_PROCESS(100), SM_PROCESS(101),
+				       SM_PROCESS(102) };
+	struct sm_active *a = sm_active__new(W, 1ull << 40);
+	__u64 seed = 3, want, got;
+	int i, k, t, w, bad = 0;
+
+	if (!a)
+		tap_bail("out of memory");
+	memset(bits, 0, sizeof(bits));
+	for (i = 0; i < 3000; i++) {
+		__u64 s, e;
+		int proc, dev;
+
+		seed = xpu_mix64(seed);
+		s = seed % (T_MAX - 1);
+		e = s + 1 + (seed >> 20) % 700;
+		if (e > T_MAX)
+			e = T_MAX;
+		proc = (int)((seed >> 40) % 3);
+		dev = (int)((seed >> 50) % 2);
+		sm_active__add(a, keys[dev], s, e);
+		sm_active__add(a, keys[2 + proc], s, e);
+		for (t = (int)s; t < (int)e; t++)
+			bits[dev][t] = bits[2 + proc][t] = 1;
+	}
+	sm_active__close(a, true);
+	for (k = 0; k < 5; k++)
+		for (w = 0; w < T_MAX / W; w++) {
+			for (t = w * W, want = 0; t < (w + 1) * W; t++)
+				want += bits[k][t];
+			got = window_busy(a, (__u64)w * W, keys[k]);
+			if (got != want) {
+				tap_diag("entity %d window %d: got %llu want %llu", k, w,
+					 (unsigned long long)got, (unsigned long long)want);
+				bad++;
+			}
+		}
+	tap_ok(!bad, "3000 random kernels: every window's busy time equals a brute-force union");
+	sm_active__free(a);
+}
+
+int main(void)
+{
+	test_sketch_bound();
+	test_sketch_merge();
+	test_sketch_limits();
+	test_busy();
+	test_windows();
+	test_late();
+	test_random();
+	return tap_done();
+}

@@ -1,0 +1,1541 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The timeline format (kind timeline): Chrome Trace Event JSON (docs/timeline.md), the file
+ * Perfetto UI, chrome://tracing and speedscope open:
+ *
+ *	{"traceEvents":[
+ *	{"ph":"X","name":"cudaLaunchKernel","cat":"cuda_api","pid":..,"tid":..,"ts":..,...},
+ *	...
+ *	],
+ *	"displayTimeUnit":"ns",
+ *	"otherData":{"clock":"CLOCK_MONOTONIC",...}}
+ *
+ * Timestamps are absolute CLOCK_MONOTONIC in microseconds with three decimals, written from
+ * the integer nanoseconds (never through a double), so they are exact and every file of a
+ * boot shares one time axis. CPU work sits on its real (pid, tid) tracks; GPU work on a
+ * pseudo-process per (pid, device), "GPU 0 (pid N)", with one thread track per stream; the
+ * SM-active % counter of a device on a pseudo-process "GPU 0". Pseudo-processes take pids
+ * from VPID_BASE up, above any Linux pid (PID_MAX_LIMIT is 2^22).
+ *
+ * Events are written as they arrive, through out.h, into PATH.partial: memory stays
+ * bounded however long the session runs. Only what cannot be written before the end is
+ * held: the names of processes, threads and streams (written as metadata by finish, when
+ * they are best known), ranges still open, the SM-active windows that kernels may still
+ * land in, and the recent launches that flow arrows start from. finish closes the array,
+ * adds the metadata and renames the file into place: the file is valid JSON from then on,
+ * never before. So a restarted sink (fmt_env.resume) starts a new file, and never says
+ * FMT_COMPLETE: the sink counts what the killed run received as lost.
+ *
+ * Viewers need each track's slices properly nested; lane_of keeps them so whatever the
+ * input says. Every flow arrow is written with both its ends, or not at all.
+ */
+#include "actors/sink/fmt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/sink/out.h"
+#include "actors/sink/sm_active.h"
+#include "common/config.h"
+#include "common/mix.h"
+#include "common/wire.h"
+#include "xpusup/event.h"
+
+#ifndef XPUSUP_VERSION
+#define XPUSUP_VERSION "unknown"
+#endif
+
+#define TL_PATH_MAX 4096
+/* One JSON event: the longest name escaped (6 bytes per byte at worst) and a full stack. */
+#define EV_MAX (XPU_STRING_MAX * 6 + XPU_WIRE_STACK_MAX * 32 + 4096)
+#define COMM_MAX 16
+#define PROCS_MAX 65536
+#define THREADS_MAX 131072
+#define GPUS_MAX 16384 /* (pid, device) pairs */
+#define STREAMS_MAX 65536 /* (pid, device, stream) */
+#define DEVICES_MAX 256
+#define RANGES_MAX 65536 /* pushed ranges not yet popped */
+#define SYNCS_MAX 64 /* CLOCK_SYNC readings kept for otherData */
+#define VPID_BASE (1u << 30)
+/* Overlap lanes of a CPU thread (see lane_of): lane l of thread tid is the track
+ * tid + (l << LANE_SHIFT), above every Linux tid (PID_MAX_LIMIT is 2^22). */
+#define LANES 8
+#define LANE_RECENT 32
+#define LANE_SHIFT 22
+#define RETRY_NS 1000000000ull /* between attempts to (re)create the file */
+
+/* ---- bounded hash tables: open addressing, at most half full, never shrink ---- */
+
+struct tkey {
+	__u64 a, b;
+	bool used;
+};
+
+struct table {
+	unsigned char *slots; /* each slot starts with a struct tkey */
+	size_t esize;
+	__u32 mask, n, max;
+};
+
+static int table__init(struct table *t, size_t esize, __u32 max)
+{
+	__u32 cap = 16;
+
+	while (cap < 2 * max)
+		cap <<= 1;
+	t->slots = calloc(cap, esize);
+	if (!t->slots)
+		return -ENOMEM;
+	t->esize = esize;
+	t->mask = cap - 1;
+	t->max = max;
+	return 0;
+}
+
+static void *table__slot(const struct table *t, __u32 i)
+{
+	return t->slots + (size_t)i * t->esize;
+}
+
+/* The entry of (a, b); created (zeroed but for its key) when create and there is room;
+ * NULL otherwise. */
+static void *table__get(struct table *t, __u64 a, __u64 b, bool create)
+{
+	__u32 i = (__u32)xpu_mix64(a ^ xpu_mix64(b)) & t->mask;
+
+	for (;; i = (i + 1) & t->mask) {
+		struct tkey *k = table__slot(t, i);
+
+		if (!k->used) {
+			/* at most max entries in 2 * max slots: a lookup always meets a free slot */
+			if (!create || t->n >= t->max)
+				return NULL;
+			k->used = true;
+			k->a = a;
+			k->b = b;
+			t->n++;
+			return k;
+		}
+		if (k->a == a && k->b == b)
+			return k;
+	}
+}
+
+/* Where an SM-active counter track stands: windows are written in order, and an idle
+ * stretch (no window, or a window without this entity) is one 0 at its start. */
+struct sm_track {
+	__u64 next; /* end of the last window written; 0: none yet */
+	__u32 last1; /* the value written last, in 1/1000 %, plus 1; 0: none */
+};
+
+struct proc {
+	struct tkey k; /* a = pid */
+	char comm[COMM_MAX + 1];
+	__u8 rank; /* where comm came from: 3 exec, 2 its main thread, 1 another thread */
+	__u32 open_ranges;
+	struct sm_track sm;
+};
+
+/* The last slices written on one lane of a thread, a ring. */
+struct lane {
+	__u64 s[LANE_RECENT], e[LANE_RECENT];
+	__u32 n, next;
+};
+
+struct thread {
+	struct tkey k; /* a = pid, b = tid */
+	char comm[COMM_MAX + 1];
+	__u32 top; /* innermost open range of the thread: index + 1 in ranges, 0 none */
+	struct lane *lane[LANES]; /* made when first used */
+};
+
+struct gpu {
+	struct tkey k; /* a = pid, b = device */
+	__u32 vpid;
+	__s64 mem; /* device memory allocated minus freed, bytes */
+};
+
+struct stream {
+	struct tkey k; /* a = the gpu's vpid, b = stream */
+};
+
+struct device {
+	struct tkey k; /* a = device */
+	__u32 vpid;
+	struct sm_track sm;
+};
+
+/* A pushed range waiting for its pop. */
+struct open_range {
+	__u64 id; /* the push's event id */
+	__u64 ts;
+	__u64 range_id;
+	__u32 producer, pid, tid;
+	__u32 below; /* the range it is nested in: index + 1, 0 none */
+	__u32 next_free; /* index + 1 */
+	char *name;
+	__u32 name_len;
+	bool used;
+};
+
+/*
+ * Recent CUDA_API and LAUNCH events, where flow arrows start: a FIFO of max entries (the
+ * oldest goes when a new one needs its place) with a chained hash index. A GPU activity's
+ * launched_by links name these events by id; ids are unique per producer.
+ */
+struct launch {
+	__u64 id;
+	__u64 ts;
+	__u32 producer, pid;
+	__u32 tid; /* the track its slice went to: the thread's, or an overlap lane */
+	__u32 gen; /* the file its event is in (timeline.gen), 0: none */
+	__u32 next; /* next in its hash chain: index + 1, 0 none */
+	bool api; /* CUDA_API (an X slice the arrow can start from), else LAUNCH */
+};
+
+struct launches {
+	struct launch *e;
+	__u32 *bucket; /* index + 1 of a chain's first entry */
+	__u32 cap, mask, head, n;
+};
+
+struct sync_reading {
+	__u32 pid, clock;
+	__u64 ref_before, other, ref_after;
+};
+
+struct timeline {
+	char path[TL_PATH_MAX];
+	__u64 window_ns, lateness_ns;
+	struct out *o; /* NULL while the file cannot be created */
+	int werr; /* a write to o failed: the file is broken */
+	int open_err;
+	char open_why[600];
+	__u64 retry_at;
+	__u64 in_file; /* events in the current file */
+	__u64 ticked; /* in_file at the last tick */
+	__u32 gen; /* files opened so far: which one is being written */
+	char *ev; /* the event being built */
+	size_t len;
+	bool overflow;
+	struct table procs, threads, gpus, streams, devices;
+	struct open_range *ranges;
+	__u32 free_range; /* index + 1 */
+	struct launches launches;
+	struct sm_active *sm; /* SM-active windows of devices and processes (seed 002) */
+	__u64 sm_next; /* ordinal of the first closed window not yet written */
+	__u64 sm_missed; /* closed windows that left sm_active's ring before they were written */
+	__u32 next_vpid, sys_vpid;
+	__u64 max_ts;
+	struct sync_reading syncs[SYNCS_MAX];
+	__u32 n_syncs;
+	__u64 syncs_total;
+	__u64 written, flows, flows_unknown, bytes_done, dropped, ranges_unmatched, full, overlaps;
+};
+
+static const char *const counter_names[] = {
+	"events_written",  "flows",	     "flows_unknown_launch",
+	"bytes_written",   "events_dropped", "ranges_unmatched",
+	"sm_late_kernels", "tables_full",    "lanes_full",
+};
+
+/* ---- building one event ---- */
+
+static void put(struct timeline *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct timeline *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->overflow)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->ev + t->len, EV_MAX - t->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= EV_MAX - t->len)
+		t->overflow = true;
+	else
+		t->len += (size_t)n;
+}
+
+/* Bytes of one well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	__u32 c;
+	size_t k, i;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		k = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		k = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		k = 4;
+		c = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < k)
+		return 0;
+	for (i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((k == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (k == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return k;
+}
+
+/* A JSON string of n bytes. Names are bytes (docs/wire.md): JSON must be UTF-8, so a byte
+ * that does not start a well-formed sequence becomes U+FFFD. */
+static void put_str(struct timeline *t, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, k;
+	char *d;
+
+	if (t->overflow || EV_MAX - t->len < 6 * n + 3) {
+		t->overflow = true;
+		return;
+	}
+	d = t->ev + t->len;
+	*d++ = '"';
+	while (i < n) {
+		unsigned char c = p[i];
+
+		if (c == '"' || c == '\\') {
+			*d++ = '\\';
+			*d++ = (char)c;
+			i++;
+		} else if (c < 0x20) {
+			memcpy(d, "\\u00", 4);
+			d[4] = hex[c >> 4];
+			d[5] = hex[c & 15];
+			d += 6;
+			i++;
+		} else if (c < 0x80) {
+			*d++ = (char)c;
+			i++;
+		} else if ((k = utf8_len(p + i, n - i))) {
+			memcpy(d, p + i, k);
+			d += k;
+			i += k;
+		} else {
+			memcpy(d, "\\ufffd", 6);
+			d += 6;
+			i++;
+		}
+	}
+	*d++ = '"';
+	t->len = (size_t)(d - t->ev);
+}
+
+/* ns as microseconds with three decimals: exact, whatever the magnitude. */
+#define US_FMT "%" PRIu64 ".%03u"
+#define US_ARG(ns) (uint64_t)((ns) / 1000), (unsigned int)((ns) % 1000)
+
+/* Start an event: every event has ph, name, cat, pid, tid and (but metadata) ts. */
+static void begin(struct timeline *t, const char *ph, const char *name, size_t name_len,
+		  const char *cat, __u32 pid, __u32 tid, __u64 ts)
+{
+	t->len = 0;
+	t->overflow = false;
+	put(t, "{\"ph\":\"%s\",\"name\":", ph);
+	put_str(t, name, name_len);
+	put(t, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u", cat, pid, tid);
+	if (strcmp(ph, "M"))
+		put(t, ",\"ts\":" US_FMT, US_ARG(ts));
+}
+
+/* Finish the event and append it to the file. An event that cannot be written (no file, a
+ * broken one, or too big, which the bound above rules out) is counted, never cut. Returns
+ * whether it was written. */
+static bool emit(struct timeline *t)
+{
+	int err;
+
+	put(t, "}");
+	if (t->overflow || !t->o || t->werr) {
+		t->dropped++;
+		return false;
+	}
+	err = out__write(t->o, t->in_file ? ",\n" : "", t->in_file ? 2 : 0);
+	if (!err)
+		err = out__write(t->o, t->ev, t->len);
+	if (err) {
+		t->werr = err;
+		t->dropped++;
+		return false;
+	}
+	t->in_file++;
+	t->written++;
+	return true;
+}
+
+/* The stack as hex strings, innermost first; kernel frames carry flamegraph.pl's "_[k]". */
+static void put_stack(struct timeline *t, const struct xpu_cevent *e)
+{
+	__u32 i, n = (__u32)e->n_kernel + e->n_user;
+
+	if (!e->stack || !n)
+		return;
+	put(t, ",\"stack\":[");
+	for (i = 0; i < n; i++)
+		put(t, "%s\"0x%" PRIx64 "%s\"", i ? "," : "", (uint64_t)e->stack[i],
+		    i < e->n_kernel ? "_[k]" : "");
+	put(t, "]");
+}
+
+/* How the correlator joined the event, for a GPU activity's or a call's args; nothing for
+ * an event it found nothing for (an outermost call). */
+static void put_corr(struct timeline *t, const struct xpu_cevent *e)
+{
+	if (e->corr_type == XPU_CORR_NONE && e->kind != XPU_REC_GPU_KERNEL &&
+	    e->kind != XPU_REC_GPU_MEMCPY && e->kind != XPU_REC_GPU_MEMSET)
+		return;
+	put(t, ",\"corr_type\":\"%s\",\"confidence\":%.3g", xpu_corr_type__name(e->corr_type),
+	    (double)e->confidence);
+}
+
+/* ---- names ---- */
+
+static struct proc *proc_of(struct timeline *t, __u32 pid)
+{
+	struct proc *p = table__get(&t->procs, pid, 0, true);
+
+	if (!p)
+		t->full++;
+	return p;
+}
+
+static struct thread *thread_of(struct timeline *t, __u32 pid, __u32 tid)
+{
+	struct thread *th = table__get(&t->threads, pid, tid, true);
+
+	if (!th)
+		t->full++;
+	return th;
+}
+
+/* A pid no real process has, nor any event seen so far. */
+static __u32 new_vpid(struct timeline *t)
+{
+	while (table__get(&t->procs, t->next_vpid, 0, false))
+		t->next_vpid++;
+	return t->next_vpid++;
+}
+
+/* The process track of a CPU-side event: pid 0 (system-wide counters, losses of no
+ * process) goes to the pseudo-process "system". */
+static __u32 cpu_pid(struct timeline *t, __u32 pid)
+{
+	if (pid)
+		return pid;
+	if (!t->sys_vpid)
+		t->sys_vpid = new_vpid(t);
+	return t->sys_vpid;
+}
+
+static __u32 cpu_tid(__u32 pid, __u32 tid)
+{
+	return tid ? tid : pid;
+}
+
+/* Learn a process's and a thread's name from an event that carries a comm. */
+static void learn_comm(struct timeline *t, const struct xpu_cevent *e, __u8 rank)
+{
+	__u32 n = e->name_len < COMM_MAX ? e->name_len : COMM_MAX;
+	struct thread *th;
+	struct proc *p;
+
+	if (!e->pid || !n)
+		return;
+	p = proc_of(t, e->pid);
+	if (p && rank >= p->rank) {
+		memcpy(p->comm, e->name, n);
+		p->comm[n] = 0;
+		p->rank = rank;
+	}
+	if (e->tid && (th = thread_of(t, e->pid, e->tid))) {
+		memcpy(th->comm, e->name, n);
+		th->comm[n] = 0;
+	}
+}
+
+/* Every CPU-side track gets its names at finish: make sure it is known. */
+static void touch(struct timeline *t, __u32 pid, __u32 tid)
+{
+	if (!pid)
+		return;
+	proc_of(t, pid);
+	thread_of(t, pid, cpu_tid(pid, tid));
+}
+
+/* [s, e] nests with every slice the lane holds: inside it, around it, or apart. */
+static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
+{
+	__u32 i;
+
+	for (i = 0; i < l->n; i++)
+		if (!(e <= l->s[i] || s >= l->e[i] || (s <= l->s[i] && l->e[i] <= e) ||
+		      (l->s[i] <= s && e <= l->e[i])))
+			return false;
+	return true;
+}
+
+/*
+ * The track of a slice [s, e] on a CPU thread. Viewers need the slices of a track properly
+ * nested (Perfetto drops, speedscope mis-stacks the others). A thread's calls and ranges
+ * nest in a real program, but an input can say otherwise (the synthetic source stamps a
+ * thread's calls closer than they last; two sources' clocks can disagree by a little): a
+ * slice that partially overlaps one of the last LANE_RECENT written on the thread's track
+ * goes to the first overlap lane where it nests, a track of its own beside the thread's.
+ * Overlapping slices arrive close together (one source's ring, in order), so the recent
+ * slices are the ones to check; with every lane taken the slice stays on the last one, and
+ * is counted.
+ */
+static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
+{
+	struct thread *th = table__get(&t->threads, pid, tid, false);
+	struct lane *l = NULL;
+	__u32 i;
+
+	if (!th)
+		return tid;
+	for (i = 0; i < LANES; i++) {
+		l = th->lane[i];
+		if (!l && !(l = th->lane[i] = calloc(1, sizeof(*l)))) {
+			t->full++; /* unchecked, on the last lane there is */
+			return tid + ((i ? i - 1 : 0) << LANE_SHIFT);
+		}
+		if (lane_fits(l, s, e))
+			break;
+	}
+	if (i == LANES) {
+		i = LANES - 1;
+		t->overlaps++;
+	}
+	l->s[l->next] = s;
+	l->e[l->next] = e;
+	l->next = (l->next + 1) % LANE_RECENT;
+	if (l->n < LANE_RECENT)
+		l->n++;
+	return tid + (i << LANE_SHIFT);
+}
+
+static struct gpu *gpu_of(struct timeline *t, __u32 pid, __u32 device)
+{
+	struct gpu *g = table__get(&t->gpus, pid, device, true);
+
+	if (!g) {
+		t->full++;
+		return NULL;
+	}
+	if (!g->vpid)
+		g->vpid = new_vpid(t);
+	return g;
+}
+
+static struct device *device_of(struct timeline *t, __u32 device)
+{
+	struct device *d = table__get(&t->devices, device, 0, true);
+
+	if (!d) {
+		t->full++;
+		return NULL;
+	}
+	if (!d->vpid)
+		d->vpid = new_vpid(t);
+	return d;
+}
+
+/* CUPTI callback ids of the calls seen most (cupti_runtime_cbid.h, cupti_driver_cbid.h:
+ * stable numbers); others are named by number. */
+static const struct {
+	__u16 domain, id;
+	const char *name;
+} api_names[] = {
+	{ XPU_API_RUNTIME, 20, "cudaMalloc" },
+	{ XPU_API_RUNTIME, 22, "cudaFree" },
+	{ XPU_API_RUNTIME, 25, "cudaMallocHost" },
+	{ XPU_API_RUNTIME, 31, "cudaMemcpy" },
+	{ XPU_API_RUNTIME, 41, "cudaMemcpyAsync" },
+	{ XPU_API_RUNTIME, 49, "cudaMemset" },
+	{ XPU_API_RUNTIME, 51, "cudaMemsetAsync" },
+	{ XPU_API_RUNTIME, 131, "cudaStreamSynchronize" },
+	{ XPU_API_RUNTIME, 135, "cudaEventRecord" },
+	{ XPU_API_RUNTIME, 137, "cudaEventSynchronize" },
+	{ XPU_API_RUNTIME, 147, "cudaStreamWaitEvent" },
+	{ XPU_API_RUNTIME, 165, "cudaDeviceSynchronize" },
+	{ XPU_API_RUNTIME, 211, "cudaLaunchKernel" },
+	{ XPU_API_RUNTIME, 214, "cudaLaunchKernel_ptsz" },
+	{ XPU_API_RUNTIME, 269, "cudaLaunchCooperativeKernel" },
+	{ XPU_API_RUNTIME, 311, "cudaGraphLaunch" },
+	{ XPU_API_RUNTIME, 373, "cudaMallocAsync" },
+	{ XPU_API_RUNTIME, 375, "cudaFreeAsync" },
+	{ XPU_API_RUNTIME, 430, "cudaLaunchKernelExC" },
+	{ XPU_API_DRIVER, 17, "cuCtxSynchronize" },
+	{ XPU_API_DRIVER, 126, "cuStreamSynchronize" },
+	{ XPU_API_DRIVER, 243, "cuMemAlloc" },
+	{ XPU_API_DRIVER, 245, "cuMemFree" },
+	{ XPU_API_DRIVER, 276, "cuMemcpyHtoD" },
+	{ XPU_API_DRIVER, 278, "cuMemcpyDtoH" },
+	{ XPU_API_DRIVER, 307, "cuLaunchKernel" },
+	{ XPU_API_DRIVER, 652, "cuLaunchKernelEx" },
+};
+
+static const char *api_name(__u32 domain, __u32 id, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(api_names) / sizeof(api_names[0]); i++)
+		if (api_names[i].domain == domain && api_names[i].id == id)
+			return api_names[i].name;
+	snprintf(buf, size, "%s %u", domain == XPU_API_DRIVER ? "cuda driver" : "cuda runtime", id);
+	return buf;
+}
+
+static const char *copy_kind_name(__u32 k)
+{
+	static const char *const names[] = { "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+					     "AtoD",	"DtoA", "DtoD", "HtoH", "PtoP" };
+
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
+}
+
+static const char *sync_kind_name(__u32 k)
+{
+	static const char *const names[] = { "sync", "event sync", "stream wait event",
+					     "stream sync", "context sync" };
+
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "sync";
+}
+
+static const char *clock_name(__u32 c)
+{
+	static const char *const names[] = { "unknown", "CLOCK_MONOTONIC", "cupti",
+					     "CLOCK_REALTIME", "remote" };
+
+	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+/* ---- flows: launches ---- */
+
+static int launches__init(struct launches *l, __u32 cap)
+{
+	__u32 buckets = 16;
+
+	while (buckets < 2 * cap)
+		buckets <<= 1;
+	l->e = calloc(cap, sizeof(*l->e));
+	l->bucket = calloc(buckets, sizeof(*l->bucket));
+	if (!l->e || !l->bucket)
+		return -ENOMEM;
+	l->cap = cap;
+	l->mask = buckets - 1;
+	return 0;
+}
+
+static __u32 launch_hash(const struct launches *l, __u32 producer, __u64 id)
+{
+	return (__u32)xpu_mix64(id ^ (__u64)producer << 48) & l->mask;
+}
+
+/* tid: the track the event went to (its thread's, or an overlap lane). */
+static void launches__add(struct launches *l, __u32 producer, const struct xpu_cevent *e, __u32 tid,
+			  __u32 gen)
+{
+	__u32 i = l->head, *p;
+	struct launch *x = &l->e[i];
+
+	if (l->n == l->cap) { /* the oldest goes: unlink it from its chain */
+		p = &l->bucket[launch_hash(l, x->producer, x->id)];
+		while (*p != i + 1)
+			p = &l->e[*p - 1].next;
+		*p = x->next;
+		l->n--;
+	}
+	*x = (struct launch){ .id = e->id,
+			      .ts = e->ts_ns,
+			      .producer = producer,
+			      .pid = e->pid,
+			      .tid = tid,
+			      .gen = gen,
+			      .api = e->kind == XPU_REC_CUDA_API };
+	p = &l->bucket[launch_hash(l, producer, e->id)];
+	x->next = *p;
+	*p = i + 1;
+	l->head = (i + 1) % l->cap;
+	l->n++;
+}
+
+static const struct launch *launches__find(const struct launches *l, __u32 producer, __u64 id)
+{
+	__u32 i = l->bucket[launch_hash(l, producer, id)];
+
+	for (; i; i = l->e[i - 1].next)
+		if (l->e[i - 1].id == id && l->e[i - 1].producer == producer)
+			return &l->e[i - 1];
+	return NULL;
+}
+
+/* The arrow from the launching call to the GPU activity: "s" at the call's start on its
+ * thread, "f" binding to the activity's slice ("bp":"e": the slice enclosing ts). Written
+ * together, so every flow in the file has both ends. */
+static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
+{
+	const struct launch *from = NULL, *l;
+	bool linked = false;
+	__u32 i;
+
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
+		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
+			continue;
+		linked = true;
+		l = launches__find(&t->launches, producer, e->links[i].target);
+		if (l && l->gen != t->gen)
+			l = NULL; /* not in this file: written before it, or not at all */
+		if (l && (!from || (l->api && !from->api)))
+			from = l; /* an API call is a slice to start from; a LAUNCH an instant */
+	}
+	if (!linked)
+		return;
+	if (!from) {
+		t->flows_unknown++;
+		return;
+	}
+	t->flows++;
+	begin(t, "s", "launch", 6, "launch", cpu_pid(t, from->pid), from->tid, from->ts);
+	put(t, ",\"id\":%" PRIu64, (uint64_t)t->flows);
+	emit(t);
+	begin(t, "f", "launch", 6, "launch", vpid, e->stream, e->ts_ns);
+	put(t, ",\"bp\":\"e\",\"id\":%" PRIu64, (uint64_t)t->flows);
+	emit(t);
+}
+
+/* ---- SM active % ---- */
+
+/* The counter is written only when it changes: a counter holds its value until the next. */
+static void sm_write(struct timeline *t, struct sm_track *k, __u32 pid, __u64 ts, __u32 milli)
+{
+	if (milli + 1 == k->last1)
+		return;
+	k->last1 = milli + 1;
+	begin(t, "C", "SM active", 9, "gpu", pid, pid, ts);
+	put(t, ",\"args\":{\"%%\":%u.%03u}", milli / 1000, milli % 1000);
+	emit(t);
+}
+
+/* The track of an sm_active entity: a device's pseudo-process, or the process itself. */
+static struct sm_track *sm_track_of(struct timeline *t, __u64 key, __u32 *pid)
+{
+	struct device *d;
+	struct proc *p;
+
+	if (SM_IS_PROCESS(key)) {
+		p = table__get(&t->procs, SM_ID(key), 0, false);
+		*pid = SM_ID(key);
+		return p ? &p->sm : NULL;
+	}
+	d = table__get(&t->devices, SM_ID(key), 0, false);
+	*pid = d ? d->vpid : 0;
+	return d ? &d->sm : NULL;
+}
+
+/* Write the windows sm_active closed since the last call, oldest first. */
+static void sm_drain(struct timeline *t)
+{
+	__u32 kept = sm_active__windows_kept(t->sm), i, k, pid;
+	const struct sm_window *w;
+	struct sm_track *tr;
+	__u64 first, busy;
+
+	if (!kept)
+		return;
+	first = sm_active__window(t->sm, 0)->ordinal;
+	if (t->sm_next < first) { /* more windows closed at once than the ring keeps */
+		t->sm_missed += first - t->sm_next;
+		t->sm_next = first;
+	}
+	for (i = (__u32)(t->sm_next - first); i < kept; i++) {
+		w = sm_active__window(t->sm, i);
+		for (k = 0; k < w->n; k++) {
+			tr = sm_track_of(t, w->e[k].key, &pid);
+			if (!tr)
+				continue;
+			if (tr->next && tr->next < w->start_ns)
+				sm_write(t, tr, pid, tr->next, 0);
+			busy = w->e[k].busy_ns;
+			sm_write(t, tr, pid, w->start_ns,
+				 (__u32)(busy >= t->window_ns ? 100000 :
+								busy * 100000 / t->window_ns));
+			tr->next = w->start_ns + t->window_ns;
+		}
+		t->sm_next = w->ordinal + 1;
+	}
+}
+
+static void sm_kernel(struct timeline *t, const struct xpu_cevent *e)
+{
+	struct device *d = device_of(t, e->device);
+
+	if (e->end_ns <= e->ts_ns || !d)
+		return;
+	/* errors are counted inside sm_active (sm_counts): the counter goes on without it */
+	sm_active__add(t->sm, SM_DEVICE(e->device), e->ts_ns, e->end_ns);
+	if (e->pid && proc_of(t, e->pid))
+		sm_active__add(t->sm, SM_PROCESS(e->pid), e->ts_ns, e->end_ns);
+	sm_active__close(t->sm, false);
+	sm_drain(t);
+}
+
+/* ---- ranges ---- */
+
+static struct open_range *range_at(struct timeline *t, __u32 idx1)
+{
+	return idx1 ? &t->ranges[idx1 - 1] : NULL;
+}
+
+static void range_push(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
+{
+	struct thread *th;
+	struct open_range *r;
+	__u32 idx1 = t->free_range;
+	struct proc *p;
+
+	if (!e->pid) /* a range belongs to a thread: of no process, it is dropped */
+		return;
+	th = thread_of(t, e->pid, cpu_tid(e->pid, e->tid));
+	p = proc_of(t, e->pid);
+	if (!th || !p)
+		return;
+	if (!idx1) {
+		t->full++;
+		return;
+	}
+	r = &t->ranges[idx1 - 1];
+	r->name = malloc(e->name_len ? e->name_len : 1);
+	if (!r->name) {
+		t->full++;
+		return;
+	}
+	t->free_range = r->next_free;
+	memcpy(r->name, e->name, e->name_len);
+	r->name_len = e->name_len;
+	r->id = e->id;
+	r->ts = e->ts_ns;
+	r->range_id = e->correlation_id;
+	r->producer = producer;
+	r->pid = e->pid;
+	r->tid = cpu_tid(e->pid, e->tid);
+	r->below = th->top;
+	r->used = true;
+	th->top = idx1;
+	p->open_ranges++;
+}
+
+/* Write a range as one complete event, [push, end], and forget it. */
+static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64 end,
+			bool unfinished)
+{
+	struct open_range *r = range_at(t, idx1);
+	struct proc *p = table__get(&t->procs, r->pid, 0, false);
+	__u32 *link = &th->top;
+
+	while (*link != idx1) /* usually the innermost; a pop may skip lost ones */
+		link = &range_at(t, *link)->below;
+	*link = r->below;
+	begin(t, "X", r->name_len ? r->name : "range", r->name_len ? r->name_len : 5, "range",
+	      r->pid, lane_of(t, r->pid, r->tid, r->ts, end > r->ts ? end : r->ts), r->ts);
+	put(t, ",\"dur\":" US_FMT ",\"args\":{\"range_id\":%" PRIu64 "%s}",
+	    US_ARG(end > r->ts ? end - r->ts : 0), (uint64_t)r->range_id,
+	    unfinished ? ",\"unfinished\":true" : "");
+	emit(t);
+	if (p && p->open_ranges)
+		p->open_ranges--;
+	free(r->name);
+	*r = (struct open_range){ .next_free = t->free_range };
+	t->free_range = idx1;
+}
+
+/* A pop closes the push its completes link names, or without one the innermost range. */
+static void range_pop(struct timeline *t, const struct xpu_cevent *e)
+{
+	struct thread *th = table__get(&t->threads, e->pid, cpu_tid(e->pid, e->tid), false);
+	__u32 idx1, i;
+	__u64 push = 0;
+
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++)
+		if (e->links[i].type == XPU_LINK_COMPLETES)
+			push = e->links[i].target;
+	idx1 = th ? th->top : 0;
+	while (push && idx1 && t->ranges[idx1 - 1].id != push)
+		idx1 = t->ranges[idx1 - 1].below;
+	if (!idx1) {
+		t->ranges_unmatched++; /* pushed before the sink started, or lost */
+		return;
+	}
+	range_close(t, th, idx1, e->ts_ns, false);
+}
+
+/* A thread (tid != pid) or a whole process ended: its open ranges end with it. */
+static void ranges_exit(struct timeline *t, __u32 pid, __u32 tid, __u64 ts)
+{
+	struct proc *p = table__get(&t->procs, pid, 0, false);
+	struct thread *th;
+	__u32 i;
+
+	if (!p || !p->open_ranges)
+		return;
+	for (i = 0; i < RANGES_MAX && p->open_ranges; i++) {
+		struct open_range *r = &t->ranges[i];
+
+		if (!r->used || r->pid != pid || (tid != pid && r->tid != tid))
+			continue;
+		th = table__get(&t->threads, pid, r->tid, false);
+		if (th)
+			range_close(t, th, i + 1, ts, true);
+	}
+}
+
+static void range_event(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
+{
+	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid);
+	const char *name = e->name_len ? e->name : "range";
+	size_t name_len = e->name_len ? e->name_len : 5;
+
+	switch (e->sub_kind) {
+	case XPU_RANGE_PUSH:
+		range_push(t, producer, e);
+		break;
+	case XPU_RANGE_POP:
+		range_pop(t, e);
+		break;
+	case XPU_RANGE_START:
+	case XPU_RANGE_END:
+		/* may cross threads: an async slice, paired by the viewer on (cat, id) */
+		begin(t, e->sub_kind == XPU_RANGE_START ? "b" : "e", name, name_len, "range", pid,
+		      tid, e->ts_ns);
+		put(t, ",\"id\":%" PRIu64, (uint64_t)e->correlation_id);
+		emit(t);
+		break;
+	case XPU_RANGE_MARK:
+		begin(t, "i", name, name_len, "range", pid, tid, e->ts_ns);
+		put(t, ",\"s\":\"t\"");
+		emit(t);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- one event ---- */
+
+static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
+{
+	char name[32];
+	const char *n = name;
+	size_t len;
+	struct gpu *g = gpu_of(t, e->pid, e->device);
+
+	if (!g)
+		return;
+	if (!table__get(&t->streams, g->vpid, e->stream, true))
+		t->full++;
+	if (e->kind == XPU_REC_GPU_KERNEL) {
+		n = e->name_len ? e->name : "kernel";
+		len = e->name_len ? e->name_len : 6;
+	} else if (e->kind == XPU_REC_GPU_MEMCPY) {
+		len = (size_t)snprintf(name, sizeof(name), "memcpy %s",
+				       copy_kind_name(e->sub_kind));
+	} else {
+		n = "memset";
+		len = 6;
+	}
+	begin(t, "X", n, len,
+	      e->kind == XPU_REC_GPU_KERNEL ? "kernel" :
+	      e->kind == XPU_REC_GPU_MEMCPY ? "memcpy" :
+					      "memset",
+	      g->vpid, e->stream, e->ts_ns);
+	put(t, ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64,
+	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id);
+	put(t, ",\"device\":%u,\"context\":%u,\"stream\":%u", e->device, e->context, e->stream);
+	if (e->kind == XPU_REC_GPU_KERNEL) {
+		put(t, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d]", e->grid[0], e->grid[1],
+		    e->grid[2], e->block[0], e->block[1], e->block[2]);
+		put(t, ",\"registers\":%u,\"shared_memory\":%u", e->registers, e->shared_mem);
+		if (e->graph_id || e->graph_node_id)
+			put(t, ",\"graph\":%u,\"graph_node\":%" PRIu64, e->graph_id,
+			    (uint64_t)e->graph_node_id);
+	} else {
+		put(t, ",\"bytes\":%" PRIu64, (uint64_t)e->bytes);
+		if (e->kind == XPU_REC_GPU_MEMCPY)
+			put(t, ",\"copy_kind\":\"%s\",\"async\":%s", copy_kind_name(e->sub_kind),
+			    e->flags & XPU_COPY_F_ASYNC ? "true" : "false");
+		else
+			put(t, ",\"value\":%" PRIu64, (uint64_t)e->value);
+	}
+	put_corr(t, e);
+	put_stack(t, e);
+	put(t, "}");
+	if (emit(t)) /* an arrow needs both its slices in the file */
+		flow(t, producer, e, g->vpid);
+	if (e->kind == XPU_REC_GPU_KERNEL)
+		sm_kernel(t, e);
+}
+
+static void cpu_sample(struct timeline *t, const struct xpu_cevent *e)
+{
+	__u32 pid = cpu_pid(t, e->pid);
+
+	learn_comm(t, e, e->tid == e->pid ? 2 : 1);
+	touch(t, e->pid, e->tid);
+	begin(t, "i", "cpu sample", 10, "cpu", pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put(t, ",\"s\":\"t\",\"args\":{\"cpu\":%u,\"weight\":%" PRIu64, e->cpu, (uint64_t)e->value);
+	put_stack(t, e);
+	put(t, "}");
+	emit(t);
+}
+
+static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
+{
+	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid);
+	const char *n;
+	char buf[48];
+
+	touch(t, e->pid, e->tid);
+	if (e->kind == XPU_REC_LAUNCH) {
+		begin(t, "i", "launch", 6, "launch", pid, tid, e->ts_ns);
+		put(t, ",\"s\":\"t\",\"args\":{\"correlation_id\":%" PRIu64 ",\"api_id\":%u",
+		    (uint64_t)e->correlation_id, e->api_id);
+		put_stack(t, e);
+		put(t, "}");
+		launches__add(&t->launches, producer, e, tid, emit(t) ? t->gen : 0);
+		return;
+	}
+	n = api_name(e->sub_kind, e->api_id, buf, sizeof(buf));
+	tid = lane_of(t, pid, tid, e->ts_ns, e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns);
+	begin(t, "X", n, strlen(n), "cuda_api", pid, tid, e->ts_ns);
+	put(t, ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64 ",\"api_id\":%u",
+	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id,
+	    e->api_id);
+	put(t, ",\"domain\":\"%s\"", e->sub_kind == XPU_API_DRIVER ? "driver" : "runtime");
+	put_corr(t, e);
+	put(t, "}");
+	launches__add(&t->launches, producer, e, tid, emit(t) ? t->gen : 0);
+}
+
+static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
+{
+	const char *n = sync_kind_name(e->sub_kind);
+	__u32 pid = cpu_pid(t, e->pid);
+
+	/* on the thread that waited: that is where the time went */
+	touch(t, e->pid, e->tid);
+	begin(t, "X", n, strlen(n), "sync", pid,
+	      lane_of(t, pid, cpu_tid(pid, e->tid), e->ts_ns,
+		      e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns),
+	      e->ts_ns);
+	put(t,
+	    ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64
+	    ",\"device\":%u,\"stream\":%u}",
+	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id,
+	    e->device, e->stream);
+	emit(t);
+}
+
+static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
+{
+	struct gpu *g = gpu_of(t, e->pid, e->device);
+
+	if (!g)
+		return;
+	if (e->sub_kind == XPU_MEM_ALLOC)
+		g->mem += (__s64)e->bytes;
+	else if (e->sub_kind == XPU_MEM_FREE)
+		g->mem = g->mem > (__s64)e->bytes ? g->mem - (__s64)e->bytes : 0;
+	begin(t, "C", "device memory", 13, "gpu", g->vpid, g->vpid, e->ts_ns);
+	put(t, ",\"args\":{\"bytes\":%" PRId64 "}", (int64_t)g->mem);
+	emit(t);
+}
+
+static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
+{
+	char name[XPU_STRING_MAX + 32];
+	__u32 pid = cpu_pid(t, e->pid);
+	double v = (double)e->delta;
+	int n;
+
+	/* Chrome counters belong to a process: a CPU's or a thread's says which in its name */
+	touch(t, e->pid, e->tid);
+	n = snprintf(name, sizeof(name), "%.*s", e->name_len ? (int)e->name_len : 7,
+		     e->name_len ? e->name : "counter");
+	if (e->sub_kind == XPU_PMU_SCOPE_CPU && e->cpu != XPU_PMU_NO_CPU)
+		n += snprintf(name + n, sizeof(name) - (size_t)n, " cpu%u", e->cpu);
+	else if (e->sub_kind == XPU_PMU_SCOPE_THREAD)
+		n += snprintf(name + n, sizeof(name) - (size_t)n, " tid %u", e->tid);
+	/* multiplexed: the reading stands for the whole period; absent (0) or a counter that
+	 * never ran (time_running 0, an infinite ratio) says nothing to scale by */
+	if (isfinite(e->scale) && e->scale > 0)
+		v *= e->scale;
+	begin(t, "C", name, (size_t)n, "pmu", pid, pid, e->ts_ns);
+	put(t, ",\"args\":{\"delta\":%.15g}", v);
+	emit(t);
+}
+
+static void process_event(struct timeline *t, const struct xpu_cevent *e)
+{
+	__u32 pid = cpu_pid(t, e->pid);
+	bool exit = e->kind == XPU_REC_PROC_EXIT;
+
+	touch(t, e->pid, e->tid);
+	learn_comm(t, e, exit ? 1 : 3);
+	if (exit && e->pid)
+		ranges_exit(t, e->pid, cpu_tid(e->pid, e->tid), e->ts_ns);
+	/* "exit", "exec" and "fork": four letters each */
+	begin(t, "i",
+	      exit			 ? "exit" :
+	      e->flags & XPU_PROC_F_FORK ? "fork" :
+					   "exec",
+	      4, "process", pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put(t, ",\"s\":\"p\"");
+	if (exit)
+		put(t, ",\"args\":{\"status\":%" PRId64 "}", (int64_t)e->value);
+	emit(t);
+}
+
+static void loss(struct timeline *t, const struct xpu_cevent *e)
+{
+	char name[64];
+	int n = snprintf(name, sizeof(name), "loss: %s", xpu_loss_cause__name(e->sub_kind));
+	__u32 pid = cpu_pid(t, e->pid);
+
+	begin(t, "i", name, (size_t)n, "loss", pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put(t, ",\"s\":\"g\",\"args\":{\"records\":%" PRIu64 "}", (uint64_t)e->value);
+	emit(t);
+}
+
+static void clock_sync(struct timeline *t, const struct xpu_cevent *e)
+{
+	t->syncs_total++;
+	if (t->n_syncs == SYNCS_MAX)
+		return;
+	t->syncs[t->n_syncs++] = (struct sync_reading){ .pid = e->pid,
+							.clock = e->sub_kind,
+							.ref_before = e->ts_ns,
+							.other = e->value,
+							.ref_after = e->end_ns };
+}
+
+static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
+{
+	struct timeline *t = st;
+	__u32 i;
+
+	for (i = 0; i < b->n_events; i++) {
+		const struct xpu_cevent *e = &ev[i];
+		__u64 last = e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns;
+
+		if (e->kind != XPU_REC_CLOCK_SYNC && last > t->max_ts)
+			t->max_ts = last;
+		switch (e->kind) {
+		case XPU_REC_CPU_SAMPLE:
+			cpu_sample(t, e);
+			break;
+		case XPU_REC_LAUNCH:
+		case XPU_REC_CUDA_API:
+			launch_side(t, b->producer, e);
+			break;
+		case XPU_REC_GPU_KERNEL:
+		case XPU_REC_GPU_MEMCPY:
+		case XPU_REC_GPU_MEMSET:
+			gpu_event(t, b->producer, e);
+			break;
+		case XPU_REC_GPU_SYNC:
+			gpu_sync(t, e);
+			break;
+		case XPU_REC_GPU_MEMORY:
+			gpu_memory(t, e);
+			break;
+		case XPU_REC_PMU_COUNTER:
+			pmu_counter(t, e);
+			break;
+		case XPU_REC_RANGE:
+			range_event(t, b->producer, e);
+			break;
+		case XPU_REC_PROC_EXEC:
+		case XPU_REC_PROC_EXIT:
+			process_event(t, e);
+			break;
+		case XPU_REC_CLOCK_SYNC:
+			clock_sync(t, e);
+			break;
+		case XPU_REC_LOSS:
+			loss(t, e);
+			break;
+		default: /* STRING: the correlator already put names where they are used */
+			break;
+		}
+	}
+}
+
+/* ---- the file ---- */
+
+static int file_open(struct timeline *t)
+{
+	static const char head[] = "{\"traceEvents\":[\n";
+	int err;
+
+	err = out__open(&t->o, t->path, t->open_why, sizeof(t->open_why));
+	t->open_err = err;
+	if (err)
+		return err;
+	t->in_file = 0;
+	t->gen++;
+	t->werr = out__write(t->o, head, sizeof(head) - 1);
+	return 0;
+}
+
+/* What only the end can say: ranges never popped, the last SM-active windows, the names
+ * of every track. */
+static void write_tail(struct timeline *t)
+{
+	char name[96];
+	__u32 i, l;
+	int n;
+
+	for (i = 0; i < RANGES_MAX; i++) {
+		struct open_range *r = &t->ranges[i];
+		struct thread *th;
+
+		if (r->used && (th = table__get(&t->threads, r->pid, r->tid, false)))
+			range_close(t, th, i + 1, t->max_ts, true);
+	}
+	/* every window still open, whatever may come late: there is no later */
+	sm_active__close(t->sm, true);
+	sm_drain(t);
+	for (i = 0; i <= t->devices.mask; i++) {
+		struct device *d = table__slot(&t->devices, i);
+
+		if (!d->k.used)
+			continue;
+		if (d->sm.next) /* after its last window, the device is idle */
+			sm_write(t, &d->sm, d->vpid, d->sm.next, 0);
+		n = snprintf(name, sizeof(name), "GPU %" PRIu64, (uint64_t)d->k.a);
+		begin(t, "M", "process_name", 12, "__metadata", d->vpid, d->vpid, 0);
+		put(t, ",\"args\":{\"name\":");
+		put_str(t, name, (size_t)n);
+		put(t, "}");
+		emit(t);
+	}
+	for (i = 0; i <= t->procs.mask; i++) {
+		struct proc *p = table__slot(&t->procs, i);
+
+		if (!p->k.used)
+			continue;
+		if (p->sm.next)
+			sm_write(t, &p->sm, (__u32)p->k.a, p->sm.next, 0);
+		n = p->comm[0] ? snprintf(name, sizeof(name), "%s", p->comm) :
+				 snprintf(name, sizeof(name), "pid %" PRIu64, (uint64_t)p->k.a);
+		begin(t, "M", "process_name", 12, "__metadata", (__u32)p->k.a, (__u32)p->k.a, 0);
+		put(t, ",\"args\":{\"name\":");
+		put_str(t, name, (size_t)n);
+		put(t, "}");
+		emit(t);
+	}
+	for (i = 0; i <= t->threads.mask; i++) {
+		struct thread *th = table__slot(&t->threads, i);
+
+		if (!th->k.used)
+			continue;
+		n = th->comm[0] ? snprintf(name, sizeof(name), "%s", th->comm) :
+				  snprintf(name, sizeof(name), "tid %" PRIu64, (uint64_t)th->k.b);
+		begin(t, "M", "thread_name", 11, "__metadata", (__u32)th->k.a, (__u32)th->k.b, 0);
+		put(t, ",\"args\":{\"name\":");
+		put_str(t, name, (size_t)n);
+		put(t, "}");
+		emit(t);
+		for (l = 1; l < LANES && th->lane[l]; l++) {
+			n = snprintf(name, sizeof(name), "%s%s%" PRIu64 " (overlap %u)",
+				     th->comm[0] ? th->comm : "", th->comm[0] ? " " : "tid ",
+				     (uint64_t)th->k.b, l);
+			begin(t, "M", "thread_name", 11, "__metadata", (__u32)th->k.a,
+			      (__u32)th->k.b + (l << LANE_SHIFT), 0);
+			put(t, ",\"args\":{\"name\":");
+			put_str(t, name, (size_t)n);
+			put(t, "}");
+			emit(t);
+		}
+	}
+	for (i = 0; i <= t->gpus.mask; i++) {
+		struct gpu *g = table__slot(&t->gpus, i);
+
+		if (!g->k.used)
+			continue;
+		n = snprintf(name, sizeof(name), "GPU %" PRIu64 " (pid %" PRIu64 ")",
+			     (uint64_t)g->k.b, (uint64_t)g->k.a);
+		begin(t, "M", "process_name", 12, "__metadata", g->vpid, g->vpid, 0);
+		put(t, ",\"args\":{\"name\":");
+		put_str(t, name, (size_t)n);
+		put(t, "}");
+		emit(t);
+	}
+	for (i = 0; i <= t->streams.mask; i++) {
+		struct stream *s = table__slot(&t->streams, i);
+
+		if (!s->k.used)
+			continue;
+		n = snprintf(name, sizeof(name), "stream %" PRIu64, (uint64_t)s->k.b);
+		begin(t, "M", "thread_name", 11, "__metadata", (__u32)s->k.a, (__u32)s->k.b, 0);
+		put(t, ",\"args\":{\"name\":");
+		put_str(t, name, (size_t)n);
+		put(t, "}");
+		emit(t);
+	}
+	if (t->sys_vpid) {
+		begin(t, "M", "process_name", 12, "__metadata", t->sys_vpid, t->sys_vpid, 0);
+		put(t, ",\"args\":{\"name\":\"system\"}");
+		emit(t);
+	}
+}
+
+/* The end of the array and the sync metadata (seed 004): the clock and its readings. */
+static void write_other(struct timeline *t)
+{
+	struct sm_counts c;
+	__u32 i;
+
+	if (t->werr)
+		return;
+	sm_active__counts(t->sm, &c);
+	out__printf(t->o,
+		    "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"xpusup "
+		    "timeline sink\",\"xpusup_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
+		    "\"ts_unit\":\"us since boot (CLOCK_MONOTONIC), ns precision\","
+		    "\"events\":%" PRIu64 ",\"flows\":%" PRIu64 ",\"flows_unknown_launch\":%" PRIu64
+		    ",\"events_dropped\":%" PRIu64 ",\"ranges_unmatched\":%" PRIu64,
+		    XPUSUP_VERSION, (uint64_t)t->in_file, (uint64_t)t->flows,
+		    (uint64_t)t->flows_unknown, (uint64_t)t->dropped,
+		    (uint64_t)t->ranges_unmatched);
+	out__printf(t->o,
+		    ",\"sm_active\":{\"window_ns\":%" PRIu64 ",\"lateness_ns\":%" PRIu64
+		    ",\"late_kernels\":%" PRIu64 ",\"late_ns\":%" PRIu64
+		    ",\"forced_windows\":%" PRIu64 ",\"filled_ns\":%" PRIu64
+		    ",\"windows_not_written\":%" PRIu64 "}",
+		    (uint64_t)t->window_ns, (uint64_t)t->lateness_ns, (uint64_t)c.late,
+		    (uint64_t)c.late_ns, (uint64_t)c.forced, (uint64_t)c.filled_ns,
+		    (uint64_t)t->sm_missed);
+	out__printf(t->o, ",\"clock_sync_readings\":%" PRIu64 ",\"clock_sync\":[",
+		    (uint64_t)t->syncs_total);
+	for (i = 0; i < t->n_syncs; i++) {
+		const struct sync_reading *s = &t->syncs[i];
+
+		out__printf(t->o,
+			    "%s{\"pid\":%u,\"clock\":\"%s\",\"ref_before_ns\":%" PRIu64
+			    ",\"other_ns\":%" PRIu64 ",\"ref_after_ns\":%" PRIu64 "}",
+			    i ? "," : "", s->pid, clock_name(s->clock), (uint64_t)s->ref_before,
+			    (uint64_t)s->other, (uint64_t)s->ref_after);
+	}
+	out__printf(t->o, "]}}\n");
+}
+
+static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
+{
+	struct timeline *t = st;
+	int err;
+
+	if (t->o && t->werr) {
+		/* a file that missed a write is broken for good: drop it and start a new one,
+		 * so that the file at stop is whole, with what came after */
+		snprintf(why, why_len, "%s: the trace starts again, %" PRIu64 " events lost",
+			 out__error(t->o), (uint64_t)t->in_file);
+		t->dropped += t->in_file;
+		t->bytes_done += out__bytes(t->o);
+		out__abort(t->o);
+		t->o = NULL;
+		err = t->werr;
+		t->werr = 0;
+		t->retry_at = now_ns + RETRY_NS;
+		t->open_err = err;
+		snprintf(t->open_why, sizeof(t->open_why), "%s", why);
+		return err;
+	}
+	if (!t->o) {
+		if (now_ns >= t->retry_at) {
+			t->retry_at = now_ns + RETRY_NS;
+			if (!file_open(t)) {
+				t->ticked = 0;
+				return FMT_WROTE; /* the file is there again: the problem is over */
+			}
+		}
+		snprintf(why, why_len, "%s", t->open_why);
+		return t->open_err ? t->open_err : -EIO;
+	}
+	/* never FMT_COMPLETE: the file is whole only after finish, so a sink killed and
+	 * restarted loses (and its accounting counts) what the killed run received */
+	if (t->in_file == t->ticked)
+		return FMT_IDLE;
+	t->ticked = t->in_file;
+	return FMT_WROTE;
+}
+
+static int timeline_finish(void *st, char *why, size_t why_len)
+{
+	struct timeline *t = st;
+	int err;
+
+	if (!t->o && file_open(t)) {
+		snprintf(why, why_len, "%s", t->open_why);
+		return t->open_err;
+	}
+	write_tail(t);
+	write_other(t);
+	t->bytes_done += out__bytes(t->o);
+	err = out__commit(t->o, why, why_len);
+	t->o = NULL;
+	return err;
+}
+
+static void timeline_free(void *st)
+{
+	struct timeline *t = st;
+	__u32 i, l;
+
+	if (!t)
+		return;
+	out__abort(t->o);
+	sm_active__free(t->sm);
+	for (i = 0; t->ranges && i < RANGES_MAX; i++)
+		free(t->ranges[i].name);
+	for (i = 0; t->threads.slots && i <= t->threads.mask; i++)
+		for (l = 0; l < LANES; l++)
+			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
+	free(t->ranges);
+	free(t->launches.e);
+	free(t->launches.bucket);
+	free(t->procs.slots);
+	free(t->threads.slots);
+	free(t->gpus.slots);
+	free(t->streams.slots);
+	free(t->devices.slots);
+	free(t->ev);
+	free(t);
+}
+
+static unsigned int timeline_counters(void *st, const char **names, __u64 *values, unsigned int max)
+{
+	struct timeline *t = st;
+	struct sm_counts c;
+	__u64 v[9];
+	unsigned int i;
+
+	sm_active__counts(t->sm, &c);
+	v[0] = t->written;
+	v[1] = t->flows;
+	v[2] = t->flows_unknown;
+	v[3] = t->bytes_done + (t->o ? out__bytes(t->o) : 0);
+	v[4] = t->dropped;
+	v[5] = t->ranges_unmatched;
+	v[6] = c.late;
+	v[7] = t->full;
+	v[8] = t->overlaps;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
+		names[i] = counter_names[i];
+		values[i] = v[i];
+	}
+	return i;
+}
+
+static int timeline_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
+{
+	struct timeline *t = calloc(1, sizeof(*t));
+	unsigned long long u;
+	const char *v;
+	__u32 i;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	err = env->path(env->ctx, "path", t->path, sizeof(t->path));
+	if (err) {
+		snprintf(why, why_len, "no output file: set 'path'");
+		err = -EINVAL;
+		goto fail;
+	}
+	v = env->get(env->ctx, "sm_window_ms");
+	u = 100;
+	if (v && conf_parse_uint(v, 1, 60000, &u)) {
+		snprintf(why, why_len, "bad sm_window_ms '%s'", v);
+		err = -EINVAL;
+		goto fail;
+	}
+	t->window_ns = u * 1000000ull;
+	v = env->get(env->ctx, "sm_lateness_ms");
+	u = 2000;
+	if (v && conf_parse_uint(v, 0, 3600000, &u)) {
+		snprintf(why, why_len, "bad sm_lateness_ms '%s'", v);
+		err = -EINVAL;
+		goto fail;
+	}
+	t->lateness_ns = u * 1000000ull;
+	v = env->get(env->ctx, "max_launches");
+	u = 262144;
+	if (v && conf_parse_uint(v, 1024, 1u << 24, &u)) {
+		snprintf(why, why_len, "bad max_launches '%s'", v);
+		err = -EINVAL;
+		goto fail;
+	}
+	err = launches__init(&t->launches, (__u32)u);
+	if (!err)
+		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
+	if (!err)
+		err = table__init(&t->threads, sizeof(struct thread), THREADS_MAX);
+	if (!err)
+		err = table__init(&t->gpus, sizeof(struct gpu), GPUS_MAX);
+	if (!err)
+		err = table__init(&t->streams, sizeof(struct stream), STREAMS_MAX);
+	if (!err)
+		err = table__init(&t->devices, sizeof(struct device), DEVICES_MAX);
+	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
+	t->ev = malloc(EV_MAX);
+	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
+	if (err || !t->ranges || !t->ev || !t->sm) {
+		snprintf(why, why_len, "out of memory");
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < RANGES_MAX; i++)
+		t->ranges[i].next_free = i + 2 <= RANGES_MAX ? i + 2 : 0;
+	t->free_range = 1;
+	t->next_vpid = VPID_BASE;
+	/* A file that cannot be created yet (a read-only folder) is not a reason to stop:
+	 * the first tick says so and tries again. */
+	file_open(t);
+	*out = t;
+	return 0;
+fail:
+	timeline_free(t);
+	return err;
+}
+
+const struct fmt_ops fmt_timeline = {
+	.kind = "timeline",
+	.open = timeline_open,
+	.batch = timeline_batch,
+	.tick = timeline_tick,
+	.finish = timeline_finish,
+	.free = timeline_free,
+	.counters = timeline_counters,
+};

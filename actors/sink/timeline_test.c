@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The timeline format without a session: hand-made correlated events in, trace.json out,
+ * and the exact text of the events that carry its rules: names escaped to valid UTF-8,
+ * ranges paired into one slice, an arrow only where both ends are in the file, slices that
+ * do not nest moved to an overlap lane, SM-active from merged kernel intervals, the sync
+ * metadata. tests/sink_timeline_test.sh checks whole sessions with an independent reader.
+ */
+#include "actors/sink/fmt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/tap.h"
+
+#define BASE 1000000000000ull /* 1000 s of CLOCK_MONOTONIC: ts 1000000000.000 */
+#define MS 1000000ull
+
+static char path[256];
+
+static const char *env_get(void *ctx, const char *key)
+{
+	(void)ctx;
+	return strcmp(key, "path") ? NULL : path;
+}
+
+static int env_path(void *ctx, const char *key, char *buf, size_t size)
+{
+	(void)ctx;
+	if (strcmp(key, "path"))
+		return -ENOENT;
+	snprintf(buf, size, "%s", path);
+	return 0;
+}
+
+static char *slurp(const char *name)
+{
+	FILE *f = fopen(name, "r");
+	char *text = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (text = calloc(1, (size_t)n + 1)) && fread(text, 1, (size_t)n, f) != (size_t)n) {
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	return text;
+}
+
+static __u64 counter(void *st, const char *name)
+{
+	const char *names[FMT_COUNTERS_MAX];
+	__u64 values[FMT_COUNTERS_MAX];
+	unsigned int i, n = fmt_timeline.counters(st, names, values, FMT_COUNTERS_MAX);
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return values[i];
+	return ~0ull;
+}
+
+static struct xpu_cevent ev(__u64 id, __u16 kind, __u32 pid, __u32 tid, __u64 ts, __u64 end)
+{
+	return (struct xpu_cevent){
+		.id = id, .kind = kind, .pid = pid, .tid = tid, .ts_ns = ts, .end_ns = end
+	};
+}
+
+static void link_to(struct xpu_cevent *e, __u32 type, __u64 target)
+{
+	e->links[e->n_links++] = (struct xpu_link){ .type = type, .target = target };
+}
+
+int main(void)
+{
+	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
+	struct fmt_env env = { .get = env_get, .path = env_path };
+	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
+	struct xpu_cevent e[16];
+	char why[512], *text;
+	void *st = NULL;
+	__u32 n = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "/tmp/xpusup-timeline-test-%d.json", (int)getpid());
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open: %s", err ? why : "ok"))
+		return tap_done();
+
+	/* a thread: a range around a call, the call's launch, a CPU sample */
+	e[n] = ev(1, XPU_REC_CPU_SAMPLE, 42, 42, BASE, 0);
+	e[n].name = "train";
+	e[n++].name_len = 5;
+	e[n] = ev(2, XPU_REC_RANGE, 42, 42, BASE, 0);
+	e[n].sub_kind = XPU_RANGE_PUSH;
+	e[n].name = "step";
+	e[n++].name_len = 4;
+	e[n] = ev(3, XPU_REC_CUDA_API, 42, 42, BASE + 1000, BASE + 5000);
+	e[n].api_id = 211;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 7;
+	/* a second call that overlaps the first without nesting: an overlap lane */
+	e[n] = ev(4, XPU_REC_CUDA_API, 42, 42, BASE + 3000, BASE + 7000);
+	e[n].api_id = 211;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 8;
+	e[n] = ev(5, XPU_REC_RANGE, 42, 42, BASE + 9000, 0);
+	e[n].sub_kind = XPU_RANGE_POP;
+	link_to(&e[n++], XPU_LINK_COMPLETES, 2);
+	/* a pop whose push never came */
+	e[n] = ev(6, XPU_REC_RANGE, 42, 42, BASE + 9500, 0);
+	e[n++].sub_kind = XPU_RANGE_POP;
+	/* two kernels of the first call on two streams, overlapping: 10..60 ms, 40..90 ms */
+	e[n] = ev(7, XPU_REC_GPU_KERNEL, 42, 42, BASE + 10 * MS, BASE + 60 * MS);
+	e[n].stream = 7;
+	e[n].correlation_id = 7;
+	e[n].corr_type = XPU_CORR_EXACT_ID;
+	e[n].confidence = 1;
+	e[n].name = bad_name;
+	e[n].name_len = sizeof(bad_name) - 1;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 3);
+	e[n] = ev(8, XPU_REC_GPU_KERNEL, 42, 42, BASE + 40 * MS, BASE + 90 * MS);
+	e[n].stream = 8;
+	e[n].correlation_id = 8;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 4);
+	/* a copy whose launch this sink never saw */
+	e[n] = ev(9, XPU_REC_GPU_MEMCPY, 42, 42, BASE + 95 * MS, BASE + 96 * MS);
+	e[n].stream = 7;
+	e[n].sub_kind = XPU_COPY_HTOD;
+	e[n].bytes = 4096;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 99);
+	/* a calibration reading: into otherData */
+	e[n] = ev(10, XPU_REC_CLOCK_SYNC, 42, 42, BASE, BASE + 2000);
+	e[n].sub_kind = XPU_CLOCK_CUPTI;
+	e[n++].value = 555;
+	b.n_events = n;
+	fmt_timeline.batch(st, &b, e);
+
+	tap_eq_u64(counter(st, "flows"), 2, "two arrows: both kernels' launches are known");
+	tap_eq_u64(counter(st, "flows_unknown_launch"), 1, "the copy's launch is unknown");
+	tap_eq_u64(counter(st, "ranges_unmatched"), 1, "the pop without a push is counted");
+	tap_ok(access(path, F_OK) != 0, "no trace.json before finish");
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+
+	text = slurp(path);
+	if (!tap_ok(text != NULL, "trace.json is there after finish"))
+		return tap_done();
+	tap_ok(!strncmp(text, "{\"traceEvents\":[\n", 17) &&
+		       strstr(text, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
+		       !strcmp(text + strlen(text) - 3, "}}\n"),
+	       "one object: the events array, displayTimeUnit, otherData");
+	tap_ok(strstr(text, "\"name\":\"k\\ufffd\\u0001\\\"\xc3\xa9\"") != NULL,
+	       "a name is escaped to valid UTF-8: a bad byte is U+FFFD, é stays");
+	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"step\",\"cat\":\"range\",\"pid\":42,"
+			    "\"tid\":42,\"ts\":1000000000.000,\"dur\":9.000") != NULL,
+	       "push and pop are one slice of 9 us on the thread");
+	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":42,\"ts\":1000000001.000,"
+			    "\"dur\":4.000") != NULL,
+	       "the first call is on its thread");
+	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":4194346,"
+			    "\"ts\":1000000003.000,\"dur\":4.000") != NULL,
+	       "the overlapping call is on the thread's first overlap lane (42 + 1 << 22)");
+	tap_ok(strstr(text, "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"launch\",\"pid\":42,"
+			    "\"tid\":4194346,\"ts\":1000000003.000,\"id\":2}") != NULL,
+	       "an arrow starts on the track its call went to");
+	tap_ok(strstr(text, "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"launch\","
+			    "\"pid\":1073741824,\"tid\":7,\"ts\":1000010000.000,\"bp\":\"e\","
+			    "\"id\":1}") != NULL,
+	       "and ends at its kernel, on the GPU pseudo-process's stream track");
+	tap_ok(strstr(text,
+		      "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":1073741825,"
+		      "\"tid\":1073741825,\"ts\":1000000000.000,\"args\":{\"%\":80.000}") != NULL,
+	       "SM active of the device: 10..90 ms merged, 80 %% of the 100 ms window");
+	tap_ok(strstr(text, "\"ts\":1000100000.000,\"args\":{\"%\":0.000}") != NULL,
+	       "and back to 0 after its last window");
+	tap_ok(strstr(text, "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":42,") != NULL,
+	       "SM active of the process, on its own track");
+	tap_ok(strstr(text, "\"args\":{\"name\":\"GPU 0 (pid 42)\"}") &&
+		       strstr(text, "\"args\":{\"name\":\"stream 8\"}") &&
+		       strstr(text, "\"args\":{\"name\":\"train\"}") &&
+		       strstr(text, "\"args\":{\"name\":\"train 42 (overlap 1)\"}"),
+	       "processes, threads, streams and lanes are named");
+	tap_ok(strstr(text, "\"clock_sync\":[{\"pid\":42,\"clock\":\"cupti\","
+			    "\"ref_before_ns\":1000000000000,\"other_ns\":555,"
+			    "\"ref_after_ns\":1000000002000}]") != NULL,
+	       "the clock sync reading is in otherData");
+	if (tap_failed_)
+		tap_diag("%s", text);
+	free(text);
+	unlink(path);
+	return tap_done();
+}

@@ -1,0 +1,86 @@
+# Helpers shared by the tests that drive real sessions (sourced, not run):
+#
+#	. "$(dirname "$0")/session_lib.sh"
+#	session_lib_init NAME PREFIX     sets PY, BASE, WORK (a temporary folder), PREFIX,
+#					 n, failed; skips (77) without root or XDG_RUNTIME_DIR;
+#					 stops the run's sessions and removes WORK on exit, after
+#					 calling cleanup_extra if the test defines it
+#	ok STATUS TEXT                   one TAP line
+#	json SESSION EXPR                EXPR in Python over `xpusup status --json`: a = actors
+#					 by name, c(name, counter), sum_(counter) over the
+#					 correlator shards, rings
+#	wait_for SECONDS SESSION EXPR    until EXPR prints True
+#	log_clean SESSION TEXT           the session log has no sanitizer report and no actor
+#					 stopped with a non-zero exit
+#	synthetic COUNT                  a [correlator] and a synthetic [source syn] section:
+#					 a deterministic run (every launch joined, stacks of the
+#					 simulated training loop, durations from the launch number)
+#
+# XPUSUP must be set to the binary first.
+
+session_lib_init() { # NAME PREFIX
+	PY=/usr/bin/python3
+	if [ "$(id -u)" != 0 ] && [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+		echo "1..0 # SKIP needs root or XDG_RUNTIME_DIR for session directories"
+		exit 77
+	fi
+	if [ "$(id -u)" = 0 ]; then BASE=/run/xpusup; else BASE=$XDG_RUNTIME_DIR/xpusup; fi
+	WORK=$(mktemp -d "/tmp/xpusup-$1-XXXXXX")
+	PREFIX="$2$$"
+	n=0
+	failed=0
+	trap session_lib_cleanup EXIT
+}
+
+session_lib_cleanup() {
+	local s
+	if declare -F cleanup_extra >/dev/null; then cleanup_extra; fi
+	for s in $(ls "$BASE" 2>/dev/null | grep "^$PREFIX" | sed 's/\.log$//' | sort -u); do
+		"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	done
+	rm -rf "$WORK"
+}
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
+}
+
+json() {
+	"$XPUSUP" status --session "$1" --json 2>/dev/null | "$PY" -c "
+import json, sys
+j = json.load(sys.stdin)
+a = {x['name']: x for x in j.get('actors', [])}
+c = lambda name, k: a[name]['counters'].get(k, 0)
+sum_ = lambda k: sum(x['counters'].get(k, 0) for x in j['actors'] if x['role'] == 'correlator')
+rings = j.get('rings', [])
+print($2)"
+}
+
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	while [ $SECONDS -le "$deadline" ]; do
+		[ "$(json "$2" "$3" 2>/dev/null)" = True ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+log_clean() {
+	! grep -q "Sanitizer" "$BASE/$1.log" && ! grep -Eq "stopped \(exit [1-9]" "$BASE/$1.log"
+	ok $? "$2: every actor exited 0 at stop, no sanitizer report in the log"
+}
+
+synthetic() {
+	cat <<CONF
+[correlator]
+shards = 2
+exit_grace_ms = 200
+[source syn]
+kind = synthetic
+processes = 4
+launches_per_s = 0
+count = $1
+answer_frame = no
+CONF
+}

@@ -1,0 +1,208 @@
+#!/bin/bash
+# The timeline sink (kind timeline) with real sessions: synthetic source -> correlator
+# shards -> trace.json. The file is valid JSON after stop and keeps the format's rules and
+# xpusup's invariants (tests/timeline_check.py, an independent reader); it holds exactly the
+# GPU work the source made; speedscope, in headless Chromium, opens and renders it; the
+# launch map is bounded and says what it could not join; a sink that cannot create its
+# file shows the problem, goes on, and writes a whole file once it can; kill -9 mid-run.
+# TAP on stdout.
+#
+# Usage: sink_timeline_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR
+set -u
+XPUSUP=${1:?usage: sink_timeline_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR}
+TESTS=${2:?usage: sink_timeline_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR}
+. "$(dirname "$0")/session_lib.sh"
+session_lib_init timelinetest t
+CHECK="$TESTS/timeline_check.py"
+SPEEDSCOPE="$TESTS/web/node_modules/speedscope/dist/release"
+HTTP_PID=""
+cleanup_extra() { [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null; }
+
+summary() { # summary CHECKER_OUTPUT_FILE KEY: a value from the checker's JSON summary
+	tail -n 1 "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin).get('$2'))" 2>/dev/null
+}
+
+# The synthetic training loop: 4 processes of 2 threads; every launch joined.
+synthetic() { # synthetic COUNT LAUNCHES_PER_S [EXTRA SOURCE KEYS]
+	cat <<CONF
+[correlator]
+shards = 2
+exit_grace_ms = 200
+ttl_ms = 300
+[source syn]
+kind = synthetic
+processes = 4
+launches_per_s = $2
+count = $1
+answer_frame = no
+${3:-}
+CONF
+}
+
+# synthetic.c: launch u is a memset when u % 8 == 7, else a memcpy when u % 4 == 3, else a
+# kernel
+gpu_counts() { # gpu_counts LAUNCHES -> kernel memcpy memset
+	"$PY" -c "
+n = $1
+print(sum(1 for u in range(n) if u % 8 != 7 and u % 4 != 3),
+      sum(1 for u in range(n) if u % 8 != 7 and u % 4 == 3),
+      sum(1 for u in range(n) if u % 8 == 7))"
+}
+
+# ---- paced: every rule, exact SM-active, proper nesting on CPU threads ------------------
+# Paced at 2000 launches a second a thread's calls and ranges are microseconds long and
+# milliseconds apart, as in a real program; flat out the source stamps them closer than
+# they last, so only the paced run is held to proper nesting.
+s="$PREFIX-paced"
+{ printf '[sink trace]\nkind = timeline\npath = paced/trace.json\n'; synthetic 2400 2000; } >"$WORK/paced.conf"
+"$XPUSUP" start "$WORK/paced.conf" --session "$s" >/dev/null 2>&1
+ok $? "paced: a session with a timeline sink starts"
+wait_for 60 "$s" "c('syn', 'launches') == 2400 and sum_('pending') == 0 and c('trace', 'events_in') == c('syn', 'records_out')"
+ok $? "paced: the sink received every event"
+[ -e "$WORK/paced/trace.json.partial" ] && [ ! -e "$WORK/paced/trace.json" ]
+ok $? "paced: while running the events stream into trace.json.partial; no trace.json yet"
+got=$(json "$s" "c('trace', 'flows'), c('trace', 'flows_unknown_launch'), c('trace', 'events_dropped'), c('trace', 'tables_full'), c('trace', 'bytes_written') > 0")
+[ "$got" = "2400 0 0 0 True" ]
+ok $? "paced: one flow per launch, none unknown, nothing dropped (flows, unknown, dropped, full, bytes: $got)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "paced"
+[ -s "$WORK/paced/trace.json" ] && [ ! -e "$WORK/paced/trace.json.partial" ]
+ok $? "paced: at stop trace.json is renamed into place, no partial file left"
+"$PY" -c "import json, sys; json.load(open(sys.argv[1], encoding='utf-8'))" "$WORK/paced/trace.json" 2>"$WORK/json.err"
+ok $? "paced: trace.json is valid JSON ($(head -c 200 "$WORK/json.err"))"
+read -r k c m <<<"$(gpu_counts 2400)"
+"$PY" "$CHECK" "$WORK/paced/trace.json" --nesting --sm exact --expect kernel="$k" \
+	--expect memcpy="$c" --expect memset="$m" --expect flows=2400 --expect cuda_api=2400 \
+	--expect cpu_samples=150 >"$WORK/paced.check" 2>&1
+ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m memsets, 2400 flows ($(head -c 600 "$WORK/paced.check" | tr '\n' ' '))"
+[ "$(summary "$WORK/paced.check" sm_windows_checked)" -gt 0 ] 2>/dev/null &&
+	[ "$(summary "$WORK/paced.check" gpu_tracks)" = 8 ] &&
+	[ "$(summary "$WORK/paced.check" ranges)" -gt 0 ] 2>/dev/null
+ok $? "paced: 8 stream tracks (4 processes x 2 streams), ranges, and SM-active windows checked ($(tail -n 1 "$WORK/paced.check"))"
+
+# ---- speedscope in headless Chromium ---------------------------------------------------
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+if [ -z "$CHROMIUM" ] || [ ! -f "$SPEEDSCOPE/index.html" ]; then
+	why="needs chromium and speedscope: run scripts/install-deps"
+	if [ "${CI:-}" = true ]; then
+		ok 1 "speedscope: $why"
+	else
+		n=$((n + 1))
+		echo "ok $n # SKIP speedscope: $why"
+	fi
+else
+	mkdir -p "$WORK/web"
+	cp -r "$SPEEDSCOPE/." "$WORK/web/" && cp "$WORK/paced/trace.json" "$WORK/web/trace.json"
+	port=""
+	for try in 1 2 3; do # a port another process takes between the pick and the bind
+		port=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+		"$PY" -m http.server "$port" --bind 127.0.0.1 --directory "$WORK/web" >"$WORK/http.log" 2>&1 &
+		HTTP_PID=$!
+		"$PY" - "$port" <<'PYEOF' && break
+import sys, time, urllib.request
+for _ in range(100):
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/index.html", timeout=1).read()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PYEOF
+		kill "$HTTP_PID" 2>/dev/null
+		HTTP_PID=""
+	done
+	[ -n "$HTTP_PID" ]
+	ok $? "speedscope: its files and trace.json are served on 127.0.0.1:$port"
+	tracks=$(summary "$WORK/paced.check" tracks_with_slices)
+	url="http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Ftrace.json&view=sandwich"
+	# speedscope fetches the file after the page loads and draws with WebGL: virtual time
+	# lets that finish before the DOM is dumped; a browser start can fail, so up to 3 tries
+	rendered=1
+	for try in 1 2 3; do
+		rm -rf "$WORK/chrome"
+		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
+			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
+			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom "$url" \
+			>"$WORK/dom.html" 2>"$WORK/chromium.err"
+		"$PY" - "$WORK/dom.html" "$tracks" >"$WORK/dom.check" 2>&1 <<'PYEOF' && { rendered=0; break; }
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+want = [
+    "trace.json - speedscope",  # the title: the file was fetched and named
+    f"(1/{sys.argv[2]})",  # one profile per thread or stream track with slices
+    "synth (pid 1000000), synth (tid 1000000)",  # the first one, named by metadata
+    "Symbol Name",  # the sandwich view's table of frames, drawn from the profile
+    "cudaLaunchKernel",  # a frame of that profile
+]
+missing = [w for w in want if w not in text]
+for w in ("Something went wrong", "Drag and drop a profile"):
+    if w in text:
+        missing.append(f"(shows {w!r})")
+print("missing: " + ", ".join(missing) if missing else "rendered")
+sys.exit(1 if missing else 0)
+PYEOF
+	done
+	ok $rendered "speedscope: loads trace.json and renders its $tracks tracks (try $try: $(head -c 300 "$WORK/dom.check"); $(grep -v -e dbus -e WebGL -e 'GL Driver' -e 'unexpected operator' "$WORK/chromium.err" | head -c 300))"
+fi
+
+# ---- flat out: a bounded launch map, unjoined GPU work, bound SM-active ------------------
+# GPU records delivered up to 4096 launches late, a launch map of 1024: the launches of many
+# are forgotten by the time they come, and say so; 5 % of launches are left out, so their
+# GPU work goes out unjoined, with no flow.
+s="$PREFIX-flat"
+{ printf '[sink trace]\nkind = timeline\npath = flat/trace.json\nmax_launches = 1024\n'
+  synthetic 60000 0 "missing_launch_pct = 5
+reorder = 4096"; } >"$WORK/flat.conf"
+"$XPUSUP" start "$WORK/flat.conf" --session "$s" >/dev/null 2>&1
+ok $? "flat out: a session with a timeline sink starts"
+wait_for 120 "$s" "c('syn', 'launches') == 60000 and sum_('pending') == 0 and c('trace', 'events_in') == c('syn', 'records_out')"
+ok $? "flat out: the sink received every event"
+got=$(json "$s" "c('trace', 'flows') + c('trace', 'flows_unknown_launch') == sum_('matched'), c('trace', 'flows_unknown_launch') > 0, c('trace', 'flows')")
+flows=${got##* }
+api=$(json "$s" "c('syn', 'gpu_records') - c('syn', 'gpu_missing_launch')")
+[ "${got% *}" = "True True" ]
+ok $? "flat out: every GPU record the correlators joined has a flow or counts as launch unknown, and some launches were forgotten ($got)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "flat out"
+read -r k c m <<<"$(gpu_counts 60000)"
+"$PY" "$CHECK" "$WORK/flat/trace.json" --sm bound --expect kernel="$k" --expect memcpy="$c" \
+	--expect memset="$m" --expect flows="$flows" --expect cuda_api="$api" >"$WORK/flat.check" 2>&1
+ok $? "flat out: valid, every rule kept, $k kernels, $c copies, $m memsets, $api calls, $flows flows ($(head -c 600 "$WORK/flat.check" | tr '\n' ' '))"
+
+# ---- a sink that cannot create its file ------------------------------------------------
+s="$PREFIX-nodir"
+: >"$WORK/notadir" # a file where the trace's folder should be: it cannot be made
+{ printf '[sink trace]\nkind = timeline\npath = notadir/trace.json\n'; synthetic 0 2000; } >"$WORK/nodir.conf"
+"$XPUSUP" start "$WORK/nodir.conf" --session "$s" >/dev/null 2>&1
+ok $? "not a folder: the session starts although the trace's folder cannot be made"
+wait_for 10 "$s" "c('trace', 'write_errors') > 0 and 'Not a directory' in (a['trace']['problem'] or '') and c('trace', 'events_dropped') > 0"
+ok $? "not a folder: the problem is shown in status and the events are counted as dropped ($(json "$s" "a['trace']['problem'], c('trace', 'events_dropped')"))"
+rm "$WORK/notadir"
+wait_for 10 "$s" "a['trace']['problem'] is None and a['trace']['state'] == 'running'"
+ok $? "not a folder: once it can, the sink creates the file and the problem clears"
+sleep 0.5
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+"$PY" "$CHECK" "$WORK/notadir/trace.json" --nesting >"$WORK/nodir.check" 2>&1 &&
+	"$PY" -c "import json, sys; d = json.load(open(sys.argv[1]))['otherData']; sys.exit(0 if d['events_dropped'] > 0 and d['flows'] > 0 else 1)" "$WORK/notadir/trace.json"
+ok $? "not a folder: at stop the file is whole, with what came after, and says what was dropped ($(head -c 300 "$WORK/nodir.check" | tr '\n' ' '))"
+
+# ---- kill -9 mid-run -------------------------------------------------------------------
+s="$PREFIX-kill"
+{ printf '[sink trace]\nkind = timeline\npath = kill/trace.json\n'; synthetic 30000 10000; } >"$WORK/kill.conf"
+"$XPUSUP" start "$WORK/kill.conf" --session "$s" >/dev/null 2>&1
+sleep 1.2
+kill -9 "$(json "$s" "a['trace']['pid']")"
+wait_for 10 "$s" "a['trace']['restarts'] == 1 and a['trace']['state'] == 'running'"
+ok $? "kill -9: the timeline sink killed mid-run is restarted"
+wait_for 30 "$s" "c('syn', 'launches') == 30000 and sum_('pending') == 0 and c('trace', 'events_in') + c('trace', 'events_missed') == sum_('events_out')"
+got=$(json "$s" "c('trace', 'state_lost') + c('trace', 'events_missed') > 0, c('trace', 'state_lost')")
+[ "${got%% *}" = "True" ]
+ok $? "kill -9: what the killed run had received is counted lost: the trace is whole only at stop ($got)"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "kill -9"
+"$PY" "$CHECK" "$WORK/kill/trace.json" >"$WORK/kill.check" 2>&1 && [ ! -e "$WORK/kill/trace.json.partial" ]
+ok $? "kill -9: the final trace.json, of the restarted run, is whole and keeps every rule ($(head -c 300 "$WORK/kill.check" | tr '\n' ' '))"
+
+echo "1..$n"
+[ $failed = 0 ]
