@@ -144,6 +144,31 @@ sys.exit(1 if missing else 0)
 PYEOF
 	done
 	ok $rendered "speedscope: loads trace.json and renders its $tracks tracks (try $try: $(head -c 300 "$WORK/dom.check"); $(grep -v -e dbus -e WebGL -e 'GL Driver' -e 'unexpected operator' "$WORK/chromium.err" | head -c 300))"
+	# The folded sink's output is the other format speedscope must take (golden file of
+	# tests/sink_test.sh): Brendan Gregg's collapsed stacks.
+	cp "$TESTS/golden/flame.folded" "$WORK/web/flame.folded"
+	url="http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Fflame.folded&view=sandwich"
+	rendered=1
+	for try in 1 2 3; do
+		rm -rf "$WORK/chrome"
+		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
+			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
+			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom "$url" \
+			>"$WORK/dom.html" 2>"$WORK/chromium.err"
+		"$PY" - "$WORK/dom.html" >"$WORK/dom.check" 2>&1 <<'PYEOF' && { rendered=0; break; }
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+want = ["flame.folded - speedscope", "Symbol Name", "[gpu] void synth_kernel_0", "0x401a20"]
+missing = [w for w in want if w not in text]
+for w in ("Something went wrong", "Drag and drop a profile"):
+    if w in text:
+        missing.append(f"(shows {w!r})")
+print("missing: " + ", ".join(missing) if missing else "rendered")
+sys.exit(1 if missing else 0)
+PYEOF
+	done
+	ok $rendered "speedscope: loads flame.folded and renders its stacks, GPU leaves included (try $try: $(head -c 300 "$WORK/dom.check"))"
 fi
 
 # ---- flat out: a bounded launch map, unjoined GPU work, bound SM-active ------------------
