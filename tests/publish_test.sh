@@ -239,9 +239,14 @@ got=$(summary "$WORK/slow.err" events)
 ok $? "slow: the stopped subscriber counts events_missed > 0 ($(tail -1 "$WORK/slow.err"))"
 [ $((${got:-0} + ${missed:-0})) = "$events_in" ]
 ok $? "slow: its events received + missed = the sink's events_in ($got + $missed = $events_in)"
-[ $rc_fast = 0 ] && [ "$(summary "$WORK/fast.err" events)" = "$events_in" ] &&
-	[ "$(summary "$WORK/fast.err" missed)" = 0 ]
-ok $? "slow: the other subscriber lost nothing ($(tail -1 "$WORK/fast.err"))"
+# The other one is not held up by the stopped one: it gets far more, and what it does not
+# get it counts. (It may still lose some: PUB drops for any subscriber that falls behind, and
+# in a sanitizer build on two busy CPUs this one can, for a moment.)
+fast_got=$(summary "$WORK/fast.err" events)
+fast_missed=$(summary "$WORK/fast.err" missed)
+[ $rc_fast = 0 ] && [ $((${fast_got:-0} + ${fast_missed:-0})) = "$events_in" ] &&
+	[ "${fast_got:-0}" -gt "${got:-0}" ]
+ok $? "slow: the other subscriber is not held up: more events than the stopped one, and received + missed = events_in ($(tail -1 "$WORK/fast.err"))"
 
 # ---- (e) TLS ------------------------------------------------------------------------------
 s="$PREFIX-tls"
