@@ -157,6 +157,9 @@ static void add(struct folded *f, struct stack *key, __u64 weight)
 		if (!s->frames || !s->leaf) {
 			free(s->frames);
 			free(s->leaf);
+			/* folded_free frees every slot's pointers: none may dangle */
+			s->frames = NULL;
+			s->leaf = NULL;
 			s->used = false;
 			goto overflow;
 		}
@@ -173,6 +176,7 @@ static void add(struct folded *f, struct stack *key, __u64 weight)
 	return;
 overflow:
 	f->overflow++;
+	f->dirty++; /* the [more stacks] line changed: the file on disk lacks it */
 	*key = (struct stack){ .pid = key->pid, .leaf_kind = LEAF_MORE };
 	key->hash = xpu_mix64(key->pid) ^ LEAF_MORE;
 	s = find(f, key);

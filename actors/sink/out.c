@@ -72,15 +72,24 @@ static int make_parents(const char *path)
 	return 0;
 }
 
-static void submit(struct out *o)
+/* 0, or the sticky error with nothing in flight: a write that did not reach the kernel
+ * must not be waited for, or wait_flight would wait for ever. */
+static int submit(struct out *o)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&o->ring);
+	int ret;
 
 	/* one write in flight at most, and the queue has room for it */
 	io_uring_prep_write(sqe, o->fd, o->buf[!o->cur] + o->flight_done,
 			    (unsigned int)(o->flight_len - o->flight_done),
 			    o->flight_off + o->flight_done);
-	io_uring_submit(&o->ring);
+	do
+		ret = io_uring_submit(&o->ring);
+	while (ret == -EINTR);
+	if (ret >= 0)
+		return 0;
+	o->in_flight = false;
+	return fail(o, ret, "write");
 }
 
 /* Wait for the write in flight to be whole (resubmitting after a short write). */
@@ -109,7 +118,7 @@ static int wait_flight(struct out *o)
 		}
 		o->flight_done += (size_t)res;
 		if (o->flight_done < o->flight_len)
-			submit(o);
+			submit(o); /* on failure: nothing in flight, the error stuck */
 		else
 			o->in_flight = false;
 	}
@@ -130,8 +139,7 @@ static int flip(struct out *o)
 	o->flight_off = o->off;
 	o->off += o->fill;
 	o->fill = 0;
-	submit(o);
-	return 0;
+	return submit(o);
 }
 
 int out__open(struct out **out, const char *path, char *why, size_t why_len)

@@ -253,7 +253,7 @@ static struct busy *busy_of(struct sm_active *a, struct open_window *ow, __u32 i
 
 int sm_active__add(struct sm_active *a, __u64 key, __u64 start, __u64 end)
 {
-	__u64 w, first, last, s, e;
+	__u64 w, first, last, s, e, k, n;
 	struct open_window *ow;
 	struct sm_total *t;
 	struct busy *b;
@@ -274,9 +274,11 @@ int sm_active__add(struct sm_active *a, __u64 key, __u64 start, __u64 end)
 	t = &a->tot[idx];
 	first = start / a->window_ns * a->window_ns;
 	last = (end - 1) / a->window_ns * a->window_ns;
-	for (w = first; w <= last; w += a->window_ns) {
+	/* counted, not "w <= last": w + window_ns wraps past the last window below 2^64 */
+	n = (last - first) / a->window_ns + 1;
+	for (k = 0, w = first; k < n; k++, w += a->window_ns) {
 		s = start > w ? start : w;
-		e = end < w + a->window_ns ? end : w + a->window_ns;
+		e = end - w < a->window_ns ? end : w + a->window_ns;
 		ow = w < a->closed_until ? NULL : open_window(a, w);
 		if (!ow) {
 			late = true;

@@ -1184,7 +1184,8 @@ static void put_interval(struct stats *st, __u64 now_ns)
 	struct sm_counts c;
 
 	if (t->len > PENDING_MAX) { /* the file has been failing for long: keep the newest */
-		st->lines_dropped += st->n_intervals;
+		for (start = 0; start < t->len; start++) /* the lines held, not every interval */
+			st->lines_dropped += t->p[start] == '\n';
 		t->len = 0;
 		start = 0;
 	}

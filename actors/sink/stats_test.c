@@ -367,6 +367,17 @@ static void test_late(void)
 	tap_eq_u64(total_of(a, SM_DEVICE(0))->busy_ns, (SM_OPEN_MAX + 8) * 5,
 		   "and nothing is lost by it");
 	sm_active__free(a);
+
+	/* the last window below 2^64: its end does not fit in 64 bits, and the loop over a
+	 * kernel's windows must neither wrap around (for ever) nor lose the piece */
+	a = sm_active__new(100, 0);
+	if (!a)
+		tap_bail("out of memory");
+	tap_eq_u64(sm_active__add(a, SM_DEVICE(0), UINT64_MAX - 50, UINT64_MAX), 0,
+		   "a kernel in the last window below 2^64 is taken");
+	sm_active__close(a, true);
+	tap_eq_u64(total_of(a, SM_DEVICE(0))->busy_ns, 50, "with its 50 ns, once");
+	sm_active__free(a);
 }
 
 /* Random kernels of 3 processes on 2 devices, in random order, against a bitmap. */

@@ -832,7 +832,8 @@ static void range_push(struct timeline *t, __u32 producer, const struct xpu_ceve
 		return;
 	}
 	t->free_range = r->next_free;
-	memcpy(r->name, e->name, e->name_len);
+	if (e->name_len) /* a range without a name has none: memcpy must not get NULL */
+		memcpy(r->name, e->name, e->name_len);
 	r->name_len = e->name_len;
 	r->id = e->id;
 	r->ts = e->ts_ns;
@@ -1062,10 +1063,12 @@ static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
 
 	if (!g)
 		return;
+	/* mem stays in [0, INT64_MAX] whatever bytes says: no signed overflow */
 	if (e->sub_kind == XPU_MEM_ALLOC)
-		g->mem += (__s64)e->bytes;
+		g->mem = e->bytes > (__u64)(INT64_MAX - g->mem) ? INT64_MAX :
+								  g->mem + (__s64)e->bytes;
 	else if (e->sub_kind == XPU_MEM_FREE)
-		g->mem = g->mem > (__s64)e->bytes ? g->mem - (__s64)e->bytes : 0;
+		g->mem = (__u64)g->mem > e->bytes ? g->mem - (__s64)e->bytes : 0;
 	begin(t, "C", "device memory", 13, "gpu", g->vpid, g->vpid, e->ts_ns);
 	put(t, ",\"args\":{\"bytes\":%" PRId64 "}", (int64_t)g->mem);
 	emit(t);
@@ -1088,8 +1091,8 @@ static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 		n += snprintf(name + n, sizeof(name) - (size_t)n, " tid %u", e->tid);
 	/* multiplexed: the reading stands for the whole period; absent (0) or a counter that
 	 * never ran (time_running 0, an infinite ratio) says nothing to scale by */
-	if (isfinite(e->scale) && e->scale > 0)
-		v *= e->scale;
+	if (isfinite(e->scale) && e->scale > 0 && isfinite(v * e->scale))
+		v *= e->scale; /* an infinite product would print "inf": not JSON */
 	begin(t, "C", name, (size_t)n, "pmu", pid, pid, e->ts_ns);
 	put(t, ",\"args\":{\"delta\":%.15g}", v);
 	emit(t);

@@ -139,6 +139,25 @@ int main(void)
 	e[n] = ev(10, XPU_REC_CLOCK_SYNC, 42, 42, BASE, BASE + 2000);
 	e[n].sub_kind = XPU_CLOCK_CUPTI;
 	e[n++].value = 555;
+	/* a range without a name (name NULL), a counter scaled past what a double holds, and
+	 * allocations past INT64_MAX: hostile numbers still make valid JSON, no UB */
+	e[n] = ev(11, XPU_REC_RANGE, 43, 43, BASE, 0);
+	e[n++].sub_kind = XPU_RANGE_PUSH;
+	e[n] = ev(12, XPU_REC_RANGE, 43, 43, BASE + 2000, 0);
+	e[n].sub_kind = XPU_RANGE_POP;
+	link_to(&e[n++], XPU_LINK_COMPLETES, 11);
+	e[n] = ev(13, XPU_REC_PMU_COUNTER, 42, 42, BASE, 0);
+	e[n].sub_kind = XPU_PMU_SCOPE_PROCESS;
+	e[n].name = "cycles";
+	e[n].name_len = 6;
+	e[n].delta = 10;
+	e[n++].scale = 1e308;
+	e[n] = ev(14, XPU_REC_GPU_MEMORY, 42, 42, BASE + 97 * MS, 0);
+	e[n].sub_kind = XPU_MEM_ALLOC;
+	e[n++].bytes = (1ull << 63) + 5;
+	e[n] = ev(15, XPU_REC_GPU_MEMORY, 42, 42, BASE + 98 * MS, 0);
+	e[n].sub_kind = XPU_MEM_ALLOC;
+	e[n++].bytes = (1ull << 63) + 5;
 	b.n_events = n;
 	fmt_timeline.batch(st, &b, e);
 
@@ -192,6 +211,14 @@ int main(void)
 			    "\"ref_before_ns\":1000000000000,\"other_ns\":555,"
 			    "\"ref_after_ns\":1000000002000}]") != NULL,
 	       "the clock sync reading is in otherData");
+	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"range\",\"cat\":\"range\",\"pid\":43,"
+			    "\"tid\":43,\"ts\":1000000000.000,\"dur\":2.000") != NULL,
+	       "a range without a name is one slice named range");
+	tap_ok(strstr(text, "\"name\":\"cycles\",\"cat\":\"pmu\"") &&
+		       strstr(text, "\"args\":{\"delta\":10}") && !strstr(text, "inf}"),
+	       "a scale that would make the delta infinite is not applied: no 'inf' in JSON");
+	tap_ok(strstr(text, "\"args\":{\"bytes\":9223372036854775807}") != NULL,
+	       "device memory saturates at INT64_MAX instead of overflowing");
 	if (tap_failed_)
 		tap_diag("%s", text);
 	free(text);
