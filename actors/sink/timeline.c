@@ -707,8 +707,12 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		l = launches__find(&t->launches, producer, e->links[i].target);
 		if (l && l->gen != t->gen)
 			l = NULL; /* not in this file: written before it, or not at all */
-		if (l && (!from || (l->api && !from->api)))
-			from = l; /* an API call is a slice to start from; a LAUNCH an instant */
+		/* Only an API call: an arrow must start on a slice, and a LAUNCH is an instant
+		 * whose thread track may hold no slice around it (its call can sit on an
+		 * overlap track, or be unknown). Without the call the arrow is counted as
+		 * unknown. */
+		if (l && l->api)
+			from = l;
 	}
 	if (!linked)
 		return;
