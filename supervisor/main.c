@@ -39,7 +39,7 @@ static const char usage_main[] =
 	"\n"
 	"`xpusup COMMAND --help` describes each command. Exit status: 0 success,\n"
 	"100 usage or configuration error, 111 system failure.\n"
-	"Documentation: README.md, docs/pipeline.md, docs/supervisor.md.\n";
+	"Documentation: README.md, docs/pipeline.md, docs/supervisor.md, docs/sinks.md.\n";
 
 static const char usage_start[] =
 	"usage: xpusup start PIPELINE.conf [--session NAME] [--foreground] [--check]\n"
