@@ -38,6 +38,18 @@ const struct xpu_wire_limits xpu_wire_default_limits = {
 	.max_depth = 5,
 };
 
+void xpu_wire_seq__batch(struct xpu_wire_seq *t, const struct xpu_wire_batch *b)
+{
+	__u32 p = b->producer & 255;
+
+	if (t->seen[p] && b->seq > t->next[p])
+		t->missed += b->seq - t->next[p];
+	else if (t->seen[p] && b->seq < t->next[p])
+		t->rewinds++;
+	t->seen[p] = true;
+	t->next[p] = b->seq + b->n_events;
+}
+
 const char *xpu_link_type__name(__u32 type)
 {
 	static const char *const names[XPU_LINK_TYPE_MAX] = {

@@ -17,6 +17,7 @@
 #ifndef XPUSUP_COMMON_WIRE_H
 #define XPUSUP_COMMON_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "xpusup/event.h"
@@ -170,6 +171,20 @@ int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *l
 		    __u64 *stack_pool, __u32 pool_len, struct xpu_wire_error *err);
 
 /* Names for docs, JSON and messages: "launched_by", "exact_id"; "unknown" otherwise. */
+/*
+ * Per-producer sequence accounting for a receiver (docs/wire.md, "Sequence numbers and
+ * gaps"): seq counts events, so a gap is the exact number of events lost on the way.
+ * Zero-initialise; xpu_wire_seq__batch accounts one decoded batch.
+ */
+struct xpu_wire_seq {
+	__u64 next[256]; /* by producer & 255 */
+	bool seen[256];
+	__u64 missed; /* events lost on the way */
+	__u64 rewinds; /* batches that went back */
+};
+
+void xpu_wire_seq__batch(struct xpu_wire_seq *t, const struct xpu_wire_batch *b);
+
 const char *xpu_link_type__name(__u32 type);
 const char *xpu_corr_type__name(__u32 type);
 

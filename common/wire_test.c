@@ -1448,8 +1448,33 @@ static void test_encoder_rejects(void)
 	xpu_wire_enc__free(enc);
 }
 
+/* docs/wire.md's receiver rules: seq counts events; gaps exact, rewinds counted apart. */
+static void test_seq(void)
+{
+	struct xpu_wire_seq t = { 0 };
+	struct xpu_wire_batch b = { .producer = 1, .seq = 500, .n_events = 10 };
+
+	xpu_wire_seq__batch(&t, &b); /* the first batch sets the expectation */
+	b.seq = 510;
+	xpu_wire_seq__batch(&t, &b);
+	tap_ok(t.missed == 0 && t.rewinds == 0, "seq: in order, nothing missed");
+	b.seq = 527; /* 520..526 lost */
+	xpu_wire_seq__batch(&t, &b);
+	tap_eq_u64(t.missed, 7, "seq: a gap counts the events lost, not the batches");
+	b.producer = 2;
+	b.seq = 0;
+	xpu_wire_seq__batch(&t, &b);
+	tap_eq_u64(t.missed, 7, "seq: each producer has its own numbering");
+	b.producer = 1;
+	b.seq = 100;
+	xpu_wire_seq__batch(&t, &b);
+	tap_ok(t.rewinds == 1 && t.missed == 7 && t.next[1] == 110,
+	       "seq: going back is a rewind, not a loss, and numbering goes on from there");
+}
+
 int main(void)
 {
+	test_seq();
 	test_names();
 	test_golden();
 	test_truncation();

@@ -421,7 +421,7 @@ struct subscriber {
 	void *st;
 	struct xpu_cevent *events;
 	__u64 *pool;
-	struct seq_track seq;
+	struct xpu_wire_seq seq;
 	__u64 batches, events_in, bad;
 	char problem[512]; /* the format's last complaint, said once */
 };
@@ -439,7 +439,7 @@ static void take(struct subscriber *s, void *buf, size_t len)
 	}
 	s->batches++;
 	s->events_in += b.n_events;
-	seq_track__batch(&s->seq, &b);
+	xpu_wire_seq__batch(&s->seq, &b);
 	if (s->fmt->batch)
 		s->fmt->batch(s->st, &b, s->events);
 }

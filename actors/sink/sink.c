@@ -71,7 +71,7 @@ struct sink {
 	bool listening;
 	struct xpu_cevent *events;
 	__u64 *pool;
-	struct seq_track seq;
+	struct xpu_wire_seq seq;
 	struct sink_state *state; /* shared mapping, NULL when it could not be made */
 	__u64 received, covered, lost; /* over every run of this sink */
 	__u64 batches, events_in, bad, write_errors;
@@ -79,18 +79,6 @@ struct sink {
 	int fmt_counters[FMT_COUNTERS_MAX];
 	unsigned int n_fmt_counters;
 };
-
-void seq_track__batch(struct seq_track *t, const struct xpu_wire_batch *b)
-{
-	__u32 p = b->producer & 255;
-
-	if (t->seen[p] && b->seq > t->next[p])
-		t->missed += b->seq - t->next[p];
-	else if (t->seen[p] && b->seq < t->next[p])
-		t->rewinds++;
-	t->seen[p] = true;
-	t->next[p] = b->seq + b->n_events;
-}
 
 static const char *env_get(void *ctx, const char *key)
 {
@@ -254,7 +242,7 @@ static void step(struct sink *s, bool wait)
 			s->batches++;
 			s->events_in += b.n_events;
 			s->received += b.n_events;
-			seq_track__batch(&s->seq, &b);
+			xpu_wire_seq__batch(&s->seq, &b);
 			if (s->fmt->batch)
 				s->fmt->batch(s->st, &b, s->events);
 			state__commit(s);

@@ -15,17 +15,6 @@
 
 #include "actors/sink/fmt.h"
 
-/* Per-producer sequence accounting (docs/wire.md), shared with `xpusup subscribe`. */
-struct seq_track {
-	__u64 next[256];
-	bool seen[256];
-	__u64 missed; /* events lost on the way */
-	__u64 rewinds; /* batches that went back */
-};
-
-/* seq_track__batch - account one batch of producer p. */
-void seq_track__batch(struct seq_track *t, const struct xpu_wire_batch *b);
-
 /* sink__main - the whole life of a sink actor of format fmt. Returns the exit code. */
 int sink__main(int argc, char **argv, const struct fmt_ops *fmt);
 

@@ -137,7 +137,7 @@ struct stats {
 
 	struct launch_map launches;
 	struct sm_active *sm;
-	struct seq_track seq;
+	struct xpu_wire_seq seq;
 
 	__u64 interval_start, last_interval, n_intervals;
 	__u64 next_window; /* ordinal of the first window not yet in an interval line */
@@ -466,7 +466,7 @@ static void stats_batch(void *state, const struct xpu_wire_batch *b, const struc
 	struct volume *v;
 	__u32 i;
 
-	seq_track__batch(&st->seq, b);
+	xpu_wire_seq__batch(&st->seq, b);
 	p->batches++;
 	p->events += b->n_events;
 	for (i = 0; i < b->n_events; i++) {

@@ -76,9 +76,8 @@ struct mesh {
 	nng_socket pull;
 	struct xpu_cevent *events;
 	__u64 *stack_pool;
-	__u64 next_seq[CONF_MAX_SHARDS];
-	bool seen[CONF_MAX_SHARDS];
-	__u64 batches, events_in, events_missed, seq_rewinds, bad_batches;
+	struct xpu_wire_seq gaps; /* per producer, in events */
+	__u64 batches, events_in, bad_batches;
 	int c_batches, c_events, c_gaps, c_rewinds, c_bad, c_p50, c_p99, c_named, c_unnamed;
 	int c_stacked, c_linked, c_weight;
 	__u64 named_kernels, unnamed_kernels;
@@ -286,25 +285,14 @@ static void sink__step(struct mesh *m, struct actor *a)
 				else if (ev->kind == XPU_REC_GPU_KERNEL)
 					m->unnamed_kernels++;
 			}
-			if (batch.producer < CONF_MAX_SHARDS) {
-				/* seq counts events (docs/wire.md): a gap is the number
-				 * of events lost on the way. */
-				if (m->seen[batch.producer] &&
-				    batch.seq > m->next_seq[batch.producer])
-					m->events_missed += batch.seq - m->next_seq[batch.producer];
-				else if (m->seen[batch.producer] &&
-					 batch.seq < m->next_seq[batch.producer])
-					m->seq_rewinds++;
-				m->seen[batch.producer] = true;
-				m->next_seq[batch.producer] = batch.seq + batch.n_events;
-			}
+			xpu_wire_seq__batch(&m->gaps, &batch);
 		}
 		nng_free(buf, len);
 	}
 	actor__count(a, m->c_batches, m->batches);
 	actor__count(a, m->c_events, m->events_in);
-	actor__count(a, m->c_gaps, m->events_missed);
-	actor__count(a, m->c_rewinds, m->seq_rewinds);
+	actor__count(a, m->c_gaps, m->gaps.missed);
+	actor__count(a, m->c_rewinds, m->gaps.rewinds);
 	actor__count(a, m->c_bad, m->bad_batches);
 	actor__count(a, m->c_p50, latency_pct(m, 50));
 	actor__count(a, m->c_p99, latency_pct(m, 99));
