@@ -104,34 +104,37 @@ static void sup_log(const char *fmt, ...)
 	fflush(stderr);
 }
 
+/* Append the folders of a colon-separated list to dirs (at most max in all). */
+static void add_dirs(char (*dirs)[PATH_MAX], unsigned int *n, unsigned int max, const char *list)
+{
+	const char *p = list;
+	size_t l;
+
+	while (p && *p && *n < max) {
+		l = strcspn(p, ":");
+		if (l)
+			snprintf(dirs[(*n)++], PATH_MAX, "%.*s", (int)l, p);
+		p += l + (p[l] == ':');
+	}
+}
+
 int supervisor_find_programs(const struct conf *conf, char **progs)
 {
-	char self[PATH_MAX], path[PATH_MAX + 64], dirs[8][PATH_MAX];
-	const char *env = getenv("XPUSUP_ACTOR_PATH");
-	unsigned int i, d, n_dirs = 0, build_dir = 0;
+	char self[PATH_MAX], path[PATH_MAX + 64], dirs[24][PATH_MAX];
+	unsigned int i, d, n_dirs = 0;
 	ssize_t len;
 	int err = 0;
 
-	/* Search order: $XPUSUP_ACTOR_PATH, beside the xpusup binary, the build tree, the
-	 * installed libexec directory. */
-	if (env && *env) {
-		const char *p = env;
-
-		while (*p && n_dirs < 4) {
-			size_t l = strcspn(p, ":");
-
-			snprintf(dirs[n_dirs++], PATH_MAX, "%.*s", (int)l, p);
-			p += l + (p[l] == ':');
-		}
-	}
+	/* Search order: $XPUSUP_ACTOR_PATH, beside the xpusup binary, the build tree's actor
+	 * folders (meson knows them: XPUSUP_BUILD_ACTOR_DIRS), the installed libexec folder. */
+	add_dirs(dirs, &n_dirs, 8, getenv("XPUSUP_ACTOR_PATH"));
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (len > 0) {
 		self[len] = 0;
 		*strrchr(self, '/') = 0;
 		snprintf(dirs[n_dirs++], PATH_MAX, "%s", self);
 	}
-	build_dir = n_dirs;
-	snprintf(dirs[n_dirs++], PATH_MAX, "%s", XPUSUP_BUILD_ROOT "/actors");
+	add_dirs(dirs, &n_dirs, 23, XPUSUP_BUILD_ACTOR_DIRS);
 	snprintf(dirs[n_dirs++], PATH_MAX, "%s", XPUSUP_LIBEXECDIR);
 
 	for (i = 0; i < conf->n_actors; i++) {
@@ -139,16 +142,8 @@ int supervisor_find_programs(const struct conf *conf, char **progs)
 
 		progs[i] = NULL;
 		for (d = 0; d < n_dirs && !progs[i]; d++) {
-			if (d == build_dir) /* build/actors/KIND/xpusup-KIND */
-				snprintf(path, sizeof(path), "%.4000s/%s/xpusup-%s", dirs[d], kind,
-					 kind);
-			else
-				snprintf(path, sizeof(path), "%.4000s/xpusup-%s", dirs[d], kind);
+			snprintf(path, sizeof(path), "%.4000s/xpusup-%s", dirs[d], kind);
 			if (!access(path, X_OK))
-				progs[i] = strdup(path);
-			/* the sink kinds share one folder: build/actors/sink/xpusup-KIND */
-			snprintf(path, sizeof(path), "%.4000s/sink/xpusup-%s", dirs[d], kind);
-			if (!progs[i] && d == build_dir && !access(path, X_OK))
 				progs[i] = strdup(path);
 		}
 		if (!progs[i]) {
