@@ -18,9 +18,6 @@ session_lib_init pubtest p
 pids=""
 cleanup_extra() { for p in $pids; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; }
 
-free_port() {
-	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # The subscriber's last line: "N batches, N events, N events missed (sequence gaps), N rewinds".
 summary() { # summary ERRFILE FIELD(batches|events|missed|rewinds)

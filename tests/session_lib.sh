@@ -12,6 +12,8 @@
 #	wait_for SECONDS SESSION EXPR    until EXPR prints True
 #	log_clean SESSION TEXT           the session log has no sanitizer report and no actor
 #					 stopped with a non-zero exit
+#	free_port                        a TCP port free on 127.0.0.1 now (another process may
+#					 take it before the caller binds: retry)
 #	synthetic COUNT                  a [correlator] and a synthetic [source syn] section:
 #					 a deterministic run (every launch joined, stacks of the
 #					 simulated training loop, durations from the launch number)
@@ -69,6 +71,10 @@ wait_for() {
 log_clean() {
 	! grep -q "Sanitizer" "$BASE/$1.log" && ! grep -Eq "stopped \(exit [1-9]" "$BASE/$1.log"
 	ok $? "$2: every actor exited 0 at stop, no sanitizer report in the log"
+}
+
+free_port() {
+	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 synthetic() {

@@ -81,6 +81,40 @@ ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m me
 ok $? "paced: 8 stream tracks (4 processes x 2 streams), ranges, and SM-active windows checked ($(tail -n 1 "$WORK/paced.check"))"
 
 # ---- speedscope in headless Chromium ---------------------------------------------------
+# speedscope_renders FILE WANT...: speedscope (served on $port) fetches FILE and its page, as
+# headless Chromium leaves it, holds the title "FILE - speedscope" and every WANT text, and
+# no error page. speedscope draws with WebGL after the fetch: virtual time lets that finish
+# before the DOM is dumped; a browser start can fail, so up to 3 tries.
+speedscope_renders() {
+	local file=$1 try
+	shift
+	for try in 1 2 3; do
+		rm -rf "$WORK/chrome"
+		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
+			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
+			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom \
+			"http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2F$file&view=sandwich" \
+			>"$WORK/dom.html" 2>"$WORK/chromium.err"
+		"$PY" - "$WORK/dom.html" "$file - speedscope" "$@" >"$WORK/dom.check" 2>&1 <<'PYEOF' && return 0
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+missing = [w for w in sys.argv[2:] if w not in text]
+for w in ("Something went wrong", "Drag and drop a profile"):
+    if w in text:
+        missing.append(f"(shows {w!r})")
+print("missing: " + ", ".join(missing) if missing else "rendered")
+sys.exit(1 if missing else 0)
+PYEOF
+	done
+	return 1
+}
+
+speedscope_said() { # what the last check found, and what Chromium said that matters
+	head -c 300 "$WORK/dom.check"
+	grep -v -e dbus -e WebGL -e 'GL Driver' -e 'unexpected operator' "$WORK/chromium.err" | head -c 300
+}
+
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
 if [ -z "$CHROMIUM" ] || [ ! -f "$SPEEDSCOPE/index.html" ]; then
 	why="needs chromium and speedscope: run scripts/install-deps"
@@ -95,7 +129,7 @@ else
 	cp -r "$SPEEDSCOPE/." "$WORK/web/" && cp "$WORK/paced/trace.json" "$WORK/web/trace.json"
 	port=""
 	for try in 1 2 3; do # a port another process takes between the pick and the bind
-		port=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+		port=$(free_port)
 		"$PY" -m http.server "$port" --bind 127.0.0.1 --directory "$WORK/web" >"$WORK/http.log" 2>&1 &
 		HTTP_PID=$!
 		"$PY" - "$port" <<'PYEOF' && break
@@ -114,61 +148,16 @@ PYEOF
 	[ -n "$HTTP_PID" ]
 	ok $? "speedscope: its files and trace.json are served on 127.0.0.1:$port"
 	tracks=$(summary "$WORK/paced.check" tracks_with_slices)
-	url="http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Ftrace.json&view=sandwich"
-	# speedscope fetches the file after the page loads and draws with WebGL: virtual time
-	# lets that finish before the DOM is dumped; a browser start can fail, so up to 3 tries
-	rendered=1
-	for try in 1 2 3; do
-		rm -rf "$WORK/chrome"
-		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
-			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
-			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom "$url" \
-			>"$WORK/dom.html" 2>"$WORK/chromium.err"
-		"$PY" - "$WORK/dom.html" "$tracks" >"$WORK/dom.check" 2>&1 <<'PYEOF' && { rendered=0; break; }
-import re, sys
-dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
-text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
-want = [
-    "trace.json - speedscope",  # the title: the file was fetched and named
-    f"(1/{sys.argv[2]})",  # one profile per thread or stream track with slices
-    "synth (pid 1000000), synth (tid 1000000)",  # the first one, named by metadata
-    "Symbol Name",  # the sandwich view's table of frames, drawn from the profile
-    "cudaLaunchKernel",  # a frame of that profile
-]
-missing = [w for w in want if w not in text]
-for w in ("Something went wrong", "Drag and drop a profile"):
-    if w in text:
-        missing.append(f"(shows {w!r})")
-print("missing: " + ", ".join(missing) if missing else "rendered")
-sys.exit(1 if missing else 0)
-PYEOF
-	done
-	ok $rendered "speedscope: loads trace.json and renders its $tracks tracks (try $try: $(head -c 300 "$WORK/dom.check"); $(grep -v -e dbus -e WebGL -e 'GL Driver' -e 'unexpected operator' "$WORK/chromium.err" | head -c 300))"
+	# trace.json: one profile per thread or stream track with slices, the first named by
+	# the metadata, the sandwich view's table of frames drawn from it, a frame of it
+	speedscope_renders trace.json "(1/$tracks)" "synth (pid 1000000), synth (tid 1000000)" \
+		"Symbol Name" cudaLaunchKernel
+	ok $? "speedscope: loads trace.json and renders its $tracks tracks ($(speedscope_said))"
 	# The folded sink's output is the other format speedscope must take (golden file of
-	# tests/sink_test.sh): Brendan Gregg's collapsed stacks.
+	# tests/sink_test.sh): Brendan Gregg's collapsed stacks, GPU leaves included.
 	cp "$TESTS/golden/flame.folded" "$WORK/web/flame.folded"
-	url="http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Fflame.folded&view=sandwich"
-	rendered=1
-	for try in 1 2 3; do
-		rm -rf "$WORK/chrome"
-		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
-			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
-			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom "$url" \
-			>"$WORK/dom.html" 2>"$WORK/chromium.err"
-		"$PY" - "$WORK/dom.html" >"$WORK/dom.check" 2>&1 <<'PYEOF' && { rendered=0; break; }
-import re, sys
-dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
-text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
-want = ["flame.folded - speedscope", "Symbol Name", "[gpu] void synth_kernel_0", "0x401a20"]
-missing = [w for w in want if w not in text]
-for w in ("Something went wrong", "Drag and drop a profile"):
-    if w in text:
-        missing.append(f"(shows {w!r})")
-print("missing: " + ", ".join(missing) if missing else "rendered")
-sys.exit(1 if missing else 0)
-PYEOF
-	done
-	ok $rendered "speedscope: loads flame.folded and renders its stacks, GPU leaves included (try $try: $(head -c 300 "$WORK/dom.check"))"
+	speedscope_renders flame.folded "Symbol Name" "[gpu] void synth_kernel_0" 0x401a20
+	ok $? "speedscope: loads flame.folded and renders its stacks, GPU leaves included ($(speedscope_said))"
 fi
 
 # ---- flat out: a bounded launch map, unjoined GPU work, bound SM-active ------------------
