@@ -167,34 +167,40 @@ static bool state__open(struct sink *s)
 	return resume;
 }
 
-static int sink__open(struct sink *s)
+int sink__listen(nng_socket *pull, const struct actor *a, int recv_ms)
 {
 	char url[4300];
 	int rv;
 
+	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, a->dir, a->self->name);
+	rv = nng_pull0_open(pull);
+	if (!rv)
+		rv = nng_socket_set_int(*pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
+	/* nng refuses messages over 1 MiB by default, and drops the connection with them; a
+	 * batch of 4096 events with deep stacks is larger. The decoder has its own limit. */
+	if (!rv)
+		rv = nng_socket_set_size(*pull, NNG_OPT_RECVMAXSZ,
+					 xpu_wire_default_limits.max_message);
+	/* the loop waits in nng_recv, not in a sleep: a batch is taken the moment it comes */
+	if (!rv)
+		rv = nng_socket_set_ms(*pull, NNG_OPT_RECVTIMEO, recv_ms);
+	if (!rv)
+		rv = nng_listen(*pull, url, NULL, 0);
+	if (rv) {
+		fprintf(stderr, "%s: unable to listen on %s: %s\n", a->prog, url, nng_strerror(rv));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int sink__open(struct sink *s)
+{
 	s->events = calloc(SINK_MAX_EVENTS, sizeof(*s->events));
 	s->pool = calloc(SINK_POOL_FRAMES, sizeof(*s->pool));
 	if (!s->events || !s->pool)
 		return -ENOMEM;
-	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, s->a->dir, s->a->self->name);
-	rv = nng_pull0_open(&s->pull);
-	if (!rv)
-		rv = nng_socket_set_int(s->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
-	/* nng refuses messages over 1 MiB by default, and drops the connection with them; a
-	 * batch of 4096 events with deep stacks is larger. The decoder has its own limit. */
-	if (!rv)
-		rv = nng_socket_set_size(s->pull, NNG_OPT_RECVMAXSZ,
-					 xpu_wire_default_limits.max_message);
-	/* the loop waits in nng_recv, not in a sleep: a batch is taken the moment it comes */
-	if (!rv)
-		rv = nng_socket_set_ms(s->pull, NNG_OPT_RECVTIMEO, 20);
-	if (!rv)
-		rv = nng_listen(s->pull, url, NULL, 0);
-	if (rv) {
-		fprintf(stderr, "%s: unable to listen on %s: %s\n", s->a->prog, url,
-			nng_strerror(rv));
+	if (sink__listen(&s->pull, s->a, 20))
 		return -EIO;
-	}
 	s->listening = true;
 	return 0;
 }

@@ -13,7 +13,18 @@
 
 #include <stdbool.h>
 
+#include <nng/nng.h>
+
+#include "actors/actor.h"
 #include "actors/sink/fmt.h"
+
+/*
+ * sink__listen - the socket every sink receives on: PULL listening on its ipc endpoint in
+ * the session (XPU_SINK_URL_FMT), with room for SINK_RECVBUF batches, messages up to the
+ * wire decoder's limit and receives that wait at most recv_ms (the loop beats between).
+ * Also for the test actor's sink role. 0, or -EIO after saying why on stderr.
+ */
+int sink__listen(nng_socket *pull, const struct actor *a, int recv_ms);
 
 /* sink__main - the whole life of a sink actor of format fmt. Returns the exit code. */
 int sink__main(int argc, char **argv, const struct fmt_ops *fmt);

@@ -18,6 +18,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/pull.h>
 
+#include "actors/sink/sink.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -182,17 +183,14 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 }
 
 #define SINK_MAX_EVENTS 8192
-#define SINK_RECVBUF 32 /* batches queued for us between polls */
 #define SINK_STEP_BATCHES 64
 #define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
 
 /* A sink of kind test listens where the correlators push (XPU_SINK_URL_FMT). */
 static int sink__open(struct mesh *m, struct actor *a)
 {
-	char url[4300], path[4096];
-	int rv;
+	char path[4096];
 
-	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, a->dir, a->self->name);
 	if (!conf_actor__path(a->conf, a->self, "dump", path, sizeof(path))) {
 		/* a restarted sink goes on after what its previous run wrote */
 		m->dump = fopen(path, status_load(&a->slot->restarts) ? "ae" : "we");
@@ -206,25 +204,8 @@ static int sink__open(struct mesh *m, struct actor *a)
 	m->stack_pool = calloc(SINK_STACK_POOL, sizeof(*m->stack_pool));
 	if (!m->events || !m->stack_pool)
 		return -ENOMEM;
-	rv = nng_pull0_open(&m->pull);
-	/* Room for the batches that arrive between two polls (it polls every 5 ms): without
-	 * it each sender waits for our next poll, batch by batch. */
-	if (!rv)
-		rv = nng_socket_set_int(m->pull, NNG_OPT_RECVBUF, SINK_RECVBUF);
-	/* nng's default limit is 1 MiB a message; a batch can be larger */
-	if (!rv)
-		rv = nng_socket_set_size(m->pull, NNG_OPT_RECVMAXSZ,
-					 xpu_wire_default_limits.max_message);
-	/* The sink's loop waits in its receive, not in a sleep: a batch is taken as soon as it
-	 * arrives. */
-	if (!rv)
-		rv = nng_socket_set_ms(m->pull, NNG_OPT_RECVTIMEO, 5);
-	if (!rv)
-		rv = nng_listen(m->pull, url, NULL, 0);
-	if (rv) {
-		fprintf(stderr, PROG ": unable to listen on %s: %s\n", url, nng_strerror(rv));
+	if (sink__listen(&m->pull, a, 5)) /* the sinks' own socket (actors/sink/sink.c) */
 		return -EIO;
-	}
 	m->listening = true;
 	m->c_batches = actor__counter(a, "batches_in");
 	m->c_events = actor__counter(a, "events_in");
