@@ -54,6 +54,7 @@ enum key_type {
 	T_STRATEGIES, /* see conf_parse_strategies() */
 	T_FILTER, /* see conf_parse_filter() */
 	T_ENRICH, /* see conf_parse_enrich() */
+	T_TARGET, /* see conf_parse_target() */
 };
 
 struct key_schema {
@@ -179,6 +180,7 @@ enum {
 	ACT_MIN_DURATION,
 	ACT_SAMPLE,
 	ACT_ENRICH,
+	ACT_OPTIONAL,
 	ACT_N,
 };
 
@@ -236,8 +238,14 @@ static const struct key_schema actor_keys[ACT_N + 1] = {
 	[ACT_ENRICH] = { .key = "enrich",
 			 .type = T_ENRICH,
 			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-			 .def = "names, stacks, streams",
+			 .def = "names, stacks, streams, symbols",
 			 .doc = "what the correlator adds to this source's events" },
+	[ACT_OPTIONAL] = { .key = "optional",
+			   .type = T_BOOL,
+			   .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			   .def = "no",
+			   .doc = "a source that cannot start here (exit 100) is left out, the session "
+				  "goes on" },
 	[ACT_N] = { .key = NULL },
 };
 
@@ -351,6 +359,67 @@ static const struct key_schema synthetic_keys[] = {
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
 	  .def = "yes",
 	  .doc = "a launch stack's innermost frame encodes its correlation id (for tests)" },
+	{ .key = NULL },
+};
+
+static const char *const cpu_event_names[] = { "cpu-clock", "cycles", "auto", NULL };
+
+/* kind = cpu: the eBPF stack sampler (docs/cpu.md). */
+static const struct key_schema cpu_keys[] = {
+	{ .key = "frequency_hz",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1,
+	  .max = 100000,
+	  .def = "99",
+	  .doc = "samples a second on each CPU" },
+	{ .key = "event",
+	  .type = T_ENUM,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .names = cpu_event_names,
+	  .def = "cpu-clock",
+	  .doc = "what drives sampling: cpu-clock (works in VMs), cycles, or auto (cycles when "
+		 "the CPU has them)" },
+	{ .key = "target",
+	  .type = T_TARGET,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "all",
+	  .doc = "which processes: all, pid:PID,..., tree:PID or cgroup:PATH" },
+	{ .key = "kernel_stacks",
+	  .type = T_BOOL,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "yes",
+	  .doc = "capture the kernel part of each stack" },
+	{ .key = "user_stacks",
+	  .type = T_BOOL,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "yes",
+	  .doc = "capture the user part of each stack" },
+	{ .key = "launch_marker",
+	  .type = T_PATH,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .doc = "library or program whose xpusup_launch_marker gets the launch uprobe" },
+	{ .key = "ringbuf_kb",
+	  .type = T_POW2,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 64,
+	  .max = 1048576,
+	  .def = "8192",
+	  .doc = "size of the BPF ring buffer between the kernel and the actor" },
+	{ .key = "wakeup_kb",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 0,
+	  .max = 1048576,
+	  .def = "256",
+	  .doc = "wake the actor when this much is waiting (else it polls every drain_ms)" },
+	{ .key = "drain_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1,
+	  .max = 1000,
+	  .def = "50",
+	  .doc = "longest a record waits in the BPF ring buffer" },
 	{ .key = NULL },
 };
 
@@ -583,7 +652,7 @@ static const struct key_schema timeline_keys[] = {
 static const struct kind_schema kinds[] = {
 	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false },
 	{ "cupti", SOURCE, false, NULL, "CUDA activity and API records", true },
-	{ "cpu", SOURCE, false, NULL, "CPU stack sampling (eBPF)", true },
+	{ "cpu", SOURCE, true, cpu_keys, "CPU stack sampling (eBPF)", true },
 	{ "pmu", SOURCE, false, NULL, "hardware counters (perf events)", true },
 	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
 	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
@@ -918,9 +987,50 @@ int conf_parse_filter(const char *s, unsigned int *keep)
 	return 0;
 }
 
+int conf_parse_target(const char *s, struct conf_target *t)
+{
+	struct conf_target out = { .mode = CONF_TARGET_ALL };
+	unsigned long long pid;
+	char item[32];
+	int r;
+
+	if (!strcmp(s, "all")) {
+		*t = out;
+		return 0;
+	}
+	if (!strncmp(s, "cgroup:", 7)) {
+		s += 7;
+		if (!*s || strstr(s, "..") ||
+		    snprintf(out.cgroup, sizeof(out.cgroup), "%s%s", *s == '/' ? "" : "/sys/fs/cgroup/",
+			     s) >= (int)sizeof(out.cgroup))
+			return -EINVAL;
+		out.mode = CONF_TARGET_CGROUP;
+		*t = out;
+		return 0;
+	}
+	if (!strncmp(s, "pid:", 4))
+		out.mode = CONF_TARGET_PIDS;
+	else if (!strncmp(s, "tree:", 5))
+		out.mode = CONF_TARGET_TREE;
+	else
+		return -EINVAL;
+	s = strchr(s, ':') + 1;
+	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+		if (out.n_pids == CONF_TARGET_PIDS_MAX ||
+		    (out.mode == CONF_TARGET_TREE && out.n_pids == 1) ||
+		    conf_parse_uint(item, 1, 0x3fffffff, &pid))
+			return -EINVAL;
+		out.pids[out.n_pids++] = (unsigned int)pid;
+	}
+	if (r < 0 || !out.n_pids)
+		return -EINVAL;
+	*t = out;
+	return 0;
+}
+
 int conf_parse_enrich(const char *s, unsigned int *stages)
 {
-	static const char *const names[] = { "names", "stacks", "streams" };
+	static const char *const names[] = { "names", "stacks", "streams", "symbols" };
 	unsigned int got = 0, i;
 	int r, n = 0, none = 0;
 	char item[32];
@@ -1030,6 +1140,11 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 
 		return conf_parse_enrich(s, &stages);
 	}
+	case T_TARGET: {
+		struct conf_target t;
+
+		return conf_parse_target(s, &t);
+	}
 	}
 	return -EINVAL;
 }
@@ -1080,7 +1195,13 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 			 "each written !kind, e.g. kernel, memcpy or !cpu_sample");
 		return;
 	case T_ENRICH:
-		snprintf(buf, size, "none, or a list of names, stacks, streams");
+		snprintf(buf, size, "none, or a list of names, stacks, streams, symbols");
+		return;
+	case T_TARGET:
+		snprintf(buf, size,
+			 "all, pid:PID[,PID...] (at most %d), tree:PID (PID and every process it "
+			 "starts) or cgroup:PATH (absolute, or under /sys/fs/cgroup)",
+			 CONF_TARGET_PIDS_MAX);
 		return;
 	}
 	buf[0] = '\0';
@@ -1541,6 +1662,7 @@ static int actor__fill(struct conf_actor *a, const struct section *sec, unsigned
 	snprintf(a->section, sizeof(a->section), "%s", sec->header);
 	a->role = (enum conf_role)sec->type;
 	a->restart = (enum conf_restart)v[ACT_RESTART].u;
+	a->optional = v[ACT_OPTIONAL].u != 0;
 	a->shard = shard;
 	a->start_timeout_ms = (unsigned int)(v[ACT_START_TIMEOUT].set ? v[ACT_START_TIMEOUT].u :
 									sup[SUP_START_TIMEOUT].u);
@@ -1832,9 +1954,20 @@ const char *conf_actor__get(const struct conf_actor *actor, const char *key)
 {
 	unsigned int i;
 
+	const struct kind_schema *kind;
+	const struct key_schema *k;
+
 	for (i = 0; i < actor->n_keys; i++)
 		if (!strcmp(actor->keys[i].key, key))
 			return actor->keys[i].value;
+	/* Not written: the kind's default, so every actor reads the documented one. */
+	kind = kind_schema__find(actor->kind);
+	for (k = kind && kind->keys ? kind->keys : NULL; k && k->key; k++)
+		if (!strcmp(k->key, key))
+			return k->def;
+	for (k = actor_keys; k->key; k++)
+		if (!strcmp(k->key, key) && (k->roles & ROLE_BIT(actor->role)))
+			return k->def;
 	return NULL;
 }
 

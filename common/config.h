@@ -16,6 +16,7 @@
 #ifndef XPUSUP_COMMON_CONFIG_H
 #define XPUSUP_COMMON_CONFIG_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #define CONF_NAME_MAX 32 /* actor and section names, NUL included */
@@ -56,6 +57,7 @@ struct conf_actor {
 	char section[CONF_NAME_MAX + 16]; /* the header as written, e.g. "source gpu" */
 	enum conf_role role;
 	enum conf_restart restart;
+	bool optional; /* sources: an exit 100 at start leaves it out instead of failing start */
 	unsigned int shard; /* correlators: which shard; others 0 */
 	unsigned int start_timeout_ms;
 	unsigned int shutdown_timeout_ms;
@@ -99,7 +101,8 @@ int conf__load_string(const char *name, const char *text, struct conf **out, FIL
 
 void conf__free(struct conf *conf);
 
-/* conf_actor__get - the validated value of key in the actor's section, or NULL if absent. */
+/* conf_actor__get - the validated value of key in the actor's section; when it is not
+ * written there, the kind's documented default; NULL when neither exists. */
 const char *conf_actor__get(const struct conf_actor *actor, const char *key);
 
 /*
@@ -147,11 +150,38 @@ enum conf_enrich {
 	CONF_ENRICH_NAMES = 1 << 0, /* kernel and range names from STRING records */
 	CONF_ENRICH_STACKS = 1 << 1, /* the launch stack on each GPU activity */
 	CONF_ENRICH_STREAMS = 1 << 2, /* same_stream_prev links */
-	CONF_ENRICH_ALL = (1 << 3) - 1,
+	CONF_ENRICH_SYMBOLS = 1 << 3, /* function names for stack frames (the symbolizer) */
+	CONF_ENRICH_ALL = (1 << 4) - 1,
 };
 
-/* conf_parse_enrich - `names`, `stacks`, `streams` comma-separated, or `none`. 0 or -EINVAL. */
+/* conf_parse_enrich - `names`, `stacks`, `streams`, `symbols` comma-separated, or `none`.
+ * 0 or -EINVAL. */
 int conf_parse_enrich(const char *s, unsigned int *stages);
+
+/* Which processes a source records (`target` of the cpu and pmu kinds). The mode values are
+ * those of bpf/profile.h's enum profile_target. */
+enum conf_target_mode {
+	CONF_TARGET_ALL = 0,
+	CONF_TARGET_PIDS = 1,
+	CONF_TARGET_TREE = 2,
+	CONF_TARGET_CGROUP = 3,
+};
+
+#define CONF_TARGET_PIDS_MAX 64
+
+struct conf_target {
+	enum conf_target_mode mode;
+	unsigned int n_pids; /* PIDS: the list; TREE: 1, the root */
+	unsigned int pids[CONF_TARGET_PIDS_MAX];
+	char cgroup[256]; /* CGROUP: the folder, made absolute under /sys/fs/cgroup */
+};
+
+/*
+ * conf_parse_target - `all`, `pid:PID[,PID...]`, `tree:PID` or `cgroup:PATH` (absolute, or
+ * relative to /sys/fs/cgroup). Checks the syntax only: whether the pids and the cgroup exist
+ * is for the actor to find out when it starts. Returns 0 or -EINVAL.
+ */
+int conf_parse_target(const char *s, struct conf_target *t);
 
 const char *conf_role__name(enum conf_role role);
 const char *conf_strategy__name(enum conf_strategy s);

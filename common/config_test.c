@@ -161,7 +161,11 @@ static void test_full(void)
 	tap_ok(!strcmp(conf_actor__get(a, "produce_per_s"), "1000"), "gpu: produce_per_s");
 	tap_ok(!strcmp(conf_actor__get(a, "kind"), "test"), "gpu: kind is among its keys");
 	tap_ok(!strcmp(conf_actor__get(a, "ignore_sigterm"), "on"), "gpu: value as written");
-	tap_ok(conf_actor__get(a, "ready_delay_ms") == NULL, "gpu: absent key is NULL");
+	tap_ok(!strcmp(conf_actor__get(a, "ready_delay_ms"), "0"),
+	       "gpu: absent key is the kind's default");
+	tap_ok(!strcmp(conf_actor__get(a, "optional"), "no"),
+	       "gpu: absent common key is its default");
+	tap_ok(conf_actor__get(a, "no_such_key") == NULL, "gpu: unknown key is NULL");
 	tap_ok(conf_actor__get(conf__find(conf, "cpu"), "ready_delay_ms") != NULL,
 	       "cpu: its own keys only");
 
@@ -316,11 +320,15 @@ static void test_errors(void)
 		    "t.conf:3: ", "expected an integer in 1..32");
 	check_error(
 		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
-		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, synthetic, replay)");
+		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, cpu, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
-	check_error("planned kind", "[source c]\nkind = cpu\n",
-		    "t.conf:2: ", "kind 'cpu' is not available in this build yet");
+	check_error("planned kind", "[source c]\nkind = cupti\n",
+		    "t.conf:2: ", "kind 'cupti' is not available in this build yet");
+	check_error("cpu target", "[correlator]\n[source c]\nkind = cpu\ntarget = pid:x\n",
+		    "t.conf:4: ", "bad value 'pid:x' for 'target'");
+	check_error("cpu frequency", "[correlator]\n[source c]\nkind = cpu\nfrequency_hz = 0\n",
+		    "t.conf:4: ", "bad value '0' for 'frequency_hz'");
 	check_error("planned kind pmu", "[source h]\nkind = pmu\n",
 		    "t.conf:2: ", "kind 'pmu' is not available in this build yet");
 	check_error("folded without path", "[sink f]\nkind = folded\n",
@@ -359,7 +367,7 @@ static void test_errors(void)
 	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		    "kind 'folded' cannot be used in [source f] (known: test, synthetic, replay)");
+		    "kind 'folded' cannot be used in [source f] (known: test, cpu, synthetic, replay)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
@@ -648,14 +656,46 @@ static void test_stages(void)
 	       "enrich: a list");
 	tap_ok(!conf_parse_enrich("none", &st) && st == 0, "enrich: none");
 	tap_ok(conf_parse_enrich("none, names", &st) == -EINVAL &&
-		       conf_parse_enrich("symbols", &st) == -EINVAL,
+		       conf_parse_enrich("bogus", &st) == -EINVAL,
 	       "enrich: none with more, an unknown stage are refused");
+	tap_ok(!conf_parse_enrich("symbols", &st) && st == CONF_ENRICH_SYMBOLS, "enrich: symbols");
+}
+
+static void test_target(void)
+{
+	struct conf_target t;
+
+	tap_ok(!conf_parse_target("all", &t) && t.mode == CONF_TARGET_ALL && !t.n_pids,
+	       "target: all");
+	tap_ok(!conf_parse_target("pid:12, 34,56", &t) && t.mode == CONF_TARGET_PIDS &&
+		       t.n_pids == 3 && t.pids[0] == 12 && t.pids[2] == 56,
+	       "target: a pid list");
+	tap_ok(!conf_parse_target("tree:4242", &t) && t.mode == CONF_TARGET_TREE && t.n_pids == 1 &&
+		       t.pids[0] == 4242,
+	       "target: a tree");
+	tap_ok(!conf_parse_target("cgroup:system.slice/x.service", &t) &&
+		       t.mode == CONF_TARGET_CGROUP &&
+		       !strcmp(t.cgroup, "/sys/fs/cgroup/system.slice/x.service"),
+	       "target: a relative cgroup is under /sys/fs/cgroup");
+	tap_ok(!conf_parse_target("cgroup:/sys/fs/cgroup/a", &t) &&
+		       !strcmp(t.cgroup, "/sys/fs/cgroup/a"),
+	       "target: an absolute cgroup");
+	tap_ok(conf_parse_target("tree:1,2", &t) == -EINVAL &&
+		       conf_parse_target("pid:", &t) == -EINVAL &&
+		       conf_parse_target("pid:0", &t) == -EINVAL &&
+		       conf_parse_target("pid:1,x", &t) == -EINVAL &&
+		       conf_parse_target("cgroup:", &t) == -EINVAL &&
+		       conf_parse_target("cgroup:../x", &t) == -EINVAL &&
+		       conf_parse_target("some", &t) == -EINVAL,
+	       "target: two roots, empty lists, pid 0, junk, an empty or escaping cgroup are "
+	       "refused");
 }
 
 int main(void)
 {
 	test_strategies();
 	test_stages();
+	test_target();
 	test_full();
 	test_defaults();
 	test_errors();

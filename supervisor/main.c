@@ -259,7 +259,16 @@ static int cmd_start(int argc, char **argv)
 	close(pipefd[1]);
 	fprintf(stderr, "xpusup: starting session %s (%u actors)...\n", s.name, conf->n_actors);
 	in = fdopen(pipefd[0], "r");
-	if (!in || !fgets(line, sizeof(line), in)) {
+	/* LEFT NAME WHY: an optional source the session goes on without */
+	line[0] = 0;
+	while (in && fgets(line, sizeof(line), in)) {
+		if (strncmp(line, "LEFT ", 5))
+			break;
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "xpusup: going on without %s\n", line + 5);
+		line[0] = 0;
+	}
+	if (!in || !line[0]) {
 		fprintf(stderr,
 			"xpusup: unable to start: the supervisor died during start (see %s)\n",
 			s.log);

@@ -66,6 +66,7 @@ struct child {
 	bool need_start;
 	bool group_stop; /* stopped by us as part of a group restart */
 	bool ever_started;
+	bool left_out; /* an optional source that could not run here */
 	const char *kill_reason; /* why we sent SIGKILL, for the exit message */
 };
 
@@ -297,10 +298,53 @@ static void fail_start(struct supervisor *sup, int code, const char *fmt, ...)
 	begin_stop(sup, code);
 }
 
+/* The initial start is over once every actor runs, optional sources left out aside. */
+static void check_started(struct supervisor *sup)
+{
+	unsigned int i, left_out = 0;
+
+	if (!sup->starting)
+		return;
+	for (i = 0; i < sup->n; i++) {
+		const struct child *c = &sup->children[i];
+
+		if (c->left_out)
+			left_out++;
+		else if (c->state != XPU_ACTOR_RUNNING)
+			return;
+	}
+	sup->starting = false;
+	status_store(&sup->session->status->hdr.state, (__u32)XPU_SESSION_RUNNING);
+	sup_log("session %s running: %u actors%s", sup->session->name, sup->n - left_out,
+		left_out ? " (optional sources left out: see above)" : "");
+	report_ready(sup, "OK\n");
+}
+
+/*
+ * An optional source that cannot run here (exit 100 before it was ready: no privileges, no
+ * BTF, no such hardware) is left out and the session starts without it. The starting
+ * command gets a LEFT line with what the actor said, before OK.
+ */
+static void leave_out(struct supervisor *sup, struct child *c)
+{
+	char problem[256], line[512];
+
+	status__get_problem(c->slot, problem, sizeof(problem));
+	sup_log("%s cannot run here and is optional: the session goes on without it%s%s",
+		c->conf->name, problem[0] ? ": " : "", problem);
+	snprintf(line, sizeof(line), "LEFT %s: %s\n", c->conf->name,
+		 problem[0] ? problem : "exited 100 before it was ready");
+	if (sup->ready_fd >= 0 && write(sup->ready_fd, line, strlen(line)) < 0)
+		sup_log("cannot report to the starting command: %s", strerror(errno));
+	c->left_out = true;
+	c->need_start = false;
+	child_set_state(c, XPU_ACTOR_FAILED);
+	check_started(sup);
+}
+
 static void on_ready(struct supervisor *sup, struct child *c)
 {
 	__u64 now = xpu_now_ns();
-	unsigned int i;
 
 	close_notify(sup, c);
 	if (c->state != XPU_ACTOR_STARTING)
@@ -311,15 +355,7 @@ static void on_ready(struct supervisor *sup, struct child *c)
 	sup_log("%s %s ready (pid %d) in %.1f ms",
 		c->ever_started && status_load(&c->slot->restarts) ? "restarted" : "started",
 		c->conf->name, (int)c->pid, (double)(now - c->spawned_ns) / 1e6);
-	if (!sup->starting)
-		return;
-	for (i = 0; i < sup->n; i++)
-		if (sup->children[i].state != XPU_ACTOR_RUNNING)
-			return;
-	sup->starting = false;
-	status_store(&sup->session->status->hdr.state, (__u32)XPU_SESSION_RUNNING);
-	sup_log("session %s running: %u actors", sup->session->name, sup->n);
-	report_ready(sup, "OK\n");
+	check_started(sup);
 }
 
 /* Restarts within the intensity period, this one included, over the limit? */
@@ -408,6 +444,10 @@ static void child_exited(struct supervisor *sup, struct child *c, const siginfo_
 	}
 	sup_log("%s exited (%s)%s%s", ca->name, how, c->kill_reason ? ": " : "",
 		c->kill_reason ? c->kill_reason : "");
+	if (sup->starting && exited && si->si_status == 100 && ca->optional) {
+		leave_out(sup, c);
+		return;
+	}
 	if (sup->starting) {
 		fail_start(sup,
 			   exited && si->si_status == 100 ? XPUSUP_EXIT_USAGE : XPUSUP_EXIT_SYSTEM,

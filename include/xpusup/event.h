@@ -18,7 +18,10 @@
 #ifndef XPUSUP_EVENT_H
 #define XPUSUP_EVENT_H
 
+/* BPF programs include vmlinux.h first, which already defines the __u* types. */
+#ifndef __VMLINUX_H__
 #include <linux/types.h>
+#endif
 
 #if !defined(__bpf__)
 #include <errno.h>

@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xpusup-cpu: the CPU source (kind = cpu, docs/cpu.md).
+ *
+ * Loads bpf/profile.bpf.c, opens one sampling perf event per online CPU (cpu-clock, or
+ * cycles where the CPU has them) and attaches the sampler to each, attaches the sched
+ * tracepoints and, when launch_marker names a file, a uprobe on its xpusup_launch_marker.
+ * The target (all, pids, a process tree, a cgroup) is filtered in the kernel. The BPF ring
+ * buffer holds finished records (include/xpusup/event.h); this program validates each one
+ * and copies it into the shard ring of its pid. Nothing here blocks on a full ring: the shard
+ * ring drops and counts, the BPF side counts reservation failures, and both reach the
+ * correlators as LOSS records.
+ *
+ * Exit 100 when this machine cannot run it (no BTF, missing capabilities, an unknown pid or
+ * cgroup, a launch_marker without the symbol): a restart would not help.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "actors/actor.h"
+#include "bpf/profile.h"
+#include "common/status.h"
+#include "profile.skel.h"
+#include "shm/ring.h"
+#include "xpusup/event.h"
+
+#define PROG "xpusup-cpu"
+#define MAX_CPUS 1024
+#define LOSS_EVERY_NS 1000000000ull /* BPF drop counters become LOSS records this often */
+
+_Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
+		       (int)CONF_TARGET_PIDS == (int)PROFILE_TARGET_PIDS &&
+		       (int)CONF_TARGET_TREE == (int)PROFILE_TARGET_TREE &&
+		       (int)CONF_TARGET_CGROUP == (int)PROFILE_TARGET_CGROUP,
+	       "config target modes are the BPF program's");
+
+enum cpu_event { EV_CPU_CLOCK, EV_CYCLES, EV_AUTO };
+
+struct cpu_keys {
+	unsigned long long hz, ringbuf_kb, wakeup_kb, drain_ms;
+	enum cpu_event event;
+	struct conf_target target;
+	int kernel_stacks, user_stacks;
+	char marker[4096]; /* "" when there is no launch_marker */
+};
+
+enum counter {
+	C_SAMPLES,
+	C_LAUNCHES,
+	C_EXECS,
+	C_FORKS,
+	C_EXITS,
+	C_RECORDS_OUT,
+	C_RING_FULL,
+	C_BPF_DROPS,
+	C_CORRUPT,
+	C_CPUS,
+	C_PROBES,
+	C_N,
+};
+
+static const char *const counter_names[C_N] = {
+	[C_SAMPLES] = "samples",     [C_LAUNCHES] = "launches",
+	[C_EXECS] = "execs",	     [C_FORKS] = "forks",
+	[C_EXITS] = "exits",	     [C_RECORDS_OUT] = "records_out",
+	[C_RING_FULL] = "ring_full", [C_BPF_DROPS] = "bpf_drops",
+	[C_CORRUPT] = "corrupt",     [C_CPUS] = "cpus",
+	[C_PROBES] = "launch_probes",
+};
+
+struct cpu_src {
+	struct actor *a;
+	struct cpu_keys k;
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[MAX_CPUS + 1]; /* one per CPU's sampler, then the uprobe */
+	unsigned int n_links;
+	int cgroup_fd;
+	struct ring *rings[CONF_MAX_SHARDS];
+	__u32 shards;
+	int counter[C_N];
+	__u64 count[C_N];
+	__u64 drops_reported; /* BPF drops already sent as LOSS */
+	__u64 first_drop_ns;
+	__u64 next_loss_ns;
+	const char *event_name; /* what drives sampling, for messages */
+};
+
+/* Prints what is wrong, shows it in `xpusup status`, and gives the permanent exit code. */
+static int fail(struct cpu_src *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(struct cpu_src *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* the whole text on stderr (the session log); status holds what fits of it */
+	fprintf(stderr, PROG ": %s\n", msg);
+	status__set_problem(c->a->slot, msg, xpu_now_ns());
+	return ACTOR_EXIT_PERMANENT;
+}
+
+static int load_keys(struct actor *a, struct cpu_keys *k)
+{
+	const char *v;
+	int err = 0;
+
+	memset(k, 0, sizeof(*k));
+	err |= conf_parse_uint(conf_actor__get(a->self, "frequency_hz"), 1, 100000, &k->hz);
+	err |= conf_parse_uint(conf_actor__get(a->self, "ringbuf_kb"), 64, 1048576,
+			       &k->ringbuf_kb);
+	err |= conf_parse_uint(conf_actor__get(a->self, "wakeup_kb"), 0, 1048576, &k->wakeup_kb);
+	err |= conf_parse_uint(conf_actor__get(a->self, "drain_ms"), 1, 1000, &k->drain_ms);
+	err |= conf_parse_bool(conf_actor__get(a->self, "kernel_stacks"), &k->kernel_stacks);
+	err |= conf_parse_bool(conf_actor__get(a->self, "user_stacks"), &k->user_stacks);
+	err |= conf_parse_target(conf_actor__get(a->self, "target"), &k->target);
+	v = conf_actor__get(a->self, "event");
+	k->event = !strcmp(v, "cycles") ? EV_CYCLES : !strcmp(v, "auto") ? EV_AUTO : EV_CPU_CLOCK;
+	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker)))
+		k->marker[0] = '\0';
+	return err ? -EINVAL : 0;
+}
+
+/* Which of the capabilities the programs need this process lacks; "" when none. */
+static const char *missing_caps(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	bool bpf, perfmon, admin;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return ""; /* unknown: let the load say what it says */
+#define HAS(cap) ((data[(cap) / 32].effective >> ((cap) % 32)) & 1)
+	bpf = HAS(CAP_BPF);
+	perfmon = HAS(CAP_PERFMON);
+	admin = HAS(CAP_SYS_ADMIN);
+#undef HAS
+	if (admin || (bpf && perfmon))
+		return "";
+	return !bpf && !perfmon ? "CAP_BPF and CAP_PERFMON" : !bpf ? "CAP_BPF" : "CAP_PERFMON";
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	fprintf(stderr, PROG ": libbpf: ");
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int perf_event_paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = -100;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -100;
+		fclose(f);
+	}
+	return v;
+}
+
+static int open_sampler(int cpu, unsigned long long hz, bool cycles)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = cycles ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE,
+		.config = cycles ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = hz,
+	};
+
+	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* The online CPUs from /sys/devices/system/cpu/online ("0-3,8"), as a bitmap. */
+static int online_cpus(bool *online)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	unsigned int a, b;
+	int n = 0, ch;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%u", &a) == 1) {
+		b = a;
+		ch = fgetc(f);
+		if (ch == '-') {
+			if (fscanf(f, "%u", &b) != 1)
+				break;
+			ch = fgetc(f);
+		}
+		for (; a <= b && a < MAX_CPUS; a++, n++)
+			online[a] = true;
+		if (ch != ',')
+			break;
+	}
+	fclose(f);
+	return n ? n : -EINVAL;
+}
+
+/*
+ * One sampling event per online CPU with the sampler attached. auto tries cycles first.
+ * Returns 0, or an exit code after saying why.
+ */
+static int attach_samplers(struct cpu_src *c)
+{
+	static bool online[MAX_CPUS];
+	bool cycles = c->k.event != EV_CPU_CLOCK;
+	int cpu, fd, n = 0;
+
+	if (online_cpus(online) < 0)
+		return fail(c, "unable to read /sys/devices/system/cpu/online");
+	for (cpu = 0; cpu < MAX_CPUS; cpu++) {
+		if (!online[cpu])
+			continue;
+		fd = open_sampler(cpu, c->k.hz, cycles);
+		if (fd < 0 && cycles && c->k.event == EV_AUTO && !n &&
+		    (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV)) {
+			cycles = false; /* no hardware cycles counter here (a VM): cpu-clock */
+			fd = open_sampler(cpu, c->k.hz, cycles);
+		}
+		if (fd < 0 && errno == ENODEV)
+			continue; /* went offline meanwhile */
+		if (fd < 0 && (errno == EACCES || errno == EPERM))
+			return fail(c,
+				    "unable to open a perf event on CPU %d: %s (needs CAP_PERFMON, "
+				    "or kernel.perf_event_paranoid <= -1; it is %d)",
+				    cpu, strerror(errno), perf_event_paranoid());
+		if (fd < 0 && cycles && c->k.event == EV_CYCLES &&
+		    (errno == ENOENT || errno == EOPNOTSUPP))
+			return fail(c,
+				    "unable to sample on cycles: this CPU has no cycles event (%s); "
+				    "use event = cpu-clock or auto",
+				    strerror(errno));
+		if (fd < 0 && errno == EINVAL)
+			return fail(c,
+				    "unable to sample at %llu Hz: the kernel refuses it (see "
+				    "/proc/sys/kernel/perf_event_max_sample_rate)",
+				    c->k.hz);
+		if (fd < 0)
+			return fail(c, "unable to open a perf event on CPU %d: %s", cpu,
+				    strerror(errno));
+		c->links[c->n_links] = bpf_program__attach_perf_event(c->skel->progs.profile_sample,
+								      fd);
+		if (!c->links[c->n_links]) {
+			int err = errno;
+
+			close(fd);
+			return fail(c, "unable to attach the sampler on CPU %d: %s", cpu,
+				    strerror(err));
+		}
+		/* the link owns fd from here: bpf_link__destroy closes it */
+		c->n_links++;
+		n++;
+	}
+	c->event_name = cycles ? "cycles" : "cpu-clock";
+	c->count[C_CPUS] = (__u64)n;
+	return 0;
+}
+
+/* The uprobe on launch_marker's xpusup_launch_marker, for every process that maps the file
+ * (pid -1: the probe is on the file, so processes started later have it too). */
+static int attach_marker(struct cpu_src *c)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "xpusup_launch_marker");
+	struct bpf_link *l;
+
+	if (!c->k.marker[0])
+		return 0;
+	if (access(c->k.marker, R_OK))
+		return fail(c, "unable to use launch_marker %s: %s", c->k.marker,
+			    strerror(errno));
+	l = bpf_program__attach_uprobe_opts(c->skel->progs.launch_marker, -1, c->k.marker, 0,
+					    &opts);
+	if (!l)
+		return fail(c,
+			    "unable to put the launch uprobe on %s: %s (does it export "
+			    "xpusup_launch_marker?)",
+			    c->k.marker, strerror(errno));
+	c->links[c->n_links++] = l;
+	c->count[C_PROBES] = 1;
+	return 0;
+}
+
+static int add_target(struct cpu_src *c, __u32 pid)
+{
+	__u8 one = 1;
+
+	return bpf_map__update_elem(c->skel->maps.targets, &pid, sizeof(pid), &one, sizeof(one),
+				    BPF_ANY);
+}
+
+/* The parent of pid from /proc/PID/stat, or 0. comm may hold spaces and ')': the fields
+ * after the last ')' are the fixed ones. */
+static __u32 parent_of(__u32 pid)
+{
+	char path[64], buf[512], *p;
+	unsigned int ppid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+		return 0;
+	return ppid;
+}
+
+/*
+ * Tree mode: the root and the descendants it already has (forks from now on are followed
+ * in the kernel). One pass over /proc collects (pid, ppid); descendants are then marked
+ * until nothing changes, which is fine for the few thousand processes of a host.
+ */
+static int add_tree(struct cpu_src *c, __u32 root)
+{
+	struct {
+		__u32 pid, ppid;
+		bool in;
+	} *procs = NULL;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	bool changed;
+	DIR *d;
+	int err;
+
+	if ((err = add_target(c, root)))
+		return err;
+	d = opendir("/proc");
+	if (!d)
+		return 0; /* the root alone: forks from now on are still followed */
+	while ((de = readdir(d))) {
+		unsigned long pid = strtoul(de->d_name, NULL, 10);
+
+		if (!pid)
+			continue;
+		if (n == cap) {
+			void *grown = realloc(procs, (cap = cap ? 2 * cap : 256) * sizeof(*procs));
+
+			if (!grown)
+				break;
+			procs = grown;
+		}
+		procs[n].pid = (__u32)pid;
+		procs[n].ppid = parent_of((__u32)pid);
+		procs[n].in = procs[n].pid == root;
+		n++;
+	}
+	closedir(d);
+	do {
+		changed = false;
+		for (i = 0; i < n; i++) {
+			size_t j;
+
+			if (procs[i].in)
+				continue;
+			for (j = 0; j < n; j++) {
+				if (procs[j].in && procs[j].pid == procs[i].ppid) {
+					procs[i].in = changed = true;
+					add_target(c, procs[i].pid);
+					break;
+				}
+			}
+		}
+	} while (changed);
+	free(procs);
+	return 0;
+}
+
+static int set_target(struct cpu_src *c)
+{
+	const struct conf_target *t = &c->k.target;
+	unsigned int i;
+	char path[64];
+
+	for (i = 0; i < t->n_pids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", t->pids[i]);
+		if (access(path, F_OK))
+			return fail(c, "unable to follow pid %u: no such process", t->pids[i]);
+	}
+	switch (t->mode) {
+	case CONF_TARGET_PIDS:
+		for (i = 0; i < t->n_pids; i++)
+			if (add_target(c, t->pids[i]))
+				return fail(c, "unable to add pid %u to the targets: %s",
+					    t->pids[i], strerror(errno));
+		return 0;
+	case CONF_TARGET_TREE:
+		if (add_tree(c, t->pids[0]))
+			return fail(c, "unable to add pid %u to the targets: %s", t->pids[0],
+				    strerror(errno));
+		return 0;
+	case CONF_TARGET_CGROUP: {
+		__u32 zero = 0;
+
+		c->cgroup_fd = open(t->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (c->cgroup_fd < 0)
+			return fail(c, "unable to open cgroup %s: %s", t->cgroup, strerror(errno));
+		if (bpf_map__update_elem(c->skel->maps.cgroup_map, &zero, sizeof(zero),
+					 &c->cgroup_fd, sizeof(c->cgroup_fd), BPF_ANY))
+			return fail(c, "unable to use cgroup %s: %s (a cgroup v2 folder?)",
+				    t->cgroup, strerror(errno));
+		return 0;
+	}
+	case CONF_TARGET_ALL:
+		return 0;
+	}
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct cpu_src *c = ctx;
+	const struct xpu_rec *h = data;
+
+	/* Written by our own program, but checked like any producer's: a record that is not
+	 * well formed is counted and skipped, never passed on. */
+	if (xpu_rec__check(data, size)) {
+		c->count[C_CORRUPT]++;
+		return 0;
+	}
+	switch (h->type) {
+	case XPU_REC_CPU_SAMPLE:
+		c->count[C_SAMPLES]++;
+		break;
+	case XPU_REC_LAUNCH:
+		c->count[C_LAUNCHES]++;
+		break;
+	case XPU_REC_PROC_EXEC:
+		c->count[h->flags & XPU_PROC_F_FORK ? C_FORKS : C_EXECS]++;
+		break;
+	case XPU_REC_PROC_EXIT:
+		c->count[C_EXITS]++;
+		break;
+	default:
+		break;
+	}
+	if (ring__write(c->rings[xpu_shard_of(h->pid, c->shards)], data, (__u32)size))
+		c->count[C_RING_FULL]++;
+	else
+		c->count[C_RECORDS_OUT]++;
+	return 0;
+}
+
+static __u64 bpf_drops(struct cpu_src *c)
+{
+	static __u64 per_cpu[MAX_CPUS];
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 total = 0;
+	__u32 why;
+	int i;
+
+	if (ncpu <= 0 || ncpu > MAX_CPUS)
+		return c->count[C_BPF_DROPS];
+	for (why = 0; why < PROFILE_DROP_MAX; why++) {
+		if (bpf_map__lookup_elem(c->skel->maps.drops, &why, sizeof(why), per_cpu,
+					 sizeof(__u64) * (size_t)ncpu, 0))
+			continue;
+		for (i = 0; i < ncpu; i++)
+			total += per_cpu[i];
+	}
+	return total;
+}
+
+/* BPF-side drops since the last report travel as one LOSS record (cause bpf_reserve) to the
+ * shard of pid 0: they belong to no process in particular. */
+static void report_drops(struct cpu_src *c, __u64 now)
+{
+	_Alignas(8) unsigned char rec[sizeof(struct xpu_loss)];
+	__u64 total = bpf_drops(c);
+
+	c->count[C_BPF_DROPS] = total;
+	if (total == c->drops_reported)
+		return;
+	if (!c->first_drop_ns)
+		c->first_drop_ns = now;
+	if (xpu_loss__build(rec, sizeof(rec), now, 0, XPU_LOSS_BPF_RESERVE,
+			    total - c->drops_reported, c->first_drop_ns) < 0)
+		return;
+	if (!ring__write(c->rings[xpu_shard_of(0, c->shards)], rec, sizeof(rec))) {
+		c->drops_reported = total;
+		c->first_drop_ns = 0;
+	}
+}
+
+static void publish(struct cpu_src *c)
+{
+	__u64 now = xpu_now_ns();
+	unsigned int i;
+
+	if (now >= c->next_loss_ns) {
+		report_drops(c, now);
+		c->next_loss_ns = now + LOSS_EVERY_NS;
+	}
+	for (i = 0; i < c->shards; i++)
+		ring__flush(c->rings[i]);
+	for (i = 0; i < C_N; i++)
+		actor__count(c->a, c->counter[i], c->count[i]);
+}
+
+/* Open, configure and load the programs. Returns 0 or an exit code after saying why. */
+static int load(struct cpu_src *c)
+{
+	const char *caps;
+	int err;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail(c, "unable to load the CPU sampler: no kernel BTF "
+			       "(/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)");
+	caps = missing_caps();
+	if (*caps)
+		return fail(c, "unable to load the CPU sampler: lacks %s (run as root, or setcap "
+			       "cap_bpf,cap_perfmon+ep)",
+			    caps);
+	c->skel = profile_bpf__open();
+	if (!c->skel)
+		return fail(c, "unable to open the BPF programs: %s", strerror(errno));
+	c->skel->rodata->target_mode = (__u32)c->k.target.mode;
+	c->skel->rodata->sample_weight = (__u32)(1000000000ull / c->k.hz);
+	c->skel->rodata->kernel_stacks = c->k.kernel_stacks;
+	c->skel->rodata->user_stacks = c->k.user_stacks;
+	c->skel->rodata->wakeup_bytes = c->k.wakeup_kb * 1024;
+	bpf_map__set_max_entries(c->skel->maps.events, (__u32)(c->k.ringbuf_kb * 1024));
+	if (!c->k.marker[0])
+		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
+	err = profile_bpf__load(c->skel);
+	if (err == -EPERM || err == -EACCES)
+		return fail(c, "unable to load the BPF programs: %s (needs CAP_BPF and "
+			       "CAP_PERFMON, or root)",
+			    strerror(-err));
+	if (err)
+		return fail(c, "unable to load the BPF programs: %s", strerror(-err));
+	return 0;
+}
+
+static int attach(struct cpu_src *c)
+{
+	struct bpf_program *tracepoints[] = { c->skel->progs.proc_exec, c->skel->progs.proc_fork,
+					      c->skel->progs.proc_exit };
+	unsigned int i;
+	int code;
+
+	if ((code = set_target(c)))
+		return code;
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), on_record, c, NULL);
+	if (!c->rb)
+		return fail(c, "unable to read the BPF ring buffer: %s", strerror(errno));
+	/* process events first, so a process seen in a sample has had its exec recorded */
+	for (i = 0; i < 3; i++) {
+		c->links[c->n_links] = bpf_program__attach(tracepoints[i]);
+		if (!c->links[c->n_links])
+			return fail(c, "unable to attach the sched tracepoints: %s",
+				    strerror(errno));
+		c->n_links++;
+	}
+	if ((code = attach_marker(c)))
+		return code;
+	return attach_samplers(c);
+}
+
+int main(int argc, char **argv)
+{
+	struct cpu_src c = { .cgroup_fd = -1 };
+	int code = ACTOR_EXIT_PERMANENT;
+	char name[128];
+	struct actor a;
+	unsigned int i;
+
+	if (actor__init(&a, argc, argv, PROG))
+		return ACTOR_EXIT_PERMANENT;
+	c.a = &a;
+	libbpf_set_print(libbpf_print);
+	if (load_keys(&a, &c.k)) {
+		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
+			a.self->section);
+		goto out;
+	}
+	c.shards = a.conf->shards;
+	if (!c.shards) {
+		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
+		goto out;
+	}
+	for (i = 0; i < c.shards; i++) {
+		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
+		c.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
+		if (!c.rings[i]) {
+			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
+				strerror(errno));
+			code = ACTOR_EXIT_RESTART;
+			goto out;
+		}
+	}
+	for (i = 0; i < C_N; i++)
+		c.counter[i] = actor__counter(&a, counter_names[i]);
+	if ((code = load(&c)) || (code = attach(&c)))
+		goto out;
+	fprintf(stderr, PROG ": sampling %s at %llu Hz on %llu CPUs%s%s\n", c.event_name, c.k.hz,
+		(unsigned long long)c.count[C_CPUS], c.k.marker[0] ? "; launch uprobe on " : "",
+		c.k.marker);
+	actor__ready(&a);
+
+	while (!actor__stopping(&a)) {
+		/* Wake-ups are batched in the kernel (wakeup_kb): the timeout is what bounds a
+		 * record's wait, and a poll that times out has consumed nothing yet. */
+		ring_buffer__poll(c.rb, (int)c.k.drain_ms);
+		ring_buffer__consume(c.rb);
+		publish(&c);
+		actor__beat(&a);
+	}
+	/* SIGTERM: stop sampling, then pass on what the kernel still holds. */
+	for (i = 0; i < c.n_links; i++) {
+		bpf_link__destroy(c.links[i]);
+		c.links[i] = NULL;
+	}
+	ring_buffer__consume(c.rb);
+	c.next_loss_ns = 0;
+	publish(&c);
+	code = 0;
+out:
+	for (i = 0; i < c.n_links; i++)
+		bpf_link__destroy(c.links[i]);
+	ring_buffer__free(c.rb);
+	profile_bpf__destroy(c.skel);
+	if (c.cgroup_fd >= 0)
+		close(c.cgroup_fd);
+	for (i = 0; i < CONF_MAX_SHARDS; i++)
+		ring__close(c.rings[i]);
+	actor__fini(&a);
+	return code;
+}
