@@ -119,9 +119,8 @@ static __always_inline bool wanted(__u32 tgid)
 
 static __always_inline __u64 wakeup_flag(void)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
-		       BPF_RB_FORCE_WAKEUP :
-		       BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP :
+									       BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void output(void *rec, __u64 size, __u32 why)

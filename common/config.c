@@ -384,7 +384,7 @@ static const struct key_schema cpu_keys[] = {
 	  .type = T_TARGET,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
 	  .def = "all",
-	  .doc = "which processes: all, pid:PID,..., tree:PID or cgroup:PATH" },
+	  .doc = "which processes: all, pid:PID,..., tree:PID, command or cgroup:PATH" },
 	{ .key = "kernel_stacks",
 	  .type = T_BOOL,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
@@ -998,11 +998,17 @@ int conf_parse_target(const char *s, struct conf_target *t)
 		*t = out;
 		return 0;
 	}
+	if (!strcmp(s, "command")) {
+		out.mode = CONF_TARGET_TREE;
+		out.command = true;
+		*t = out;
+		return 0;
+	}
 	if (!strncmp(s, "cgroup:", 7)) {
 		s += 7;
 		if (!*s || strstr(s, "..") ||
-		    snprintf(out.cgroup, sizeof(out.cgroup), "%s%s", *s == '/' ? "" : "/sys/fs/cgroup/",
-			     s) >= (int)sizeof(out.cgroup))
+		    snprintf(out.cgroup, sizeof(out.cgroup), "%s%s",
+			     *s == '/' ? "" : "/sys/fs/cgroup/", s) >= (int)sizeof(out.cgroup))
 			return -EINVAL;
 		out.mode = CONF_TARGET_CGROUP;
 		*t = out;
@@ -1200,7 +1206,8 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 	case T_TARGET:
 		snprintf(buf, size,
 			 "all, pid:PID[,PID...] (at most %d), tree:PID (PID and every process it "
-			 "starts) or cgroup:PATH (absolute, or under /sys/fs/cgroup)",
+			 "starts), command (the process tree of `xpusup record`'s command) or "
+			 "cgroup:PATH (absolute, or under /sys/fs/cgroup)",
 			 CONF_TARGET_PIDS_MAX);
 		return;
 	}

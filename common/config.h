@@ -171,14 +171,15 @@ enum conf_target_mode {
 
 struct conf_target {
 	enum conf_target_mode mode;
-	unsigned int n_pids; /* PIDS: the list; TREE: 1, the root */
+	bool command; /* TREE: the root is `xpusup record`'s command ($XPUSUP_RECORD_PID) */
+	unsigned int n_pids; /* PIDS: the list; TREE: 1, the root (0 with command) */
 	unsigned int pids[CONF_TARGET_PIDS_MAX];
 	char cgroup[256]; /* CGROUP: the folder, made absolute under /sys/fs/cgroup */
 };
 
 /*
- * conf_parse_target - `all`, `pid:PID[,PID...]`, `tree:PID` or `cgroup:PATH` (absolute, or
- * relative to /sys/fs/cgroup). Checks the syntax only: whether the pids and the cgroup exist
+ * conf_parse_target - `all`, `pid:PID[,PID...]`, `tree:PID`, `command` (the tree of the
+ * command `xpusup record` runs) or `cgroup:PATH` (absolute, or relative to /sys/fs/cgroup). Checks the syntax only: whether the pids and the cgroup exist
  * is for the actor to find out when it starts. Returns 0 or -EINVAL.
  */
 int conf_parse_target(const char *s, struct conf_target *t);

@@ -318,9 +318,9 @@ static void test_errors(void)
 		    "t.conf:2: ", "bad value '/1s'");
 	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
 		    "t.conf:3: ", "expected an integer in 1..32");
-	check_error(
-		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
-		"t.conf:4: ", "missing 'kind' in [source gpu] (known: test, cpu, synthetic, replay)");
+	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
+		    "t.conf:4: ",
+		    "missing 'kind' in [source gpu] (known: test, cpu, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
 	check_error("planned kind", "[source c]\nkind = cupti\n",
@@ -366,8 +366,9 @@ static void test_errors(void)
 		    "t.conf:3: ", "unknown key 'filter' in [sink s] (kind 'test')");
 	check_error("correlator key in a source", "[source s]\nkind = synthetic\nttl_ms = 5\n",
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
-	check_error("kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		    "kind 'folded' cannot be used in [source f] (known: test, cpu, synthetic, replay)");
+	check_error(
+		"kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
+		"kind 'folded' cannot be used in [source f] (known: test, cpu, synthetic, replay)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
@@ -670,6 +671,9 @@ static void test_target(void)
 	tap_ok(!conf_parse_target("pid:12, 34,56", &t) && t.mode == CONF_TARGET_PIDS &&
 		       t.n_pids == 3 && t.pids[0] == 12 && t.pids[2] == 56,
 	       "target: a pid list");
+	tap_ok(!conf_parse_target("command", &t) && t.mode == CONF_TARGET_TREE && t.command &&
+		       !t.n_pids,
+	       "target: record's command");
 	tap_ok(!conf_parse_target("tree:4242", &t) && t.mode == CONF_TARGET_TREE && t.n_pids == 1 &&
 		       t.pids[0] == 4242,
 	       "target: a tree");

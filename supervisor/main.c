@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "supervisor/cli.h"
+#include "supervisor/record.h"
 #include "supervisor/session.h"
 #include "supervisor/status_cmd.h"
 #include "supervisor/subscribe.h"
@@ -33,7 +35,7 @@ static const char usage_main[] =
 	"  start PIPELINE.conf   start a session running the pipeline in PIPELINE.conf\n"
 	"  stop                  stop a session: sources first, so sinks finalise their files\n"
 	"  status                actors, rings and counters of a running session\n"
-	"  record -- CMD         profile CMD with the built-in pipeline (not in this build yet)\n"
+	"  record -- CMD         profile CMD from start to exit with the built-in pipeline\n"
 	"  run -- CMD            run CMD attached to a running session (not in this build yet)\n"
 	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
 	"\n"
@@ -78,14 +80,6 @@ static const char usage_status[] =
 	"  -w, --watch         redraw in place every interval until Ctrl-C\n"
 	"  -i, --interval MS   redraw interval for --watch (default 1000)\n";
 
-static const char usage_record[] =
-	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] -- CMD [ARGS...]\n"
-	"\n"
-	"Profile CMD with the built-in pipeline (CPU sampler on CMD's process tree, PMU\n"
-	"counters, CUPTI when CMD uses CUDA, correlators, folded/timeline/stats sinks) and write\n"
-	"DIR/flame.folded, trace.json, stats.json, stats.txt. Not in this build yet: it arrives\n"
-	"with the CPU source.\n";
-
 static const char usage_run[] =
 	"usage: xpusup run [--session NAME] -- CMD [ARGS...]\n"
 	"\n"
@@ -129,6 +123,105 @@ static void show_actor_messages(const char *log)
 	fclose(f);
 }
 
+int cli_start_session(const struct conf *conf, char **progs, struct session *sp, const char *name,
+		      bool quiet)
+{
+	struct session s = *sp;
+	int code = XPUSUP_EXIT_SYSTEM, err, pipefd[2];
+	pid_t pid, holder = 0;
+	FILE *in = NULL;
+	char line[4400];
+
+	/* Background: a child becomes the supervisor and tells us, over a pipe, when every
+	 * actor is ready or why the session could not start. */
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		fprintf(stderr, "xpusup: unable to start: pipe: %s\n", strerror(errno));
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "xpusup: unable to start: fork: %s\n", strerror(errno));
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	if (pid == 0) {
+		int logfd, devnull;
+
+		close(pipefd[0]);
+		setsid();
+		devnull = open("/dev/null", O_RDWR);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		err = session__create(&s, conf, &holder);
+		if (err) {
+			if (err == -EBUSY)
+				snprintf(line, sizeof(line),
+					 "ERR 111 session %s is already running "
+					 "(pid %d)\n",
+					 s.name, (int)holder);
+			else
+				snprintf(line, sizeof(line), "ERR 111 %s: %s\n", s.dir,
+					 strerror(-err));
+			if (write(pipefd[1], line, strlen(line)) < 0)
+				_exit(XPUSUP_EXIT_SYSTEM);
+			_exit(XPUSUP_EXIT_SYSTEM);
+		}
+		/* Only the lock holder may truncate the log: another session's start must not. */
+		logfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (logfd >= 0) {
+			dup2(logfd, 1);
+			dup2(logfd, 2);
+			close(logfd);
+		}
+		code = supervisor_run(&s, conf, progs, pipefd[1]);
+		session__destroy(&s);
+		_exit(code);
+	}
+	close(pipefd[1]);
+	if (!quiet)
+		fprintf(stderr, "xpusup: starting session %s (%u actors)...\n", s.name,
+			conf->n_actors);
+	in = fdopen(pipefd[0], "r");
+	/* LEFT NAME WHY: an optional source the session goes on without */
+	line[0] = 0;
+	while (in && fgets(line, sizeof(line), in)) {
+		if (strncmp(line, "LEFT ", 5))
+			break;
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "xpusup: going on without %s\n", line + 5);
+		line[0] = 0;
+	}
+	if (!in || !line[0]) {
+		fprintf(stderr,
+			"xpusup: unable to start: the supervisor died during start (see %s)\n",
+			s.log);
+	} else if (!strncmp(line, "OK", 2)) {
+		if (!quiet)
+			printf("xpusup: session %s running: %u actors; log %s\n"
+			       "  xpusup status%s%s    xpusup stop%s%s\n",
+			       s.name, conf->n_actors, s.log,
+			       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
+			       strcmp(name, SESSION_DEFAULT) ? name : "",
+			       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
+			       strcmp(name, SESSION_DEFAULT) ? name : "");
+		code = 0;
+	} else {
+		char *msg = NULL;
+
+		code = (int)strtol(line + 4, &msg, 10);
+		line[strcspn(line, "\n")] = 0;
+		fprintf(stderr, "xpusup: unable to start: %s\n", msg && *msg ? msg + 1 : line);
+		if (code != XPUSUP_EXIT_USAGE)
+			code = XPUSUP_EXIT_SYSTEM;
+		waitpid(pid, NULL, 0); /* it stops its actors and cleans up before exiting */
+		show_actor_messages(s.log);
+	}
+	if (in)
+		fclose(in);
+	return code;
+}
+
 static int cmd_start(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -140,13 +233,11 @@ static int cmd_start(int argc, char **argv)
 	};
 	const char *name = SESSION_DEFAULT;
 	char *progs[CONF_MAX_ACTORS] = { 0 }, *conf_arg;
-	int foreground = 0, check = 0, c, code, err, pipefd[2];
+	int foreground = 0, check = 0, c, code, err;
 	struct conf *conf = NULL;
 	struct session s;
-	pid_t pid, holder = 0;
+	pid_t holder = 0;
 	unsigned int i;
-	FILE *in;
-	char line[4400];
 
 	while ((c = getopt_long(argc, argv, "s:fch", opts, NULL)) != -1) {
 		switch (c) {
@@ -210,90 +301,7 @@ static int cmd_start(int argc, char **argv)
 		goto out;
 	}
 
-	/* Background: a child becomes the supervisor and tells us, over a pipe, when every
-	 * actor is ready or why the session could not start. */
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		fprintf(stderr, "xpusup: unable to start: pipe: %s\n", strerror(errno));
-		goto out;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "xpusup: unable to start: fork: %s\n", strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		int logfd, devnull;
-
-		close(pipefd[0]);
-		setsid();
-		devnull = open("/dev/null", O_RDWR);
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		err = session__create(&s, conf, &holder);
-		if (err) {
-			if (err == -EBUSY)
-				snprintf(line, sizeof(line),
-					 "ERR 111 session %s is already running "
-					 "(pid %d)\n",
-					 s.name, (int)holder);
-			else
-				snprintf(line, sizeof(line), "ERR 111 %s: %s\n", s.dir,
-					 strerror(-err));
-			if (write(pipefd[1], line, strlen(line)) < 0)
-				_exit(XPUSUP_EXIT_SYSTEM);
-			_exit(XPUSUP_EXIT_SYSTEM);
-		}
-		/* Only the lock holder may truncate the log: another session's start must not. */
-		logfd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (logfd >= 0) {
-			dup2(logfd, 1);
-			dup2(logfd, 2);
-			close(logfd);
-		}
-		code = supervisor_run(&s, conf, progs, pipefd[1]);
-		session__destroy(&s);
-		_exit(code);
-	}
-	close(pipefd[1]);
-	fprintf(stderr, "xpusup: starting session %s (%u actors)...\n", s.name, conf->n_actors);
-	in = fdopen(pipefd[0], "r");
-	/* LEFT NAME WHY: an optional source the session goes on without */
-	line[0] = 0;
-	while (in && fgets(line, sizeof(line), in)) {
-		if (strncmp(line, "LEFT ", 5))
-			break;
-		line[strcspn(line, "\n")] = 0;
-		fprintf(stderr, "xpusup: going on without %s\n", line + 5);
-		line[0] = 0;
-	}
-	if (!in || !line[0]) {
-		fprintf(stderr,
-			"xpusup: unable to start: the supervisor died during start (see %s)\n",
-			s.log);
-	} else if (!strncmp(line, "OK", 2)) {
-		printf("xpusup: session %s running: %u actors; log %s\n"
-		       "  xpusup status%s%s    xpusup stop%s%s\n",
-		       s.name, conf->n_actors, s.log,
-		       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
-		       strcmp(name, SESSION_DEFAULT) ? name : "",
-		       strcmp(name, SESSION_DEFAULT) ? " --session " : "",
-		       strcmp(name, SESSION_DEFAULT) ? name : "");
-		code = 0;
-	} else {
-		char *msg = NULL;
-
-		code = (int)strtol(line + 4, &msg, 10);
-		line[strcspn(line, "\n")] = 0;
-		fprintf(stderr, "xpusup: unable to start: %s\n", msg && *msg ? msg + 1 : line);
-		if (code != XPUSUP_EXIT_USAGE)
-			code = XPUSUP_EXIT_SYSTEM;
-		waitpid(pid, NULL, 0); /* it stops its actors and cleans up before exiting */
-		show_actor_messages(s.log);
-	}
-	if (in)
-		fclose(in);
+	code = cli_start_session(conf, progs, &s, name, false);
 out:
 	for (i = 0; i < CONF_MAX_ACTORS; i++)
 		free(progs[i]);
@@ -301,43 +309,18 @@ out:
 	return code;
 }
 
-static int cmd_stop(int argc, char **argv)
+int cli_stop_session(const char *name, unsigned long long timeout_s)
 {
-	static const struct option opts[] = {
-		{ "session", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *name = SESSION_DEFAULT;
-	unsigned long long timeout_s = 60;
 	struct pollfd pfd;
 	struct session s;
-	int c, err, pidfd;
+	int err, pidfd;
 	pid_t pid;
 
-	while ((c = getopt_long(argc, argv, "s:t:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			name = optarg;
-			break;
-		case 't':
-			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
-				return usage_error("stop", "bad --timeout '%s': seconds 1..86400",
-						   optarg);
-			break;
-		case 'h':
-			fputs(usage_stop, stdout);
-			return 0;
-		default:
-			return usage_error("stop", "%s", "bad option");
-		}
-	}
-	if (optind != argc)
-		return usage_error("stop", "unexpected argument '%s'", argv[optind]);
 	err = session__paths(&s, name);
-	if (err == -EINVAL)
-		return usage_error("stop", "bad session name '%s'", name);
+	if (err == -EINVAL) {
+		fprintf(stderr, "xpusup: unable to stop: bad session name '%s'\n", name);
+		return XPUSUP_EXIT_USAGE;
+	}
 	if (err) {
 		fprintf(stderr,
 			"xpusup: unable to stop: not root and XDG_RUNTIME_DIR is not set\n");
@@ -369,6 +352,43 @@ static int cmd_stop(int argc, char **argv)
 	}
 	fprintf(stderr, "xpusup: session %s stopped\n", s.name);
 	return 0;
+}
+
+static int cmd_stop(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = SESSION_DEFAULT;
+	unsigned long long timeout_s = 60;
+	struct session s;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			name = optarg;
+			break;
+		case 't':
+			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
+				return usage_error("stop", "bad --timeout '%s': seconds 1..86400",
+						   optarg);
+			break;
+		case 'h':
+			fputs(usage_stop, stdout);
+			return 0;
+		default:
+			return usage_error("stop", "%s", "bad option");
+		}
+	}
+	if (optind != argc)
+		return usage_error("stop", "unexpected argument '%s'", argv[optind]);
+	if (session__paths(&s, name) == -EINVAL)
+		return usage_error("stop", "bad session name '%s'", name);
+	return cli_stop_session(name, timeout_s);
 }
 
 static int cmd_status(int argc, char **argv)
@@ -463,7 +483,7 @@ dispatch:
 	if (!strcmp(cmd, "status"))
 		return cmd_status(argc, argv);
 	if (!strcmp(cmd, "record"))
-		return cmd_later("record", usage_record, "the CPU source", argc, argv);
+		return record_cmd(argc, argv);
 	if (!strcmp(cmd, "run"))
 		return cmd_later("run", usage_run, "the CUPTI source", argc, argv);
 	if (!strcmp(cmd, "subscribe"))

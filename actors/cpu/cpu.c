@@ -71,12 +71,10 @@ enum counter {
 };
 
 static const char *const counter_names[C_N] = {
-	[C_SAMPLES] = "samples",     [C_LAUNCHES] = "launches",
-	[C_EXECS] = "execs",	     [C_FORKS] = "forks",
-	[C_EXITS] = "exits",	     [C_RECORDS_OUT] = "records_out",
-	[C_RING_FULL] = "ring_full", [C_BPF_DROPS] = "bpf_drops",
-	[C_CORRUPT] = "corrupt",     [C_CPUS] = "cpus",
-	[C_PROBES] = "launch_probes",
+	[C_SAMPLES] = "samples",     [C_LAUNCHES] = "launches",	   [C_EXECS] = "execs",
+	[C_FORKS] = "forks",	     [C_EXITS] = "exits",	   [C_RECORDS_OUT] = "records_out",
+	[C_RING_FULL] = "ring_full", [C_BPF_DROPS] = "bpf_drops",  [C_CORRUPT] = "corrupt",
+	[C_CPUS] = "cpus",	     [C_PROBES] = "launch_probes",
 };
 
 struct cpu_src {
@@ -121,8 +119,7 @@ static int load_keys(struct actor *a, struct cpu_keys *k)
 
 	memset(k, 0, sizeof(*k));
 	err |= conf_parse_uint(conf_actor__get(a->self, "frequency_hz"), 1, 100000, &k->hz);
-	err |= conf_parse_uint(conf_actor__get(a->self, "ringbuf_kb"), 64, 1048576,
-			       &k->ringbuf_kb);
+	err |= conf_parse_uint(conf_actor__get(a->self, "ringbuf_kb"), 64, 1048576, &k->ringbuf_kb);
 	err |= conf_parse_uint(conf_actor__get(a->self, "wakeup_kb"), 0, 1048576, &k->wakeup_kb);
 	err |= conf_parse_uint(conf_actor__get(a->self, "drain_ms"), 1, 1000, &k->drain_ms);
 	err |= conf_parse_bool(conf_actor__get(a->self, "kernel_stacks"), &k->kernel_stacks);
@@ -244,10 +241,11 @@ static int attach_samplers(struct cpu_src *c)
 				    cpu, strerror(errno), perf_event_paranoid());
 		if (fd < 0 && cycles && c->k.event == EV_CYCLES &&
 		    (errno == ENOENT || errno == EOPNOTSUPP))
-			return fail(c,
-				    "unable to sample on cycles: this CPU has no cycles event (%s); "
-				    "use event = cpu-clock or auto",
-				    strerror(errno));
+			return fail(
+				c,
+				"unable to sample on cycles: this CPU has no cycles event (%s); "
+				"use event = cpu-clock or auto",
+				strerror(errno));
 		if (fd < 0 && errno == EINVAL)
 			return fail(c,
 				    "unable to sample at %llu Hz: the kernel refuses it (see "
@@ -256,8 +254,8 @@ static int attach_samplers(struct cpu_src *c)
 		if (fd < 0)
 			return fail(c, "unable to open a perf event on CPU %d: %s", cpu,
 				    strerror(errno));
-		c->links[c->n_links] = bpf_program__attach_perf_event(c->skel->progs.profile_sample,
-								      fd);
+		c->links[c->n_links] =
+			bpf_program__attach_perf_event(c->skel->progs.profile_sample, fd);
 		if (!c->links[c->n_links]) {
 			int err = errno;
 
@@ -284,8 +282,7 @@ static int attach_marker(struct cpu_src *c)
 	if (!c->k.marker[0])
 		return 0;
 	if (access(c->k.marker, R_OK))
-		return fail(c, "unable to use launch_marker %s: %s", c->k.marker,
-			    strerror(errno));
+		return fail(c, "unable to use launch_marker %s: %s", c->k.marker, strerror(errno));
 	l = bpf_program__attach_uprobe_opts(c->skel->progs.launch_marker, -1, c->k.marker, 0,
 					    &opts);
 	if (!l)
@@ -392,9 +389,19 @@ static int add_tree(struct cpu_src *c, __u32 root)
 
 static int set_target(struct cpu_src *c)
 {
-	const struct conf_target *t = &c->k.target;
+	struct conf_target *t = &c->k.target;
+	unsigned long long pid;
 	unsigned int i;
 	char path[64];
+
+	if (t->command) {
+		/* the command `xpusup record` runs, waiting for the session to be ready */
+		if (conf_parse_uint(getenv("XPUSUP_RECORD_PID") ? getenv("XPUSUP_RECORD_PID") : "",
+				    1, 0x3fffffff, &pid))
+			return fail(c, "target = command is for sessions of `xpusup record` "
+				       "(XPUSUP_RECORD_PID is not set)");
+		t->pids[t->n_pids++] = (unsigned int)pid;
+	}
 
 	for (i = 0; i < t->n_pids; i++) {
 		snprintf(path, sizeof(path), "/proc/%u", t->pids[i]);
@@ -532,8 +539,9 @@ static int load(struct cpu_src *c)
 			       "(/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)");
 	caps = missing_caps();
 	if (*caps)
-		return fail(c, "unable to load the CPU sampler: lacks %s (run as root, or setcap "
-			       "cap_bpf,cap_perfmon+ep)",
+		return fail(c,
+			    "unable to load the CPU sampler: lacks %s (run as root, or setcap "
+			    "cap_bpf,cap_perfmon+ep)",
 			    caps);
 	c->skel = profile_bpf__open();
 	if (!c->skel)
@@ -548,8 +556,9 @@ static int load(struct cpu_src *c)
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
 	err = profile_bpf__load(c->skel);
 	if (err == -EPERM || err == -EACCES)
-		return fail(c, "unable to load the BPF programs: %s (needs CAP_BPF and "
-			       "CAP_PERFMON, or root)",
+		return fail(c,
+			    "unable to load the BPF programs: %s (needs CAP_BPF and "
+			    "CAP_PERFMON, or root)",
 			    strerror(-err));
 	if (err)
 		return fail(c, "unable to load the BPF programs: %s", strerror(-err));

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xpusup record: profile one command with the built-in pipeline (or the user's), from start
+ * to exit, and leave the outputs in a folder (docs/record.md).
+ *
+ * The order matters: the command is forked first and waits on a pipe, so its pid is known
+ * when the session starts (the CPU source follows that process tree, `target = command`,
+ * through $XPUSUP_RECORD_PID); once every actor is ready the command is let go, so its first
+ * instructions are already sampled. When it exits the session is stopped the usual way
+ * (sources, correlators, then sinks, which finish their files), and record exits with the
+ * command's status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "supervisor/cli.h"
+#include "supervisor/record.h"
+#include "supervisor/session.h"
+#include "supervisor/supervisor.h"
+
+#define OUT_DEFAULT "xpusup-out"
+#define TOP_FUNCTIONS 5
+
+static const char usage_record[] =
+	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] [-F HZ] [--session NAME] -- CMD [ARGS...]\n"
+	"\n"
+	"Profile CMD from start to exit: start a session, run CMD, stop the session when CMD\n"
+	"exits, and leave in DIR the folded stacks and flame graph (flame.folded, flame.html),\n"
+	"the timeline (trace.json, for Perfetto UI or speedscope) and statistics (stats.json,\n"
+	"stats.txt). Exits with CMD's exit status (128+N when a signal N ended it).\n"
+	"\n"
+	"The built-in pipeline samples CPU stacks (eBPF, cpu-clock) on CMD and every process it\n"
+	"starts, through one correlator into the three sinks; it is written to DIR/pipeline.conf.\n"
+	"Without the privileges for BPF (CAP_BPF, CAP_PERFMON) it goes on without CPU stacks\n"
+	"and says so.\n"
+	"\n"
+	"  -o, --output DIR     where the outputs go (default ./" OUT_DEFAULT ")\n"
+	"  -F, --frequency HZ   CPU samples a second (default 99)\n"
+	"  -c, --config FILE    run this pipeline instead of the built-in one; its sinks write\n"
+	"                       where its paths say, and `target = command` is CMD's tree\n"
+	"  -s, --session NAME   session name (default: record-PID)\n"
+	"\n"
+	"Example: xpusup record -o out -- ./train --epochs 1\n";
+
+/* The built-in pipeline of design.md section 7. The CPU source is optional: without the
+ * privileges for BPF the session goes on without it. PMU and CUPTI sources join here when
+ * their actors exist. */
+static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
+				   "[source cpu]\n"
+				   "kind = cpu\n"
+				   "frequency_hz = %llu\n"
+				   "target = command\n"
+				   "optional = yes\n"
+				   "\n"
+				   "[correlator]\n"
+				   "shards = 1\n"
+				   "\n"
+				   "[sink flame]\n"
+				   "kind = folded\n"
+				   "path = flame.folded\n"
+				   "\n"
+				   "[sink trace]\n"
+				   "kind = timeline\n"
+				   "path = trace.json\n"
+				   "\n"
+				   "[sink stats]\n"
+				   "kind = stats\n"
+				   "path = stats.json\n";
+
+static volatile sig_atomic_t child_pid;
+
+/* SIGTERM and SIGHUP go on to the command, which decides when it ends; so does SIGINT sent
+ * to us alone. A Ctrl-C at the terminal already reached the command (same process group). */
+static void forward_signal(int sig)
+{
+	if (child_pid > 0 && (sig != SIGINT || tcgetpgrp(STDIN_FILENO) != getpgrp()))
+		kill((pid_t)child_pid, sig);
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Fork CMD, stopped before exec until *go is written to (or closed: then it exits 127). */
+static pid_t spawn_waiting(char **cmd, int *go)
+{
+	int pipefd[2];
+	pid_t pid;
+	char byte;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &byte, 1) != 1)
+			_exit(127); /* the session did not start: never run */
+		close(pipefd[0]);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "xpusup: unable to run %s: %s\n", cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pipefd[0]);
+	*go = pipefd[1];
+	return pid;
+}
+
+static int write_builtin(const char *dir, unsigned long long hz, char *path, size_t size)
+{
+	FILE *f;
+
+	if (snprintf(path, size, "%s/pipeline.conf", dir) >= (int)size)
+		return -ENAMETOOLONG;
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, builtin_conf, hz);
+	if (fclose(f))
+		return -errno;
+	return 0;
+}
+
+struct leaf {
+	char name[128];
+	unsigned long long weight;
+};
+
+/* The functions with the most self time in a folded file: a first answer on the terminal. */
+static void show_top(const char *folded)
+{
+	static struct leaf leaves[1024];
+	unsigned long long total = 0, w;
+	unsigned int n = 0, i, j, k;
+	char line[16384], *sp, *leaf;
+	FILE *f = fopen(folded, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		sp = strrchr(line, ' ');
+		if (!sp || sscanf(sp + 1, "%llu", &w) != 1)
+			continue;
+		*sp = '\0';
+		leaf = strrchr(line, ';');
+		leaf = leaf ? leaf + 1 : line;
+		total += w;
+		for (i = 0; i < n && strncmp(leaves[i].name, leaf, sizeof(leaves[i].name) - 1); i++)
+			;
+		if (i == n) {
+			if (n == sizeof(leaves) / sizeof(leaves[0]))
+				continue;
+			snprintf(leaves[n].name, sizeof(leaves[n].name), "%.127s", leaf);
+			leaves[n++].weight = 0;
+		}
+		leaves[i].weight += w;
+	}
+	fclose(f);
+	if (!total)
+		return;
+	fprintf(stderr, "xpusup: hottest functions (self time):\n");
+	for (k = 0; k < TOP_FUNCTIONS && k < n; k++) {
+		for (j = k, i = k + 1; i < n; i++)
+			if (leaves[i].weight > leaves[j].weight)
+				j = i;
+		struct leaf t = leaves[k];
+		leaves[k] = leaves[j];
+		leaves[j] = t;
+		fprintf(stderr, "  %5.1f%%  %s\n", 100.0 * (double)leaves[k].weight / (double)total,
+			leaves[k].name);
+	}
+}
+
+/* Where each sink of conf wrote, as the user will look for it. */
+static void show_outputs(const struct conf *conf)
+{
+	char path[PATH_MAX], text[PATH_MAX];
+	unsigned int i;
+	struct stat st;
+
+	fprintf(stderr, "xpusup: outputs:\n");
+	for (i = 0; i < conf->n_actors; i++) {
+		const struct conf_actor *a = &conf->actors[i];
+
+		if (a->role != CONF_ROLE_SINK ||
+		    conf_actor__path(conf, a, "path", path, sizeof(path)))
+			continue;
+		if (stat(path, &st))
+			fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind,
+				path);
+		else
+			fprintf(stderr, "  %-10s %s (%lld bytes)\n", a->kind, path,
+				(long long)st.st_size);
+		if (!strcmp(a->kind, "folded")) {
+			size_t len = strlen(path);
+
+			if (len > 7 && !strcmp(path + len - 7, ".folded") &&
+			    snprintf(text, sizeof(text), "%.*s.html", (int)(len - 7), path) <
+				    (int)sizeof(text) &&
+			    !stat(text, &st))
+				fprintf(stderr, "  %-10s %s (open it in a browser)\n", "", text);
+		}
+		if (!strcmp(a->kind, "stats")) {
+			size_t len = strlen(path);
+
+			if (len > 5 && !strcmp(path + len - 5, ".json") &&
+			    snprintf(text, sizeof(text), "%.*s.txt", (int)(len - 5), path) <
+				    (int)sizeof(text) &&
+			    !stat(text, &st))
+				fprintf(stderr, "  %-10s %s\n", "", text);
+		}
+	}
+	for (i = 0; i < conf->n_actors; i++) {
+		const struct conf_actor *a = &conf->actors[i];
+
+		if (!strcmp(a->kind, "folded") &&
+		    !conf_actor__path(conf, a, "path", path, sizeof(path))) {
+			show_top(path);
+			break;
+		}
+	}
+}
+
+int record_cmd(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "session", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = OUT_DEFAULT, *conf_path = NULL;
+	char *progs[CONF_MAX_ACTORS] = { 0 }, *dir = NULL;
+	char name[64], conf_buf[PATH_MAX], envpid[32];
+	unsigned long long hz = 99;
+	struct conf *conf = NULL;
+	int c, err, code, status = 0, go = -1;
+	struct sigaction sa = { .sa_handler = forward_signal };
+	struct timespec t0, t1;
+	struct session s;
+	unsigned int i;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "record-%d", (int)getpid());
+	while ((c = getopt_long(argc, argv, "+c:o:F:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			conf_path = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'F':
+			if (conf_parse_uint(optarg, 1, 100000, &hz)) {
+				fprintf(stderr,
+					"xpusup: unable to record: bad --frequency '%s': 1..100000 Hz "
+					"(see `xpusup record --help`)\n",
+					optarg);
+				return XPUSUP_EXIT_USAGE;
+			}
+			break;
+		case 's':
+			snprintf(name, sizeof(name), "%s", optarg);
+			break;
+		case 'h':
+			fputs(usage_record, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "xpusup: unable to record: bad option (see `xpusup record "
+					"--help`)\n");
+			return XPUSUP_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "xpusup: unable to record: no command given (xpusup record -- CMD "
+				"[ARGS...]; see `xpusup record --help`)\n");
+		return XPUSUP_EXIT_USAGE;
+	}
+	if (session__paths(&s, name) == -EINVAL) {
+		fprintf(stderr, "xpusup: unable to record: bad session name '%s'\n", name);
+		return XPUSUP_EXIT_USAGE;
+	}
+
+	code = XPUSUP_EXIT_SYSTEM;
+	if (!conf_path) {
+		err = mkdir_p(out);
+		dir = err ? NULL : realpath(out, NULL);
+		if (!dir) {
+			fprintf(stderr, "xpusup: unable to record: cannot make %s: %s\n", out,
+				strerror(err ? -err : errno));
+			return XPUSUP_EXIT_SYSTEM;
+		}
+		err = write_builtin(dir, hz, conf_buf, sizeof(conf_buf));
+		if (err) {
+			fprintf(stderr,
+				"xpusup: unable to record: cannot write %s/pipeline.conf: %s\n",
+				dir, strerror(-err));
+			goto out;
+		}
+		conf_path = conf_buf;
+	}
+	err = conf__load(conf_path, &conf, stderr);
+	if (err) {
+		code = err == -EINVAL ? XPUSUP_EXIT_USAGE : XPUSUP_EXIT_SYSTEM;
+		goto out;
+	}
+	if (supervisor_find_programs(conf, progs))
+		goto out;
+
+	pid = spawn_waiting(argv + optind, &go);
+	if (pid < 0) {
+		fprintf(stderr, "xpusup: unable to record: fork: %s\n", strerror(errno));
+		goto out;
+	}
+	child_pid = pid;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* The actors inherit it from the supervisor: `target = command` is this tree. */
+	snprintf(envpid, sizeof(envpid), "%d", (int)pid);
+	setenv("XPUSUP_RECORD_PID", envpid, 1);
+	setenv("XPUSUP_SESSION", name, 1);
+
+	fprintf(stderr, "xpusup: starting session %s...\n", name);
+	code = cli_start_session(conf, progs, &s, name, true);
+	if (code) {
+		close(go); /* the command never runs */
+		waitpid(pid, NULL, 0);
+		goto out;
+	}
+	fprintf(stderr, "xpusup: recording %s (pid %d); log %s\n", argv[optind], (int)pid, s.log);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (write(go, "g", 1) != 1)
+		fprintf(stderr, "xpusup: unable to start %s: %s\n", argv[optind], strerror(errno));
+	close(go);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	child_pid = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "xpusup: %s ended by signal %d after %.2f s\n", argv[optind],
+			WTERMSIG(status),
+			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	else
+		fprintf(stderr, "xpusup: %s exited with status %d after %.2f s\n", argv[optind],
+			WEXITSTATUS(status),
+			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+
+	code = cli_stop_session(name, 120);
+	if (code) {
+		fprintf(stderr, "xpusup: the outputs may be incomplete (see %s)\n", s.log);
+		goto out;
+	}
+	show_outputs(conf);
+	code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+out:
+	for (i = 0; i < CONF_MAX_ACTORS; i++)
+		free(progs[i]);
+	conf__free(conf);
+	free(dir);
+	return code;
+}
