@@ -20,6 +20,11 @@
  *
  * Before timing, one decoded batch is compared field by field with what was encoded: a codec
  * that got faster by dropping fields must fail here, not look good.
+ *
+ * Then the same again with frame names (struct xpu_cevent.frames), as a correlator that
+ * symbolizes sends them: every frame named from a set of NAMES interned names of 20 to 90
+ * characters (a frame's name follows from its address), but one frame in 16 without a name.
+ * The baseline then copies the frames' name pointers too, and the names' bytes once.
  */
 #include "common/wire.h"
 
@@ -43,6 +48,7 @@
 #define SAMPLE_KERNEL_FRAMES 4
 #define SAMPLE_USER_FRAMES 12
 #define CYCLE 9 /* events per 4 launches: 4 CUDA_API, 3 GPU_KERNEL, 1 GPU_MEMCPY, 1 sample */
+#define NAMES 1024 /* distinct function names the frames are named from */
 
 struct options {
 	unsigned long long events; /* per batch */
@@ -59,6 +65,11 @@ struct batch {
 	char *names;
 	size_t n_ev, n_frames, name_bytes;
 	unsigned int per_kind[XPU_REC_TYPE_MAX];
+	/* the frames' names, parallel to frames, from the interned names in symbols */
+	const char **frame_names;
+	const char *symbols[NAMES];
+	char *symbol_text;
+	size_t symbol_bytes;
 };
 
 /* Kernel names as CUPTI reports them: mangled C++, 20 to 100 characters. */
@@ -194,6 +205,50 @@ static void build_event(struct batch *b, size_t i)
 	b->per_kind[ev->kind]++;
 }
 
+/* Names such as a symbolizer gives, C++ and Python, 20 to 90 characters, each once in
+ * symbol_text (interned); every frame is named after its address, one in 16 not at all. */
+static int batch__name(struct batch *b)
+{
+	static const char *const parts[] = {
+		"at::native", "torch::autograd",    "cutlass::gemm",
+		"c10::impl",  "std::vector<float>", "pybind11::detail"
+	};
+	char *p;
+	size_t i;
+
+	b->symbol_text = malloc(NAMES * 96);
+	b->frame_names = calloc(b->n_frames ? b->n_frames : 1, sizeof(*b->frame_names));
+	if (!b->symbol_text || !b->frame_names)
+		return -ENOMEM;
+	p = b->symbol_text;
+	for (i = 0; i < NAMES; i++) {
+		__u64 r = mix(i + 77);
+		int n = snprintf(p, 96, "%s::%.*s_%zu(%s)", parts[r % 6], (int)(r >> 8) % 40 + 1,
+				 "forward_backward_kernel_launch_dispatch", i,
+				 parts[(r >> 16) % 6]);
+
+		b->symbols[i] = p;
+		p += n + 1;
+	}
+	b->symbol_bytes = (size_t)(p - b->symbol_text);
+	for (i = 0; i < b->n_frames; i++) {
+		__u64 r = mix(b->frames[i]);
+
+		b->frame_names[i] = r % 16 ? b->symbols[(r >> 4) % NAMES] : NULL;
+	}
+	return 0;
+}
+
+/* Frame names on or off: every event's frames point into frame_names, or are NULL. */
+static void batch__set_names(struct batch *b, bool on)
+{
+	size_t i;
+
+	for (i = 0; i < b->n_ev; i++)
+		b->ev[i].frames =
+			on && b->ev[i].stack ? b->frame_names + (b->ev[i].stack - b->frames) : NULL;
+}
+
 static int batch__build(struct batch *b, size_t n)
 {
 	size_t i;
@@ -207,7 +262,7 @@ static int batch__build(struct batch *b, size_t n)
 	b->n_ev = n;
 	for (i = 0; i < n; i++)
 		build_event(b, i);
-	return 0;
+	return batch__name(b);
 }
 
 static void batch__free(struct batch *b)
@@ -215,6 +270,8 @@ static void batch__free(struct batch *b)
 	free(b->ev);
 	free(b->frames);
 	free(b->names);
+	free(b->frame_names);
+	free(b->symbol_text);
 }
 
 /* NULL when got carries everything want does; otherwise the first field that differs, for the
@@ -272,6 +329,13 @@ static const char *cevent__diff(const struct xpu_cevent *got, const struct xpu_c
 #undef SAME
 	if (want->name_len && memcmp(got->name, want->name, want->name_len))
 		return "name";
+	for (i = 0; i < n; i++) {
+		const char *g = got->frames ? got->frames[i] : NULL;
+		const char *w = want->frames ? want->frames[i] : NULL;
+
+		if (!g != !w || (g && strcmp(g, w)))
+			return "frames";
+	}
 	return NULL;
 }
 
@@ -280,12 +344,14 @@ struct codec {
 	const void *msg; /* the last finished batch, owned by enc */
 	size_t len;
 	struct xpu_cevent *out; /* decoder's output */
-	__u64 *pool;
-	__u32 pool_len;
+	struct xpu_wire_pool pool;
 	/* the baseline's destination */
 	struct xpu_cevent *copy_ev;
 	__u64 *copy_frames;
 	char *copy_names;
+	const char **copy_frame_names;
+	char *copy_symbols;
+	bool names; /* the baseline copies the frames' names too */
 };
 
 static int encode_batches(struct codec *c, const struct batch *b, __u64 batches)
@@ -316,7 +382,7 @@ static int decode_batches(struct codec *c, const struct batch *b, __u64 batches)
 
 	for (k = 0; k < batches; k++) {
 		err = xpu_wire_decode(c->msg, c->len, &xpu_wire_default_limits, &hdr, c->out,
-				      (__u32)b->n_ev, c->pool, c->pool_len, &werr);
+				      (__u32)b->n_ev, &c->pool, &werr);
 		if (err) {
 			fprintf(stderr, "wire_bench: decoding failed at byte %zu: %s\n",
 				werr.offset, werr.reason);
@@ -336,6 +402,11 @@ static void copy_batches(struct codec *c, const struct batch *b, __u64 batches)
 		memcpy(c->copy_ev, b->ev, b->n_ev * sizeof(*b->ev));
 		memcpy(c->copy_frames, b->frames, b->n_frames * sizeof(*b->frames));
 		memcpy(c->copy_names, b->names, b->name_bytes);
+		if (c->names) {
+			memcpy(c->copy_frame_names, b->frame_names,
+			       b->n_frames * sizeof(*b->frame_names));
+			memcpy(c->copy_symbols, b->symbol_text, b->symbol_bytes);
+		}
 		/* The copies are never read: without this barrier the compiler may drop all
 		 * but the last round, or all of them. */
 		__asm__ __volatile__("" : : "r"(c->copy_ev), "r"(c->copy_frames) : "memory");
@@ -368,7 +439,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: wire_bench [-n EVENTS] [-b BATCHES] [-r REPEAT]\n"
-		"Encode and decode ns/event of the wire codec, next to a memcpy of the same events.\n"
+		"Encode and decode ns/event of the wire codec, next to a memcpy of the same events;\n"
+		"the events without frame names, then with.\n"
 		"  -n EVENTS   events per batch (default 4096)\n"
 		"  -b BATCHES  batches encoded, decoded and copied per run (default 256)\n"
 		"  -r REPEAT   timed runs after one warm-up; min and median reported (default 7)\n"
@@ -411,15 +483,80 @@ bad:
 	return -EINVAL;
 }
 
-int main(int argc, char **argv)
+/* One case, names off or on: the round trip checked, then the timed runs. 0 or -errno. */
+static int run_case(struct codec *c, struct batch *b, const struct options *o, bool names)
 {
 	double enc_ns[MAX_REPEAT], dec_ns[MAX_REPEAT], copy_ns[MAX_REPEAT];
 	double enc_med, dec_med, copy_med, per;
+	size_t copied;
+	unsigned int r;
+	__u64 t0, t1, t2, t3;
+	int err;
+
+	batch__set_names(b, names);
+	c->names = names;
+	err = check_round_trip(c, b);
+	if (err) {
+		fprintf(stderr, "wire_bench: unable to round-trip the batch: %s\n", strerror(-err));
+		return err;
+	}
+	per = 1.0 / ((double)o->batches * (double)b->n_ev);
+	copied = b->n_ev * sizeof(*b->ev) + b->n_frames * sizeof(*b->frames) + b->name_bytes;
+	if (names)
+		copied += b->n_frames * sizeof(*b->frame_names) + b->symbol_bytes;
+	if (names)
+		printf("with frame names (%d names, 1 frame in 16 without):\n", NAMES);
+	printf("message: %zu bytes, %.1f bytes/event; baseline copies %.1f bytes/event (struct "
+	       "xpu_cevent %zu bytes + frames + names%s); round trip checked field by field\n",
+	       c->len, (double)c->len / (double)b->n_ev, (double)copied / (double)b->n_ev,
+	       sizeof(*b->ev), names ? " + frame name pointers + their text once" : "");
+	/* Run 0 is the warm-up: first touches of the output arrays, the encoder's buffer
+	 * growing to a batch's size. */
+	for (r = 0; r <= o->repeat; r++) {
+		t0 = xpu_now_ns();
+		err = encode_batches(c, b, o->batches);
+		t1 = xpu_now_ns();
+		if (!err)
+			err = decode_batches(c, b, o->batches);
+		t2 = xpu_now_ns();
+		copy_batches(c, b, o->batches);
+		t3 = xpu_now_ns();
+		if (err) {
+			fprintf(stderr, "wire_bench: unable to run the codec: %s\n",
+				strerror(-err));
+			return err;
+		}
+		if (!r)
+			continue;
+		enc_ns[r - 1] = (double)(t1 - t0) * per;
+		dec_ns[r - 1] = (double)(t2 - t1) * per;
+		copy_ns[r - 1] = (double)(t3 - t2) * per;
+		printf("run %u/%llu: encode %.1f ns/event, decode %.1f ns/event, baseline copy %.1f "
+		       "ns/event\n",
+		       r, o->repeat, enc_ns[r - 1], dec_ns[r - 1], copy_ns[r - 1]);
+	}
+	/* bench_median() sorts, so the minimum is element 0 afterwards */
+	enc_med = bench_median(enc_ns, (unsigned int)o->repeat);
+	dec_med = bench_median(dec_ns, (unsigned int)o->repeat);
+	copy_med = bench_median(copy_ns, (unsigned int)o->repeat);
+	printf("encode: min %.1f, median %.1f ns/event (%.2f M events/s, %.0f MB/s out); "
+	       "ratio to baseline %.1f\n",
+	       enc_ns[0], enc_med, 1e3 / enc_med, (double)c->len / (double)b->n_ev * 1e3 / enc_med,
+	       enc_med / copy_med);
+	printf("decode: min %.1f, median %.1f ns/event (%.2f M events/s, %.0f MB/s in); "
+	       "ratio to baseline %.1f\n",
+	       dec_ns[0], dec_med, 1e3 / dec_med, (double)c->len / (double)b->n_ev * 1e3 / dec_med,
+	       dec_med / copy_med);
+	printf("baseline (memcpy of events, frames and names%s): min %.1f, median %.1f ns/event\n",
+	       names ? ", frame name pointers and text" : "", copy_ns[0], copy_med);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct codec c = { 0 };
 	struct options o;
 	struct batch b;
-	unsigned int r;
-	__u64 t0, t1, t2, t3;
 	int code = EXIT_SYSTEM, err;
 
 	if (parse_options(argc, argv, &o))
@@ -430,79 +567,35 @@ int main(int argc, char **argv)
 	}
 	err = batch__build(&b, o.events);
 	c.enc = xpu_wire_enc__new(0);
-	c.pool_len = (__u32)b.n_frames;
 	c.out = calloc(b.n_ev, sizeof(*c.out));
-	c.pool = calloc(b.n_frames ? b.n_frames : 1, sizeof(*c.pool));
 	c.copy_ev = malloc(b.n_ev * sizeof(*c.copy_ev));
 	c.copy_frames = malloc((b.n_frames ? b.n_frames : 1) * sizeof(*c.copy_frames));
 	c.copy_names = malloc(b.name_bytes ? b.name_bytes : 1);
-	if (err || !c.enc || !c.out || !c.pool || !c.copy_ev || !c.copy_frames || !c.copy_names) {
+	c.copy_frame_names = malloc((b.n_frames ? b.n_frames : 1) * sizeof(*c.copy_frame_names));
+	c.copy_symbols = malloc(NAMES * 96);
+	/* each name of the batch once, and its entry in the text's index */
+	if (err || !c.enc || !c.out || !c.copy_ev || !c.copy_frames || !c.copy_names ||
+	    !c.copy_frame_names || !c.copy_symbols ||
+	    xpu_wire_pool__init(&c.pool, (__u32)b.n_frames, b.symbol_bytes + 5 * NAMES + 3)) {
 		fprintf(stderr, "wire_bench: unable to allocate the batch: %s\n", strerror(ENOMEM));
 		goto out;
 	}
-	err = check_round_trip(&c, &b);
-	if (err) {
-		fprintf(stderr, "wire_bench: unable to round-trip the batch: %s\n", strerror(-err));
-		goto out;
-	}
-	per = 1.0 / ((double)o.batches * (double)b.n_ev);
 	printf("wire_bench: %zu events per batch (%u CUDA_API; %u GPU_KERNEL with name, %d-frame "
 	       "stack, 2 links; %u GPU_MEMCPY with %d-frame stack; %u CPU_SAMPLE with %d frames), "
 	       "%llu batches per run, %llu runs after a warm-up\n",
 	       b.n_ev, b.per_kind[XPU_REC_CUDA_API], b.per_kind[XPU_REC_GPU_KERNEL], LAUNCH_FRAMES,
 	       b.per_kind[XPU_REC_GPU_MEMCPY], LAUNCH_FRAMES, b.per_kind[XPU_REC_CPU_SAMPLE],
 	       SAMPLE_KERNEL_FRAMES + SAMPLE_USER_FRAMES, o.batches, o.repeat);
-	printf("message: %zu bytes, %.1f bytes/event; baseline copies %.1f bytes/event (struct "
-	       "xpu_cevent %zu bytes + frames + names); round trip checked field by field\n",
-	       c.len, (double)c.len / (double)b.n_ev,
-	       (double)(b.n_ev * sizeof(*b.ev) + b.n_frames * sizeof(*b.frames) + b.name_bytes) /
-		       (double)b.n_ev,
-	       sizeof(*b.ev));
-	/* Run 0 is the warm-up: first touches of the output arrays, the encoder's buffer
-	 * growing to a batch's size. */
-	for (r = 0; r <= o.repeat; r++) {
-		t0 = xpu_now_ns();
-		err = encode_batches(&c, &b, o.batches);
-		t1 = xpu_now_ns();
-		if (!err)
-			err = decode_batches(&c, &b, o.batches);
-		t2 = xpu_now_ns();
-		copy_batches(&c, &b, o.batches);
-		t3 = xpu_now_ns();
-		if (err) {
-			fprintf(stderr, "wire_bench: unable to run the codec: %s\n",
-				strerror(-err));
-			goto out;
-		}
-		if (!r)
-			continue;
-		enc_ns[r - 1] = (double)(t1 - t0) * per;
-		dec_ns[r - 1] = (double)(t2 - t1) * per;
-		copy_ns[r - 1] = (double)(t3 - t2) * per;
-		printf("run %u/%llu: encode %.1f ns/event, decode %.1f ns/event, baseline copy %.1f "
-		       "ns/event\n",
-		       r, o.repeat, enc_ns[r - 1], dec_ns[r - 1], copy_ns[r - 1]);
-	}
-	/* bench_median() sorts, so the minimum is element 0 afterwards */
-	enc_med = bench_median(enc_ns, (unsigned int)o.repeat);
-	dec_med = bench_median(dec_ns, (unsigned int)o.repeat);
-	copy_med = bench_median(copy_ns, (unsigned int)o.repeat);
-	printf("encode: min %.1f, median %.1f ns/event (%.2f M events/s, %.0f MB/s out); "
-	       "ratio to baseline %.1f\n",
-	       enc_ns[0], enc_med, 1e3 / enc_med, (double)c.len / (double)b.n_ev * 1e3 / enc_med,
-	       enc_med / copy_med);
-	printf("decode: min %.1f, median %.1f ns/event (%.2f M events/s, %.0f MB/s in); "
-	       "ratio to baseline %.1f\n",
-	       dec_ns[0], dec_med, 1e3 / dec_med, (double)c.len / (double)b.n_ev * 1e3 / dec_med,
-	       dec_med / copy_med);
-	printf("baseline (memcpy of events, frames and names): min %.1f, median %.1f ns/event\n",
-	       copy_ns[0], copy_med);
+	if (run_case(&c, &b, &o, false) || run_case(&c, &b, &o, true))
+		goto out;
 	code = 0;
 out:
+	free(c.copy_symbols);
+	free(c.copy_frame_names);
 	free(c.copy_names);
 	free(c.copy_frames);
 	free(c.copy_ev);
-	free(c.pool);
+	xpu_wire_pool__fini(&c.pool);
 	free(c.out);
 	xpu_wire_enc__free(c.enc);
 	batch__free(&b);

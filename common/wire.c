@@ -22,6 +22,8 @@
 #include <msgpack/pack.h>
 #include <msgpack/sbuffer.h>
 
+#include "common/mix.h"
+
 /* The batch nests one level deeper per container: the batch map, the events array, an event
  * map, then an event's arrays (links, stack, grid, block) and finally a link's pair. */
 enum {
@@ -82,12 +84,51 @@ const char *xpu_corr_type__name(__u32 type)
 
 /* ---- encoder ---- */
 
+/*
+ * Frame names (docs/wire.md, "Frame names"): each distinct name of a batch goes once into the
+ * batch's symbol table, and an event's "frames" array holds indices into it. add() finds a
+ * name's index by its pointer (by_ptr), and for a pointer it has not seen in this batch, by
+ * its bytes (by_text), so that two copies of a name still make one entry. Only a pointer seen
+ * for the first time in the batch costs a strlen, a hash of the bytes and a copy; a repeat
+ * costs one probe. Both tables hold entries of every batch; an entry is of this batch when
+ * its gen is the encoder's, so begin() empties them by counting, not by clearing.
+ */
+struct sym {
+	__u32 at; /* where its bytes are in enc->names */
+	__u32 len;
+};
+
+struct sym_by_ptr {
+	const char *p;
+	__u32 idx;
+	__u32 gen;
+};
+
+struct sym_by_text {
+	__u64 hash;
+	__u32 idx;
+	__u32 gen;
+};
+
+#define SYMS_MAX (1u << 30) /* indices stay below IDX_MISS */
+#define IDX_NONE UINT32_MAX /* a frame without a name: nil */
+#define IDX_MISS (1u << 31) /* add()'s first pass: not seen yet, the low bits are its length */
+
 struct xpu_wire_enc {
 	msgpack_sbuffer sbuf; /* kept across batches: after warm-up, add() never allocates */
 	size_t count_at; /* offset of the events array32's 4-byte count */
+	size_t names_at; /* where finish() appended the symbol table; 0: not appended */
 	__u32 producer;
 	__u32 count;
 	bool open; /* begin() succeeded; add() and finish() are allowed */
+	/* the batch's frame names: their str values, packed as finish() writes them */
+	msgpack_sbuffer names;
+	struct sym *syms;
+	__u32 n_syms, syms_cap;
+	struct sym_by_ptr *by_ptr; /* ptr_mask + 1 slots, at most half of them in use */
+	struct sym_by_text *by_text; /* text_mask + 1 slots */
+	__u32 ptr_mask, text_mask, n_ptr;
+	__u32 gen; /* the batch's: never 0, which is what calloc'd slots hold */
 };
 
 /*
@@ -144,7 +185,9 @@ struct xpu_wire_enc *xpu_wire_enc__new(__u32 producer)
 	if (!enc)
 		return NULL;
 	msgpack_sbuffer_init(&enc->sbuf);
+	msgpack_sbuffer_init(&enc->names);
 	enc->producer = producer;
+	enc->gen = 1;
 	return enc;
 }
 
@@ -153,7 +196,197 @@ void xpu_wire_enc__free(struct xpu_wire_enc *enc)
 	if (!enc)
 		return;
 	msgpack_sbuffer_destroy(&enc->sbuf);
+	msgpack_sbuffer_destroy(&enc->names);
+	free(enc->syms);
+	free(enc->by_ptr);
+	free(enc->by_text);
 	free(enc);
+}
+
+/* Eight bytes a step, then xpu_mix64 for the low bits the table uses: every name is new to
+ * every batch, so this runs once per distinct name and batch. */
+static __u64 text_hash(const char *s, __u32 len)
+{
+	__u64 h = len, w;
+	__u32 i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 32;
+	}
+	if (i < len) {
+		w = 0;
+		memcpy(&w, s + i, len - i);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+	}
+	return xpu_mix64(h);
+}
+
+/* The slot of p: its entry in this batch, or the free slot where it belongs. One multiply
+ * (Fibonacci hashing) spreads pointers well enough, and this is done for every named frame. */
+static struct sym_by_ptr *by_ptr__find(const struct xpu_wire_enc *enc, const char *p)
+{
+	__u32 i = (__u32)(((__u64)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 32) & enc->ptr_mask;
+
+	for (;; i = (i + 1) & enc->ptr_mask) {
+		struct sym_by_ptr *s = &enc->by_ptr[i];
+
+		if (s->gen != enc->gen || s->p == p)
+			return s;
+	}
+}
+
+static struct sym_by_text *by_text__find(const struct xpu_wire_enc *enc, __u64 hash, const char *p,
+					 __u32 len)
+{
+	__u32 i = (__u32)hash & enc->text_mask;
+
+	for (;; i = (i + 1) & enc->text_mask) {
+		struct sym_by_text *t = &enc->by_text[i];
+		const struct sym *sym;
+
+		if (t->gen != enc->gen)
+			return t;
+		sym = &enc->syms[t->idx];
+		if (t->hash == hash && sym->len == len &&
+		    !memcmp(enc->names.data + sym->at, p, len))
+			return t;
+	}
+}
+
+/* Room for entries more pointers and names in this batch, so that adding them cannot fail;
+ * the tables are rebuilt larger with this batch's entries only. */
+static int syms__reserve(struct xpu_wire_enc *enc, __u32 more, size_t bytes)
+{
+	__u32 need = enc->n_syms + more, cap, i;
+
+	if (need > SYMS_MAX || enc->n_ptr + more > SYMS_MAX)
+		return -ENOMEM;
+	if (sbuffer__reserve(&enc->names, bytes))
+		return -ENOMEM;
+	if (need > enc->syms_cap) {
+		struct sym *syms;
+
+		cap = enc->syms_cap ? enc->syms_cap : 64;
+		while (cap < need)
+			cap *= 2;
+		syms = realloc(enc->syms, cap * sizeof(*syms));
+		if (!syms)
+			return -ENOMEM;
+		enc->syms = syms;
+		enc->syms_cap = cap;
+	}
+	if (!enc->by_ptr || 2 * (enc->n_ptr + more) > enc->ptr_mask + 1) {
+		struct sym_by_ptr *old = enc->by_ptr, *grown;
+		__u32 old_cap = old ? enc->ptr_mask + 1 : 0;
+
+		for (cap = old_cap ? old_cap : 256; cap < 2 * (enc->n_ptr + more); cap *= 2)
+			;
+		grown = calloc(cap, sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		enc->by_ptr = grown;
+		enc->ptr_mask = cap - 1;
+		for (i = 0; i < old_cap; i++)
+			if (old[i].gen == enc->gen)
+				*by_ptr__find(enc, old[i].p) = old[i];
+		free(old);
+	}
+	if (!enc->by_text || 2 * need > enc->text_mask + 1) {
+		struct sym_by_text *old = enc->by_text, *grown;
+		__u32 old_cap = old ? enc->text_mask + 1 : 0;
+
+		for (cap = old_cap ? old_cap : 256; cap < 2 * need; cap *= 2)
+			;
+		grown = calloc(cap, sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		enc->by_text = grown;
+		enc->text_mask = cap - 1;
+		/* every entry is a distinct name: no comparison needed, only a free slot */
+		for (i = 0; i < old_cap; i++) {
+			__u32 j = (__u32)old[i].hash & enc->text_mask;
+
+			if (old[i].gen != enc->gen)
+				continue;
+			while (grown[j].gen == enc->gen)
+				j = (j + 1) & enc->text_mask;
+			grown[j] = old[i];
+		}
+		free(old);
+	}
+	return 0;
+}
+
+/* The index of a name new to the pointer table; syms__reserve() made room. */
+static __u32 sym__add(struct xpu_wire_enc *enc, const char *p, __u32 len)
+{
+	struct sym_by_ptr *s = by_ptr__find(enc, p);
+	struct sym_by_text *t;
+	msgpack_packer pk;
+	__u64 hash;
+
+	if (s->gen == enc->gen) /* the same pointer earlier in this event */
+		return s->idx;
+	hash = text_hash(p, len);
+	t = by_text__find(enc, hash, p, len);
+	if (t->gen != enc->gen) {
+		msgpack_packer_init(&pk, &enc->names, write_reserved);
+		msgpack_pack_str_with_body(&pk, p, len);
+		enc->syms[enc->n_syms] =
+			(struct sym){ .at = (__u32)(enc->names.size - len), .len = len };
+		*t = (struct sym_by_text){ .hash = hash, .idx = enc->n_syms++, .gen = enc->gen };
+	}
+	*s = (struct sym_by_ptr){ .p = p, .idx = t->idx, .gen = enc->gen };
+	enc->n_ptr++;
+	return t->idx;
+}
+
+/*
+ * idx[i]: the symbol index of frame i's name, or IDX_NONE. Returns how many frames have a
+ * name, or -EINVAL (a name too long) / -ENOMEM with the batch unchanged: the first pass only
+ * looks (and measures the names it has not seen), the second adds them, in room reserved
+ * between the two.
+ */
+static int frames__index(struct xpu_wire_enc *enc, const struct xpu_cevent *ev, __u32 *idx)
+{
+	__u32 i, n = (__u32)ev->n_kernel + ev->n_user, named = 0, misses = 0;
+	size_t bytes = 0, len;
+
+	for (i = 0; i < n; i++) {
+		const char *p = ev->frames[i];
+		const struct sym_by_ptr *s;
+
+		idx[i] = IDX_NONE;
+		if (!p)
+			continue;
+		if (enc->by_ptr) {
+			s = by_ptr__find(enc, p);
+			if (s->gen == enc->gen) {
+				idx[i] = s->idx;
+				named++;
+				continue;
+			}
+		}
+		len = strnlen(p, XPU_WIRE_FRAME_NAME_MAX + 1);
+		if (len > XPU_WIRE_FRAME_NAME_MAX)
+			return -EINVAL;
+		if (!len) /* "" is no name */
+			continue;
+		idx[i] = IDX_MISS | (__u32)len;
+		bytes += len + 3; /* a str16 header at most */
+		misses++;
+		named++;
+	}
+	if (!misses)
+		return (int)named;
+	if (syms__reserve(enc, misses, bytes))
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (idx[i] != IDX_NONE && idx[i] & IDX_MISS)
+			idx[i] = sym__add(enc, ev->frames[i], idx[i] & ~IDX_MISS);
+	return (int)named;
 }
 
 int xpu_wire_enc__begin(struct xpu_wire_enc *enc, __u64 seq)
@@ -165,8 +398,20 @@ int xpu_wire_enc__begin(struct xpu_wire_enc *enc, __u64 seq)
 	int bad = 0;
 
 	msgpack_sbuffer_clear(&enc->sbuf);
+	msgpack_sbuffer_clear(&enc->names);
 	enc->count = 0;
 	enc->open = false;
+	enc->names_at = 0;
+	enc->n_syms = 0;
+	enc->n_ptr = 0;
+	if (++enc->gen == 0) { /* four billion batches: the old entries' gen comes round */
+		if (enc->by_ptr)
+			memset(enc->by_ptr, 0, (enc->ptr_mask + 1) * sizeof(*enc->by_ptr));
+		if (enc->by_text)
+			memset(enc->by_text, 0, (enc->text_mask + 1) * sizeof(*enc->by_text));
+		enc->gen = 1;
+	}
+	/* 4 entries; finish() makes it 5 when it appends the symbol table */
 	bad |= msgpack_pack_map(&pk, 4);
 	bad |= PACK_KEY(&pk, "v");
 	bad |= msgpack_pack_uint32(&pk, XPU_WIRE_VERSION);
@@ -218,16 +463,18 @@ static bool triple__zero(const __s32 v[3])
 }
 
 /*
- * The most an event can take besides its name and its frames: a map16 header (3), the 33 keys
- * with their fixstr headers (154), every scalar at its widest encoding (175), 4 links (45),
- * grid and block (32), the name's str16 and the stack's array16 headers (6): 415 bytes.
- * add() asserts the bound; wire_test's biggest event, every field at its maximum, checks it.
+ * The most an event can take besides its name and its frames: a map16 header (3), the 34 keys
+ * with their fixstr headers (161), every scalar at its widest encoding (175), 4 links (45),
+ * grid and block (32), the name's str16 and the stack's and frames' array16 headers (9): 425
+ * bytes. A frame takes 9 bytes in the stack and 5 in frames at most. add() asserts the bound;
+ * wire_test's biggest event, every field at its maximum, checks it.
  */
 #define EVENT_FIXED_MAX 512
 
 static size_t event_bound(const struct xpu_cevent *ev)
 {
-	return EVENT_FIXED_MAX + ev->name_len + 9u * ((size_t)ev->n_kernel + ev->n_user);
+	return EVENT_FIXED_MAX + ev->name_len +
+	       (ev->frames ? 14u : 9u) * ((size_t)ev->n_kernel + ev->n_user);
 }
 
 /* The pack functions below cannot fail: add() reserved the room and write_reserved() only
@@ -261,12 +508,25 @@ static void pack_stack(msgpack_packer *pk, const struct xpu_cevent *ev)
 		msgpack_pack_uint64(pk, ev->stack[i]);
 }
 
+static void pack_frames(msgpack_packer *pk, const struct xpu_cevent *ev, const __u32 *idx)
+{
+	__u32 i, n = (__u32)ev->n_kernel + ev->n_user;
+
+	msgpack_pack_array(pk, n);
+	for (i = 0; i < n; i++) {
+		if (idx[i] == IDX_NONE)
+			msgpack_pack_nil(pk);
+		else
+			msgpack_pack_uint32(pk, idx[i]);
+	}
+}
+
 /*
  * The optional fields in the order the encoder writes them (docs/wire.md lists the same).
  * OPT(cond, key, pack) is used twice: once to count the map's entries, once to write them,
  * so the two can never disagree.
  */
-#define OPTIONAL_FIELDS(OPT, pk, ev)                                                            \
+#define OPTIONAL_FIELDS(OPT, pk, ev, named, idx)                                                \
 	OPT((ev)->pid, "pid", msgpack_pack_uint32(pk, (ev)->pid))                               \
 	OPT((ev)->tid, "tid", msgpack_pack_uint32(pk, (ev)->tid))                               \
 	OPT((ev)->cpu, "cpu", msgpack_pack_uint32(pk, (ev)->cpu))                               \
@@ -296,7 +556,8 @@ static void pack_stack(msgpack_packer *pk, const struct xpu_cevent *ev)
 	OPT((ev)->scale != 0.0, "scale", msgpack_pack_double(pk, (ev)->scale))                  \
 	OPT((ev)->name_len, "name", msgpack_pack_str_with_body(pk, (ev)->name, (ev)->name_len)) \
 	OPT((ev)->n_kernel, "nk", msgpack_pack_uint16(pk, (ev)->n_kernel))                      \
-	OPT((ev)->n_kernel + (ev)->n_user, "stack", pack_stack(pk, (ev)))
+	OPT((ev)->n_kernel + (ev)->n_user, "stack", pack_stack(pk, (ev)))                       \
+	OPT(named, "frames", pack_frames(pk, (ev), (idx)))
 
 #define COUNT_FIELD(cond, key, pack) +((cond) ? 1u : 0u)
 #define WRITE_FIELD(cond, key, pack) \
@@ -309,18 +570,30 @@ __attribute__((flatten)) int xpu_wire_enc__add(struct xpu_wire_enc *enc,
 					       const struct xpu_cevent *ev)
 {
 	PACKER(pk, enc, write_reserved);
-	size_t start = enc->sbuf.size;
-	__u32 entries;
+	__u32 entries, idx[XPU_WIRE_STACK_MAX];
+	size_t start;
+	int named = 0;
 
 	if (!enc->open || !cevent__encodable(ev))
 		return -EINVAL;
 	/* array32 cannot count more; four billion events would not fit in memory anyway */
 	if (enc->count == UINT32_MAX)
 		return -ENOMEM;
+	if (enc->names_at) { /* after finish(): take the symbol table off again */
+		enc->sbuf.size = enc->names_at;
+		enc->sbuf.data[0] = (char)0x84;
+		enc->names_at = 0;
+	}
 	if (sbuffer__reserve(&enc->sbuf, event_bound(ev)))
 		return -ENOMEM;
+	if (ev->frames && ev->n_kernel + ev->n_user) {
+		named = frames__index(enc, ev, idx);
+		if (named < 0)
+			return named;
+	}
 
-	entries = 3 OPTIONAL_FIELDS(COUNT_FIELD, &pk, ev);
+	start = enc->sbuf.size;
+	entries = 3 OPTIONAL_FIELDS(COUNT_FIELD, &pk, ev, named, idx);
 	msgpack_pack_map(&pk, entries);
 	PACK_KEY(&pk, "k");
 	msgpack_pack_uint16(&pk, ev->kind);
@@ -328,11 +601,17 @@ __attribute__((flatten)) int xpu_wire_enc__add(struct xpu_wire_enc *enc,
 	msgpack_pack_uint64(&pk, ev->id);
 	PACK_KEY(&pk, "ts");
 	msgpack_pack_uint64(&pk, ev->ts_ns);
-	OPTIONAL_FIELDS(WRITE_FIELD, &pk, ev)
+	OPTIONAL_FIELDS(WRITE_FIELD, &pk, ev, named, idx)
 	assert(enc->sbuf.size - start <= event_bound(ev));
 	(void)start;
 	enc->count++;
 	return 0;
+}
+
+/* "symbols" and the array header before the names: what finish() appends to the batch. */
+static size_t names_header(const struct xpu_wire_enc *enc)
+{
+	return 8 + (enc->n_syms < 16 ? 1 : enc->n_syms <= 0xffff ? 3 : 5);
 }
 
 int xpu_wire_enc__finish(struct xpu_wire_enc *enc, const void **data, size_t *len)
@@ -341,6 +620,17 @@ int xpu_wire_enc__finish(struct xpu_wire_enc *enc, const void **data, size_t *le
 
 	if (!enc->open)
 		return -EINVAL;
+	if (enc->n_syms && !enc->names_at) {
+		PACKER(pk, enc, write_reserved);
+
+		if (sbuffer__reserve(&enc->sbuf, names_header(enc) + enc->names.size))
+			return -ENOMEM;
+		enc->names_at = enc->sbuf.size;
+		PACK_KEY(&pk, "symbols");
+		msgpack_pack_array(&pk, enc->n_syms);
+		write_reserved(&enc->sbuf, enc->names.data, enc->names.size);
+		enc->sbuf.data[0] = (char)0x85; /* the batch map's fifth entry */
+	}
 	p = (unsigned char *)enc->sbuf.data + enc->count_at;
 	p[0] = (unsigned char)(enc->count >> 24);
 	p[1] = (unsigned char)(enc->count >> 16);
@@ -358,7 +648,9 @@ __u32 xpu_wire_enc__count(const struct xpu_wire_enc *enc)
 
 size_t xpu_wire_enc__size(const struct xpu_wire_enc *enc)
 {
-	return enc->sbuf.size;
+	if (!enc->n_syms || enc->names_at)
+		return enc->sbuf.size;
+	return enc->sbuf.size + names_header(enc) + enc->names.size;
 }
 
 /* ---- decoder ---- */
@@ -779,6 +1071,7 @@ enum field {
 	F_NAME,
 	F_STACK,
 	F_NK,
+	F_FRAMES,
 	F_UNKNOWN,
 };
 
@@ -874,17 +1167,36 @@ static enum field event_field(const __u8 *s, __u32 len, size_t room)
 		return F_STACK;
 	case KEY(2, 'n', 'k', 0, 0, 0, 0):
 		return F_NK;
+	case KEY(6, 'f', 'r', 'a', 'm', 'e', 's'):
+		return F_FRAMES;
 	default:
 		return F_UNKNOWN;
 	}
 }
 
-/* Where decoded stacks go, and whether the batch needed more room than the caller gave. */
-struct sink {
-	__u64 *pool;
-	__u32 pool_len;
-	__u32 pool_used;
-	const __u8 *pool_short; /* the first stack that did not fit */
+#define SYM_EMPTY UINT32_MAX /* room.sym_at of an empty name: no name */
+
+/*
+ * Where decoded stacks and frame names go (the caller's struct xpu_wire_pool), and whether the
+ * batch needed more room than the caller gave. An event's frames go to stack[stack_used..]
+ * and their names to frames[stack_used..]. A name is first stored as its symbol index + 1
+ * cast to a pointer (0: no name), because the symbol table may come after the events;
+ * resolve_frames() turns them into pointers into text once the whole batch is read. text
+ * starts with the table's index, sym_at: where each name's copy is.
+ */
+struct room {
+	__u64 *stack;
+	const char **frames; /* NULL: names not wanted */
+	char *text;
+	size_t text_len, text_used;
+	__u32 stack_len, stack_used;
+	const __u8 *stack_short; /* the first stack that did not fit */
+	const __u8 *text_short; /* the table or the first name that did not fit */
+	__u32 *sym_at; /* NULL: no table, or no room for it */
+	__u32 n_syms;
+	/* the largest name index of the batch, checked against the table once both are read */
+	__u32 max_idx;
+	const __u8 *max_idx_at; /* NULL: no index at all */
 };
 
 static int read_triple(struct reader *r, __s32 out[3], const char *not_triple)
@@ -942,8 +1254,9 @@ static int read_links(struct reader *r, struct xpu_cevent *ev)
 }
 
 /* Frames go to the pool while it has room; after that they are still read and checked, so
- * that -ENOSPC is only ever said of a batch that is otherwise valid. */
-static int read_stack(struct reader *r, struct sink *sink, struct xpu_cevent *ev, __u32 *len)
+ * that -ENOSPC is only ever said of a batch that is otherwise valid. decode_event() moves
+ * stack_used on once the event is read: its names go beside the frames. */
+static int read_stack(struct reader *r, struct room *room, struct xpu_cevent *ev, __u32 *len)
 {
 	const __u8 *at = r->p;
 	__u64 *dst = NULL, frame;
@@ -957,10 +1270,10 @@ static int read_stack(struct reader *r, struct sink *sink, struct xpu_cevent *ev
 		return ret;
 	if (n > XPU_WIRE_STACK_MAX)
 		return fail(r, at, "stack longer than XPU_WIRE_STACK_MAX");
-	if (n && sink->pool_len - sink->pool_used >= n)
-		dst = sink->pool + sink->pool_used;
-	else if (n && !sink->pool_short)
-		sink->pool_short = at;
+	if (n && room->stack_len - room->stack_used >= n)
+		dst = room->stack + room->stack_used;
+	else if (n && !room->stack_short)
+		room->stack_short = at;
 	for (i = 0; i < n; i++) {
 		ret = read_u64(r, &frame);
 		if (ret)
@@ -968,21 +1281,67 @@ static int read_stack(struct reader *r, struct sink *sink, struct xpu_cevent *ev
 		if (dst)
 			dst[i] = frame;
 	}
-	if (dst) {
-		sink->pool_used += n;
-		ev->stack = dst;
+	ev->stack = dst;
+	*len = n;
+	return 0;
+}
+
+/* An event's frames: a name index or nil per frame. *dst: where they went, NULL when names
+ * are not wanted or the stack has no room. */
+static int read_frames(struct reader *r, struct room *room, const char ***dst, __u32 *len)
+{
+	const __u8 *at = r->p;
+	const char **out = NULL;
+	__u32 n, i, v;
+	int ret;
+
+	ret = read_array(r, &n, "frames is not an array");
+	if (!ret)
+		ret = enter(r, at, DEPTH_FIELD);
+	if (ret)
+		return ret;
+	if (n > XPU_WIRE_STACK_MAX)
+		return fail(r, at, "frames longer than XPU_WIRE_STACK_MAX");
+	if (n && room->frames && room->stack_len - room->stack_used >= n)
+		out = room->frames + room->stack_used;
+	for (i = 0; i < n; i++) {
+		const __u8 *idx_at = r->p;
+		__u8 b;
+
+		if (!left(r))
+			return fail(r, idx_at, "truncated");
+		b = *idx_at;
+		if (b == 0xc0) {
+			r->p++;
+			if (out)
+				out[i] = NULL;
+			continue;
+		}
+		if (!(b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3)))
+			return fail(r, idx_at, "frame name is not an index or nil");
+		ret = read_u32(r, &v);
+		if (ret)
+			return ret;
+		if (!room->max_idx_at || v > room->max_idx) {
+			room->max_idx = v;
+			room->max_idx_at = idx_at;
+		}
+		if (out)
+			out[i] = (const char *)(uintptr_t)((__u64)v + 1);
 	}
+	*dst = out;
 	*len = n;
 	return 0;
 }
 
 /* Flattened: the readers it calls per key are inlined into the one loop, which took a GPU
  * kernel event with a 20-frame stack from 260 ns to 200 ns. */
-__attribute__((flatten)) static int decode_event(struct reader *r, struct sink *sink,
+__attribute__((flatten)) static int decode_event(struct reader *r, struct room *room,
 						 struct xpu_cevent *ev)
 {
-	const __u8 *start = r->p, *nk_at = NULL;
-	__u32 n, i, stack_len = 0;
+	const __u8 *start = r->p, *nk_at = NULL, *frames_at = NULL;
+	const char **frames = NULL;
+	__u32 n, i, stack_len = 0, frames_len = 0;
 	__u64 seen = 0, v = 0, nk = 0;
 	double d;
 	int ret;
@@ -1128,7 +1487,11 @@ __attribute__((flatten)) static int decode_event(struct reader *r, struct sink *
 			break;
 		}
 		case F_STACK:
-			ret = read_stack(r, sink, ev, &stack_len);
+			ret = read_stack(r, room, ev, &stack_len);
+			break;
+		case F_FRAMES:
+			frames_at = at;
+			ret = read_frames(r, room, &frames, &frames_len);
 			break;
 		case F_NK:
 			nk_at = at;
@@ -1149,8 +1512,15 @@ __attribute__((flatten)) static int decode_event(struct reader *r, struct sink *
 	/* nk may come before or after stack, so it is checked once both are known */
 	if (nk > stack_len)
 		return fail(r, nk_at, "nk greater than the stack length");
+	if (frames_at && frames_len != stack_len)
+		return fail(r, frames_at, "frames and stack differ in length");
 	ev->n_kernel = (__u16)nk;
 	ev->n_user = (__u16)(stack_len - nk);
+	if (ev->stack) {
+		/* frames had the same room as the stack: both are there or neither */
+		ev->frames = frames;
+		room->stack_used += stack_len;
+	}
 	return 0;
 }
 
@@ -1159,6 +1529,8 @@ enum batch_key {
 	B_PRODUCER,
 	B_SEQ,
 	B_EVENTS,
+	B_REQUIRED, /* the keys above are required */
+	B_SYMBOLS = B_REQUIRED,
 	B_UNKNOWN,
 };
 
@@ -1172,7 +1544,64 @@ static enum batch_key batch_key(const __u8 *s, __u32 len)
 		return B_SEQ;
 	if (len == 6 && !memcmp(s, "events", 6))
 		return B_EVENTS;
+	if (len == 7 && !memcmp(s, "symbols", 7))
+		return B_SYMBOLS;
 	return B_UNKNOWN;
+}
+
+/*
+ * The batch's symbol table: every name checked, and, when names are wanted, its index
+ * (4-byte aligned) then the names copied NUL-terminated into text while there is room. An
+ * empty name is no name: it takes no text.
+ */
+static int read_symbols(struct reader *r, struct room *room)
+{
+	const __u8 *at = r->p, *s;
+	__u32 n, i, len;
+	size_t pad;
+	int ret;
+
+	ret = read_array(r, &n, "symbols is not an array");
+	if (!ret)
+		ret = enter(r, at, DEPTH_EVENTS);
+	if (ret)
+		return ret;
+	room->n_syms = n;
+	if (room->frames && n) {
+		pad = room->text ? (size_t)(-(uintptr_t)room->text & 3) : 0;
+		if (!room->text || room->text_len < pad || (room->text_len - pad) / 4 < n) {
+			room->text_short = at;
+		} else {
+			room->sym_at = (__u32 *)(void *)(room->text + pad);
+			room->text_used = pad + 4 * (size_t)n;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const __u8 *sym = r->p;
+
+		ret = read_str(r, &s, &len, "symbol is not a string");
+		if (ret)
+			return ret;
+		if (len > XPU_WIRE_FRAME_NAME_MAX)
+			return fail(r, sym, "symbol longer than XPU_WIRE_FRAME_NAME_MAX");
+		if (memchr(s, 0, len))
+			return fail(r, sym, "symbol holds a NUL byte");
+		if (!room->sym_at || room->text_short)
+			continue;
+		if (!len) {
+			room->sym_at[i] = SYM_EMPTY;
+			continue;
+		}
+		if (room->text_len - room->text_used <= len) {
+			room->text_short = sym;
+			continue;
+		}
+		memcpy(room->text + room->text_used, s, len);
+		room->text[room->text_used + len] = 0;
+		room->sym_at[i] = (__u32)room->text_used;
+		room->text_used += len + 1;
+	}
+	return 0;
 }
 
 static int read_version(struct reader *r, __u32 *version)
@@ -1219,9 +1648,9 @@ static int find_version(struct reader *main_r, __u32 n)
 
 static int decode_batch(struct reader *r, const struct xpu_wire_limits *limits,
 			struct xpu_wire_batch *batch, struct xpu_cevent *events, __u32 max_events,
-			struct sink *sink, const __u8 **events_short)
+			struct room *room, const __u8 **events_short)
 {
-	static const char *const missing[B_UNKNOWN] = {
+	static const char *const missing[B_REQUIRED] = {
 		[B_V] = "missing required key v",
 		[B_PRODUCER] = "missing required key producer",
 		[B_SEQ] = "missing required key seq",
@@ -1283,14 +1712,17 @@ static int decode_batch(struct reader *r, const struct xpu_wire_limits *limits,
 				struct xpu_cevent scratch;
 
 				if (j < max_events) {
-					ret = decode_event(r, sink, &events[j]);
+					ret = decode_event(r, room, &events[j]);
 					continue;
 				}
 				/* no room: keep checking, so -ENOSPC means "valid but big" */
 				if (!*events_short)
 					*events_short = r->p;
-				ret = decode_event(r, sink, &scratch);
+				ret = decode_event(r, room, &scratch);
 			}
+			break;
+		case B_SYMBOLS:
+			ret = read_symbols(r, room);
 			break;
 		case B_UNKNOWN:
 			break;
@@ -1300,19 +1732,70 @@ static int decode_batch(struct reader *r, const struct xpu_wire_limits *limits,
 	}
 	if (r->p != r->end)
 		return fail(r, r->p, "trailing bytes after the batch");
-	for (i = 0; i < B_UNKNOWN; i++) {
+	for (i = 0; i < B_REQUIRED; i++) {
 		if (!(seen & 1u << i))
 			return fail(r, start, missing[i]);
 	}
+	/* the table may come before or after the events: indices are checked once both are read */
+	if (room->max_idx_at && room->max_idx >= room->n_syms)
+		return fail(r, room->max_idx_at, "frame name index past the symbol table");
 	return 0;
+}
+
+/* The names of the events kept: symbol indices + 1 become pointers into text (see room). */
+static void resolve_frames(const struct room *room, struct xpu_cevent *events, __u32 n)
+{
+	__u32 i, j;
+
+	for (i = 0; i < n; i++) {
+		const char **f = (const char **)events[i].frames;
+		__u32 frames = (__u32)events[i].n_kernel + events[i].n_user;
+
+		if (!f)
+			continue;
+		if (room->text_short) { /* -ENOSPC: no names rather than some */
+			events[i].frames = NULL;
+			continue;
+		}
+		for (j = 0; j < frames; j++) {
+			uintptr_t v = (uintptr_t)f[j];
+			__u32 at = v ? room->sym_at[v - 1] : SYM_EMPTY;
+
+			f[j] = at == SYM_EMPTY ? NULL : room->text + at;
+		}
+	}
+}
+
+int xpu_wire_pool__init(struct xpu_wire_pool *pool, __u32 stack_len, size_t text_len)
+{
+	memset(pool, 0, sizeof(*pool));
+	pool->stack = calloc(stack_len ? stack_len : 1, sizeof(*pool->stack));
+	pool->frames = calloc(stack_len ? stack_len : 1, sizeof(*pool->frames));
+	pool->text = calloc(text_len ? text_len : 1, 1);
+	if (!pool->stack || !pool->frames || !pool->text) {
+		xpu_wire_pool__fini(pool);
+		return -ENOMEM;
+	}
+	pool->stack_len = stack_len;
+	pool->text_len = text_len;
+	return 0;
+}
+
+void xpu_wire_pool__fini(struct xpu_wire_pool *pool)
+{
+	free(pool->stack);
+	free(pool->frames);
+	free(pool->text);
+	memset(pool, 0, sizeof(*pool));
 }
 
 int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *limits,
 		    struct xpu_wire_batch *batch, struct xpu_cevent *events, __u32 max_events,
-		    __u64 *stack_pool, __u32 pool_len, struct xpu_wire_error *err)
+		    const struct xpu_wire_pool *pool, struct xpu_wire_error *err)
 {
-	struct sink sink = { .pool = stack_pool, .pool_len = stack_pool ? pool_len : 0 };
-	const __u8 *events_short = NULL;
+	struct room room = { 0 };
+	const __u8 *events_short = NULL, *short_at;
+	const char *short_why;
 	struct reader r = {
 		.base = buf,
 		.p = buf,
@@ -1324,6 +1807,16 @@ int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *l
 		limits = &xpu_wire_default_limits;
 	if (!events)
 		max_events = 0;
+	if (pool && pool->stack) {
+		room.stack = pool->stack;
+		room.stack_len = pool->stack_len;
+		room.frames = pool->frames;
+	}
+	if (room.frames && pool->text) {
+		room.text = pool->text;
+		/* offsets into text are __u32, SYM_EMPTY excluded */
+		room.text_len = pool->text_len < UINT32_MAX ? pool->text_len : UINT32_MAX;
+	}
 	if (!buf)
 		r.base = r.p = r.end = (const __u8 *)"";
 	r.max_depth = limits->max_depth < XPU_WIRE_DEPTH_MAX ? limits->max_depth :
@@ -1337,7 +1830,7 @@ int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *l
 	if (len > limits->max_message)
 		ret = fail(&r, r.p, "message larger than max_message");
 	else
-		ret = decode_batch(&r, limits, batch, events, max_events, &sink, &events_short);
+		ret = decode_batch(&r, limits, batch, events, max_events, &room, &events_short);
 	if (ret) {
 		if (err) {
 			err->offset = (size_t)(r.fail_at - r.base);
@@ -1345,14 +1838,24 @@ int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *l
 		}
 		return ret;
 	}
-	if (events_short || sink.pool_short) {
-		if (err) {
-			err->offset =
-				(size_t)((events_short ? events_short : sink.pool_short) - r.base);
-			err->reason = events_short ? "events array too small" :
-						     "stack pool too small";
-		}
-		return -ENOSPC;
+	if (room.frames)
+		resolve_frames(&room, events,
+			       batch->n_events < max_events ? batch->n_events : max_events);
+	if (events_short) {
+		short_at = events_short;
+		short_why = "events array too small";
+	} else if (room.stack_short) {
+		short_at = room.stack_short;
+		short_why = "stack pool too small";
+	} else if (room.text_short) {
+		short_at = room.text_short;
+		short_why = "text pool too small";
+	} else {
+		return 0;
 	}
-	return 0;
+	if (err) {
+		err->offset = (size_t)(short_at - r.base);
+		err->reason = short_why;
+	}
+	return -ENOSPC;
 }

@@ -12,7 +12,7 @@
  * allocates what a message's headers declare: it is a bounded pull reader over the message
  * bytes that checks every length against both the bytes left and the caller's limits before
  * it touches anything, and never allocates. Strings in decoded events point into the message
- * buffer; stack frames are copied into a caller-provided pool.
+ * buffer; stack frames and their names are copied into pools the caller provides.
  */
 #ifndef XPUSUP_COMMON_WIRE_H
 #define XPUSUP_COMMON_WIRE_H
@@ -25,6 +25,7 @@
 #define XPU_WIRE_VERSION 1
 #define XPU_WIRE_LINKS_MAX 4
 #define XPU_WIRE_STACK_MAX (2 * XPU_MAX_FRAMES)
+#define XPU_WIRE_FRAME_NAME_MAX 4096 /* bytes of one frame's name, its NUL not counted */
 
 enum xpu_link_type {
 	XPU_LINK_LAUNCHED_BY = 1, /* GPU activity -> the LAUNCH or CUDA_API call that launched it */
@@ -99,6 +100,12 @@ struct xpu_cevent {
 	__u16 n_kernel;
 	__u16 n_user;
 	const __u64 *stack;
+	/* frames: the functions' names, parallel to stack (n_kernel + n_user entries), each
+	 * NUL-terminated and at most XPU_WIRE_FRAME_NAME_MAX bytes; NULL (or "") for a frame
+	 * without a name; frames NULL: no names at all. The encoder writes each name once per
+	 * batch, recognising repeats by pointer first (give every occurrence of a name the same
+	 * pointer: intern them), then by content. */
+	const char *const *frames;
 };
 
 /* ---- encoder ---- */
@@ -111,16 +118,21 @@ void xpu_wire_enc__free(struct xpu_wire_enc *enc);
 
 /*
  * Batch calling order: begin(seq), add() per event, finish() -> the message bytes, valid
- * until the next begin() or free(). Sequence numbers are the caller's: the number of
- * events the producer sent before this batch, so a receiver counts lost events exactly. Return 0, -EINVAL (an event the format cannot carry:
- * unknown kind, more links than XPU_WIRE_LINKS_MAX, stack over XPU_WIRE_STACK_MAX, name over
- * XPU_STRING_MAX), -ENOMEM.
+ * until the next begin(), add() or free(). Sequence numbers are the caller's: the number of
+ * events the producer sent before this batch, so a receiver counts lost events exactly.
+ * Return 0, -EINVAL (an event the format cannot carry: unknown kind, more links than
+ * XPU_WIRE_LINKS_MAX, stack over XPU_WIRE_STACK_MAX, name over XPU_STRING_MAX, a frame name
+ * over XPU_WIRE_FRAME_NAME_MAX), -ENOMEM. A rejected event leaves the batch as it was.
+ * add() copies what it needs of the event, frame names included; but it knows a frame name
+ * it has seen in this batch by its pointer, so a pointer must stand for the same text from
+ * begin() to finish() (an interned name does).
  */
 int xpu_wire_enc__begin(struct xpu_wire_enc *enc, __u64 seq);
 int xpu_wire_enc__add(struct xpu_wire_enc *enc, const struct xpu_cevent *ev);
 int xpu_wire_enc__finish(struct xpu_wire_enc *enc, const void **data, size_t *len);
 
-/* Events added since begin(), and bytes so far: for "send when big enough" policies. */
+/* Events added since begin(), and bytes so far (the frame names that finish() will append
+ * included): for "send when big enough" policies. */
 __u32 xpu_wire_enc__count(const struct xpu_wire_enc *enc);
 size_t xpu_wire_enc__size(const struct xpu_wire_enc *enc);
 
@@ -154,23 +166,52 @@ struct xpu_wire_error {
 };
 
 /*
+ * Where xpu_wire_decode() copies what cannot point into the message: the stack frames of all
+ * events of a batch and their names. Any pointer may be NULL with its length 0 (no room).
+ */
+struct xpu_wire_pool {
+	__u64 *stack; /* stack_len entries: the frames of every event, one event after another */
+	__u32 stack_len;
+	/* names, parallel to stack (stack_len entries); NULL: names not wanted (still checked) */
+	const char **frames;
+	/* the batch's distinct names, copied NUL-terminated, and a 4-byte index entry per
+	 * name: a name of n bytes takes n + 5 bytes; XPU_WIRE_TEXT_MAX(len) always suffices */
+	char *text;
+	size_t text_len;
+};
+
+/* text that always suffices for a message of len bytes (each name costs the message at least
+ * one byte more than its length): for a receiver that must never see -ENOSPC for names. */
+#define XPU_WIRE_TEXT_MAX(len) (4 * (size_t)(len) + 3)
+
+/*
+ * xpu_wire_pool__init - allocate pool's three arrays, zeroed (calloc: the pages are touched
+ * as they are used). For receivers; the decoder itself never allocates. 0 or -ENOMEM (then
+ * nothing is left allocated). xpu_wire_pool__fini frees them; it accepts a zeroed pool.
+ */
+int xpu_wire_pool__init(struct xpu_wire_pool *pool, __u32 stack_len, size_t text_len);
+void xpu_wire_pool__fini(struct xpu_wire_pool *pool);
+
+/*
  * xpu_wire_decode - decode one message (one batch).
  *
- * events has room for max_events events; stack_pool for pool_len frames (stacks of all
- * events share it). Decoded names point into buf, which must outlive the events. Unknown
- * map keys are skipped (forward compatibility), within the depth limit.
+ * events has room for max_events events; pool (NULL: no room) takes the stacks of all events
+ * and their names. Decoded event names point into buf, which must outlive the events; frame
+ * names point into pool->text, valid until the pool is used again. Unknown map keys are
+ * skipped (forward compatibility), within the depth limit.
  *
  * Returns 0; -EBADMSG for malformed input (not MessagePack, wrong shape, a value of the wrong
- * type, a length past the end, over a limit), with *err filled when err is not NULL;
- * -ENOSPC when events or stack_pool is too small for a well-formed batch (the whole batch is
- * checked first; batch->n_events then says how many events it holds, and *err says which
- * room ran out). Never allocates; never reads outside [buf, buf + len).
+ * type, a length past the end, over a limit, a frame name index past the symbol table), with
+ * *err filled when err is not NULL; -ENOSPC when events, pool->stack or pool->text is too
+ * small for a well-formed batch (the whole batch is checked first; batch->n_events then says
+ * how many events it holds, and *err says which room ran out; events without room for their
+ * stack have stack and frames NULL, and when the text ran out every frames is NULL). Never
+ * allocates; never reads outside [buf, buf + len).
  */
 int xpu_wire_decode(const void *buf, size_t len, const struct xpu_wire_limits *limits,
 		    struct xpu_wire_batch *batch, struct xpu_cevent *events, __u32 max_events,
-		    __u64 *stack_pool, __u32 pool_len, struct xpu_wire_error *err);
+		    const struct xpu_wire_pool *pool, struct xpu_wire_error *err);
 
-/* Names for docs, JSON and messages: "launched_by", "exact_id"; "unknown" otherwise. */
 /*
  * Per-producer sequence accounting for a receiver (docs/wire.md, "Sequence numbers and
  * gaps"): seq counts events, so a gap is the exact number of events lost on the way.
@@ -185,6 +226,7 @@ struct xpu_wire_seq {
 
 void xpu_wire_seq__batch(struct xpu_wire_seq *t, const struct xpu_wire_batch *b);
 
+/* Names for docs, JSON and messages: "launched_by", "exact_id"; "unknown" otherwise. */
 const char *xpu_link_type__name(__u32 type);
 const char *xpu_corr_type__name(__u32 type);
 

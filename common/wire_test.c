@@ -17,11 +17,12 @@
 /* ---- a tiny independent MessagePack writer: the widths and order are the test's choice ---- */
 
 struct mp {
-	__u8 b[1 << 20];
+	__u8 b[4 << 20];
 	size_t n;
 };
 
 static struct mp m; /* the message under construction; tests build one at a time */
+static struct mp ev_buf; /* events written apart, for a batch whose symbol table comes first */
 
 static void put(struct mp *w, const void *p, size_t n)
 {
@@ -170,6 +171,34 @@ static __u64 frames[V_COUNT][XPU_REC_TYPE_MAX][XPU_WIRE_STACK_MAX];
 static char long_name[XPU_STRING_MAX];
 static const char utf8_name[] = "void k<\xce\xbb>(float*) \xff\xfe not UTF-8 \x01";
 
+/*
+ * Frame names. V_MAX and V_ALL name every frame, each with its own name of the longest length
+ * (every byte value but NUL); the kinds share them, as a symbolizer's interned names are
+ * shared. V_EDGE mixes short names, repeats, names alike in content but not in pointer, NULL,
+ * "" (no name either) and bytes a sink must take care of.
+ */
+static char max_names[XPU_WIRE_STACK_MAX][XPU_WIRE_FRAME_NAME_MAX + 1];
+static const char *max_frames[XPU_WIRE_STACK_MAX];
+static const char main_copy[] = "main";
+static const char *const edge_frames[20] = {
+	"a", NULL,	"main",	    "",	  "void f<\xce\xbb>(int; char)\n\xff",
+	"a", main_copy, "main",	    NULL, "b",
+	"c", "d",	"e",	    "f",  "g",
+	"h", "i",	"\x01\x7f", "j",  NULL,
+};
+
+static void names__init(void)
+{
+	__u32 j, k;
+
+	for (j = 0; j < XPU_WIRE_STACK_MAX; j++) {
+		for (k = 0; k < XPU_WIRE_FRAME_NAME_MAX; k++)
+			max_names[j][k] = (char)((j + k * 7) % 255 + 1);
+		max_names[j][0] = (char)(j + 1); /* distinct: each starts with its own byte */
+		max_frames[j] = max_names[j];
+	}
+}
+
 static const __u64 edges[] = {
 	1,
 	0x7f,
@@ -279,9 +308,18 @@ static void make_event(struct xpu_cevent *ev, __u16 kind, enum variant v)
 		for (j = 0; j < n; j++)
 			frames[v][kind][j] = pick(v, i++, UINT64_MAX) - j;
 		ev->stack = frames[v][kind];
+		ev->frames = max ? max_frames : edge_frames;
 		ev->n_kernel = (__u16)(max ? XPU_MAX_FRAMES : 3);
 		ev->n_user = (__u16)(n - ev->n_kernel);
 	}
+}
+
+/* Frame i's name as the decoder must give it: NULL for none, "" included. */
+static const char *frame_name(const struct xpu_cevent *ev, __u32 i)
+{
+	const char *name = ev->frames ? ev->frames[i] : NULL;
+
+	return name && name[0] ? name : NULL;
 }
 
 /* Field-by-field comparison; names each field that differs. Returns the number of them. */
@@ -353,6 +391,18 @@ static int cevent__diff(const struct xpu_cevent *got, const struct xpu_cevent *w
 		tap_diag("stack frames differ");
 		bad++;
 	}
+	for (i = 0; got->n_kernel + got->n_user == want->n_kernel + want->n_user &&
+		    i < (__u32)got->n_kernel + got->n_user;
+	     i++) {
+		const char *g = frame_name(got, i), *w = frame_name(want, i);
+
+		if (!g != !w || (g && strcmp(g, w))) {
+			tap_diag("frame %u: name %s, want %s", i, g ? "differs" : "missing",
+				 w ? "a name" : "none");
+			bad++;
+			break;
+		}
+	}
 	return bad;
 }
 
@@ -370,6 +420,36 @@ static void put_wide_int(struct mp *w, __u64 v, int signed_form)
 		put_be(w, 0xcf, v, 8);
 }
 
+/* The independent writer's symbol table: names by content, in the order first met. */
+static const char *wide_syms[4 * XPU_WIRE_STACK_MAX];
+static __u32 n_wide_syms;
+
+static __u32 wide_index(const char *name)
+{
+	__u32 i;
+
+	for (i = 0; i < n_wide_syms; i++)
+		if (!strcmp(wide_syms[i], name))
+			return i;
+	if (n_wide_syms == sizeof(wide_syms) / sizeof(wide_syms[0]))
+		tap_bail("test symbol table full");
+	wide_syms[n_wide_syms] = name;
+	return n_wide_syms++;
+}
+
+/* "symbols": the table as str32s in an array32 */
+static void put_symbols_wide(struct mp *w)
+{
+	__u32 i;
+
+	put_str8(w, "symbols");
+	put_be(w, 0xdd, n_wide_syms, 4);
+	for (i = 0; i < n_wide_syms; i++) {
+		put_be(w, 0xdb, strlen(wide_syms[i]), 4);
+		put(w, wide_syms[i], strlen(wide_syms[i]));
+	}
+}
+
 static void put_event_wide(struct mp *w, const struct xpu_cevent *ev, int unknown)
 {
 	__u32 n_frames = (__u32)ev->n_kernel + ev->n_user, entries = 3, j;
@@ -378,6 +458,18 @@ static void put_event_wide(struct mp *w, const struct xpu_cevent *ev, int unknow
 
 	put_be(w, 0xdf, 0, 4); /* patched below */
 	count_at = w->n - 4;
+	if (n_frames && ev->frames) {
+		/* before the stack, every index a uint32, nil for none (and for "") */
+		put_str8(w, "frames");
+		put_be(w, 0xdd, n_frames, 4);
+		for (j = 0; j < n_frames; j++) {
+			if (frame_name(ev, j))
+				put_be(w, 0xce, wide_index(ev->frames[j]), 4);
+			else
+				put8(w, 0xc0);
+		}
+		entries++;
+	}
 #define WIDE(cond, key, value)                          \
 	do {                                            \
 		if (cond) {                             \
@@ -486,15 +578,19 @@ static void put_event_wide(struct mp *w, const struct xpu_cevent *ev, int unknow
 
 #define MAX_EVENTS 32
 #define POOL_LEN (MAX_EVENTS * XPU_WIRE_STACK_MAX)
+#define TEXT_LEN (4u << 20)
 
 static struct xpu_cevent out[MAX_EVENTS];
-static __u64 pool[POOL_LEN];
+static __u64 stack_pool[POOL_LEN];
+static const char *frames_pool[POOL_LEN];
+static _Alignas(8) char text_pool[TEXT_LEN];
+static const struct xpu_wire_pool pool = { stack_pool, POOL_LEN, frames_pool, text_pool, TEXT_LEN };
 static struct xpu_wire_batch batch;
 static struct xpu_wire_error werr;
 
 static int decode(const void *buf, size_t len)
 {
-	return xpu_wire_decode(buf, len, NULL, &batch, out, MAX_EVENTS, pool, POOL_LEN, &werr);
+	return xpu_wire_decode(buf, len, NULL, &batch, out, MAX_EVENTS, &pool, &werr);
 }
 
 /* One rejection: -EBADMSG with exactly this reason, at an offset inside the message. */
@@ -680,7 +776,8 @@ static void test_golden(void)
 	tap_eq_u64(cevent__diff(&out[1], &ev[1]), 0, "golden kernel equal field by field");
 	tap_ok(out[1].name == (const char *)golden + sizeof(golden) - 6,
 	       "decoded name points into the message");
-	tap_ok(out[0].stack == pool, "decoded stack is in the caller's pool");
+	tap_ok(out[0].stack == stack_pool, "decoded stack is in the caller's pool");
+	tap_ok(out[0].frames == NULL && out[1].frames == NULL, "no names: frames NULL");
 	tap_ok(out[1].stack == NULL && out[1].n_kernel == 0 && out[1].n_user == 0,
 	       "no stack: NULL and zero counts");
 	xpu_wire_enc__free(enc);
@@ -727,6 +824,7 @@ static void test_round_trip(void)
 
 	for (i = 0; i < XPU_STRING_MAX; i++)
 		long_name[i] = (char)(i * 7 + 1); /* every byte value, NUL and 0xff included */
+	names__init();
 	for (v = 0; v < V_COUNT; v++) {
 		static const char *const vname[V_COUNT] = { "max", "all", "edge", "min" };
 
@@ -747,10 +845,24 @@ static void test_round_trip(void)
 				   xpu_rec_type__name(want[i].kind));
 		}
 
-		/* the same events from the independent writer, unknown keys sprinkled in */
-		start(1, n);
+		/* the same events from the independent writer, unknown keys sprinkled in, the
+		 * symbol table before the events */
+		ev_buf.n = 0;
+		n_wide_syms = 0;
 		for (i = 0; i < n; i++)
-			put_event_wide(&m, &want[i], (int)(i & 1));
+			put_event_wide(&ev_buf, &want[i], (int)(i & 1));
+		m.n = 0;
+		put8(&m, 0x85);
+		put_symbols_wide(&m);
+		put_fixstr(&m, "v");
+		put_uint(&m, 1);
+		put_fixstr(&m, "producer");
+		put_uint(&m, 3);
+		put_fixstr(&m, "seq");
+		put_uint(&m, 7);
+		put_fixstr(&m, "events");
+		put_be(&m, 0xdc, n, 2);
+		put(&m, ev_buf.b, ev_buf.n);
 		tap_ok(decode(m.b, m.n) == 0 && batch.n_events == n,
 		       "%s batch from the wide writer decodes", vname[v]);
 		for (i = 0; i < n; i++) {
@@ -934,14 +1046,12 @@ static void test_hostile(void)
 	start(1, 1000);
 	expect_bad_m("array longer than the message", "array16 of 1000 events in a short message");
 	lim.max_events = 1;
-	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, pool, POOL_LEN,
-			      &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "too many events"),
 	       "2 events over max_events 1: too many events");
 	lim = xpu_wire_default_limits;
 	lim.max_message = sizeof(golden) - 1;
-	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, pool, POOL_LEN,
-			      &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "message larger than max_message") &&
 		       werr.offset == 0,
 	       "message over max_message rejected unread");
@@ -971,7 +1081,7 @@ static void test_hostile(void)
 	tap_eq_u64(werr.offset, 3 + 4, "depth limit found at the 6th level's header");
 	lim = xpu_wire_default_limits;
 	lim.max_depth = 1000000; /* clamped to XPU_WIRE_DEPTH_MAX */
-	ret = xpu_wire_decode(m.b, m.n, &lim, &batch, out, MAX_EVENTS, pool, POOL_LEN, &werr);
+	ret = xpu_wire_decode(m.b, m.n, &lim, &batch, out, MAX_EVENTS, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "depth limit") &&
 		       werr.offset == 3 + XPU_WIRE_DEPTH_MAX - 1,
 	       "max_depth 1000000 is clamped to XPU_WIRE_DEPTH_MAX (%d)", XPU_WIRE_DEPTH_MAX);
@@ -983,12 +1093,11 @@ static void test_hostile(void)
 	put8(&m, 1);
 	put8(&m, 1);
 	put8(&m, 1);
-	ret = xpu_wire_decode(m.b, m.n, &lim, &batch, out, MAX_EVENTS, pool, POOL_LEN, &werr);
+	ret = xpu_wire_decode(m.b, m.n, &lim, &batch, out, MAX_EVENTS, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "depth limit"),
 	       "max_depth 3 refuses an event's grid array");
 	lim.max_depth = 0;
-	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, pool, POOL_LEN,
-			      &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), &lim, &batch, out, MAX_EVENTS, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "depth limit"),
 	       "max_depth 0 refuses the batch map itself");
 
@@ -1352,28 +1461,30 @@ static void test_event_rejects(void)
 
 static void test_nospc(void)
 {
-	__u64 small_pool[1];
+	__u64 one_frame[1];
+	const struct xpu_wire_pool small_pool = { .stack = one_frame, .stack_len = 1 };
+	const struct xpu_wire_pool two = { stack_pool, 2, NULL, NULL, 0 };
 	int ret;
 
-	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, 1, pool, POOL_LEN, &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, 1, &pool, &werr);
 	tap_ok(ret == -ENOSPC && !strcmp(werr.reason, "events array too small"),
 	       "2 events into room for 1: -ENOSPC");
 	tap_eq_u64(werr.offset, 88, "ENOSPC offset: the first event that did not fit");
 	tap_eq_u64(batch.n_events, 2, "on ENOSPC n_events says how many the batch holds");
-	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, NULL, 0, pool, POOL_LEN, &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, NULL, 0, &pool, &werr);
 	tap_eq_u64(ret, (__u64)(__s64)-ENOSPC, "no events array at all: -ENOSPC");
-	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, MAX_EVENTS, small_pool, 1,
+	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, MAX_EVENTS, &small_pool,
 			      &werr);
 	tap_ok(ret == -ENOSPC && !strcmp(werr.reason, "stack pool too small"),
 	       "2 frames into a pool of 1: -ENOSPC");
-	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, MAX_EVENTS, NULL, 0, NULL);
+	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, MAX_EVENTS, NULL, NULL);
 	tap_eq_u64(ret, (__u64)(__s64)-ENOSPC, "no pool, no err: -ENOSPC");
 
 	/* -ENOSPC only for a batch that is otherwise valid */
 	start(1, 2);
 	put_event(&m, XPU_REC_LOSS, 1, 0);
 	put_event(&m, 99, 2, 0);
-	ret = xpu_wire_decode(m.b, m.n, NULL, &batch, out, 1, pool, POOL_LEN, &werr);
+	ret = xpu_wire_decode(m.b, m.n, NULL, &batch, out, 1, &pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "unknown kind"),
 	       "an invalid event past the room is still -EBADMSG");
 	start(1, 2);
@@ -1386,11 +1497,545 @@ static void test_nospc(void)
 	put_fixstr(&m, "stack");
 	put8(&m, 0x91);
 	put8(&m, 0xc0);
-	ret = xpu_wire_decode(m.b, m.n, NULL, &batch, out, MAX_EVENTS, small_pool, 1, &werr);
+	ret = xpu_wire_decode(m.b, m.n, NULL, &batch, out, MAX_EVENTS, &small_pool, &werr);
 	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "expected an integer"),
 	       "an invalid frame past the pool is still -EBADMSG");
-	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, 2, pool, 2, &werr);
+	ret = xpu_wire_decode(golden, sizeof(golden), NULL, &batch, out, 2, &two, &werr);
 	tap_eq_u64(ret, 0, "exactly enough room: ok");
+}
+
+/*
+ * The batch with frame names of docs/wire.md, byte by byte from the spec: a CPU sample whose
+ * kernel frame and outer user frame are named, the frame between them not; a launch that
+ * names its frames with a long name and "main" again, through a second copy of the text.
+ * Each name is in the symbol table once, after the events.
+ */
+#define LONG_NAME "at::native::vectorized_elementwise_kernel"
+
+static const __u64 names_stack1[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
+static const __u64 names_stack2[2] = { 0x402000, 0x401100 };
+static const char *const names_frames1[3] = { "sys_read", NULL, "main" };
+static const char *const names_frames2[2] = { LONG_NAME, main_copy };
+
+static const __u8 golden_names[] = {
+	0x85, /* map of 5: the symbol table is the fifth entry */
+	0xa1, 'v',  0x01, /* "v": 1 */
+	0xa8, 'p',  'r',  'o',	'd',  'u',  'c',  'e',	'r',  0x03, /* "producer": 3 */
+	0xa3, 's',  'e',  'q',	0x07, /* "seq": 7 */
+	0xa6, 'e',  'v',  'e',	'n',  't',  's',  0xdd, 0x00, 0x00, 0x00, 0x02, /* "events": 2 */
+	0x86, /* event 1: map of 6 */
+	0xa1, 'k',  0x02, /* "k": 2 (CPU_SAMPLE) */
+	0xa2, 'i',  'd',  0x01, /* "id": 1 */
+	0xa2, 't',  's',  0xcd, 0x03, 0xe8, /* "ts": 1000 */
+	0xa2, 'n',  'k',  0x01, /* "nk": 1 */
+	0xa5, 's',  't',  'a',	'c',  'k',  0x93, /* "stack": array of 3 */
+	0xcf, 0xff, 0xff, 0xff, 0xff, 0x81, 0x00, 0x00, 0x10, /* kernel 0xffffffff81000010 */
+	0xce, 0x00, 0x40, 0x10, 0x00, /* user 0x401000 */
+	0xce, 0x00, 0x40, 0x11, 0x00, /* user 0x401100 */
+	0xa6, 'f',  'r',  'a',	'm',  'e',  's',  0x93, /* "frames": array of 3 */
+	0x00, 0xc0, 0x01, /* symbol 0 ("sys_read"), nil (no name), symbol 1 ("main") */
+	0x85, /* event 2: map of 5 */
+	0xa1, 'k',  0x03, /* "k": 3 (LAUNCH) */
+	0xa2, 'i',  'd',  0x02, /* "id": 2 */
+	0xa2, 't',  's',  0xcd, 0x07, 0xd0, /* "ts": 2000 */
+	0xa5, 's',  't',  'a',	'c',  'k',  0x92, /* "stack": array of 2 */
+	0xce, 0x00, 0x40, 0x20, 0x00, /* 0x402000 */
+	0xce, 0x00, 0x40, 0x11, 0x00, /* 0x401100 */
+	0xa6, 'f',  'r',  'a',	'm',  'e',  's',  0x92, 0x02, 0x01, /* "frames": [2, 1] */
+	0xa7, 's',  'y',  'm',	'b',  'o',  'l',  's',	0x93, /* "symbols": array of 3 */
+	0xa8, 's',  'y',  's',	'_',  'r',  'e',  'a',	'd', /* 0: "sys_read" */
+	0xa4, 'm',  'a',  'i',	'n', /* 1: "main" */
+	0xd9, 0x29, /* 2: str8 of 41 bytes */
+	'a',  't',  ':',  ':',	'n',  'a',  't',  'i',	'v',  'e',  ':',  ':',	'v', 'e',
+	'c',  't',  'o',  'r',	'i',  'z',  'e',  'd',	'_',  'e',  'l',  'e',	'm', 'e',
+	'n',  't',  'w',  'i',	's',  'e',  '_',  'k',	'e',  'r',  'n',  'e',	'l',
+};
+
+static void golden_names_events(struct xpu_cevent ev[2])
+{
+	memset(ev, 0, 2 * sizeof(*ev));
+	ev[0].kind = XPU_REC_CPU_SAMPLE;
+	ev[0].id = 1;
+	ev[0].ts_ns = 1000;
+	ev[0].stack = names_stack1;
+	ev[0].frames = names_frames1;
+	ev[0].n_kernel = 1;
+	ev[0].n_user = 2;
+	ev[1].kind = XPU_REC_LAUNCH;
+	ev[1].id = 2;
+	ev[1].ts_ns = 2000;
+	ev[1].stack = names_stack2;
+	ev[1].frames = names_frames2;
+	ev[1].n_user = 2;
+}
+
+/* Encode evs into a fresh batch (producer 3, seq 7); the message stays the encoder's. */
+static int encode_events(struct xpu_wire_enc *enc, const struct xpu_cevent *evs, __u32 n,
+			 const void **data, size_t *len)
+{
+	__u32 i;
+	int ret = xpu_wire_enc__begin(enc, 7);
+
+	for (i = 0; !ret && i < n; i++)
+		ret = xpu_wire_enc__add(enc, &evs[i]);
+	return ret ? ret : xpu_wire_enc__finish(enc, data, len);
+}
+
+static void expect_golden_names(const void *data, size_t len, const char *what)
+{
+	size_t i;
+
+	if (tap_ok(len == sizeof(golden_names) && !memcmp(data, golden_names, len), "%s", what))
+		return;
+	for (i = 0; i < len && i < sizeof(golden_names); i++) {
+		if (((const __u8 *)data)[i] != golden_names[i]) {
+			tap_diag("first difference at byte %zu: %02x, want %02x", i,
+				 ((const __u8 *)data)[i], golden_names[i]);
+			return;
+		}
+	}
+	tap_diag("length %zu, want %zu", len, sizeof(golden_names));
+}
+
+static void test_golden_names(void)
+{
+	struct xpu_wire_enc *enc = xpu_wire_enc__new(3);
+	struct xpu_cevent ev[2];
+	const void *data = NULL;
+	size_t len = 0, n;
+	int ret;
+
+	golden_names_events(ev);
+	tap_eq_u64(xpu_wire_enc__begin(enc, 7), 0, "names: begin");
+	tap_eq_u64(xpu_wire_enc__add(enc, &ev[0]), 0, "names: add the sample");
+	tap_eq_u64(xpu_wire_enc__add(enc, &ev[1]), 0, "names: add the launch");
+	tap_eq_u64(xpu_wire_enc__size(enc), sizeof(golden_names),
+		   "size before finish counts the symbol table to come");
+	tap_eq_u64(xpu_wire_enc__finish(enc, &data, &len), 0, "names: finish");
+	expect_golden_names(data, len, "golden bytes with frame names");
+	tap_eq_u64(xpu_wire_enc__size(enc), len, "size after finish is the message");
+	tap_eq_u64(xpu_wire_enc__finish(enc, &data, &len), 0, "finish again");
+	expect_golden_names(data, len, "finish again appends nothing");
+
+	/* the same names through other pointers: the bytes do not change */
+	tap_eq_u64(encode_events(enc, ev, 2, &data, &len), 0, "names: the batch again");
+	expect_golden_names(data, len, "a reused encoder gives the same bytes");
+
+	/* an event after finish() goes before the symbol table, which grows */
+	tap_eq_u64(xpu_wire_enc__begin(enc, 7), 0, "begin");
+	xpu_wire_enc__add(enc, &ev[0]);
+	xpu_wire_enc__finish(enc, &data, &len);
+	tap_eq_u64(xpu_wire_enc__add(enc, &ev[1]), 0, "add after finish");
+	tap_eq_u64(xpu_wire_enc__finish(enc, &data, &len), 0, "finish once more");
+	expect_golden_names(data, len, "add after finish: the same batch");
+
+	ret = decode(golden_names, sizeof(golden_names));
+	tap_eq_u64(ret, 0, "golden names decode");
+	tap_ok(batch.n_events == 2 && cevent__diff(&out[0], &ev[0]) == 0 &&
+		       cevent__diff(&out[1], &ev[1]) == 0,
+	       "golden names: both events equal field by field, names included");
+	tap_ok(out[0].frames == frames_pool && out[1].frames == frames_pool + 3 &&
+		       out[1].stack == stack_pool + 3,
+	       "frames lie beside their stack in the pool");
+	tap_ok(out[0].frames[2] == out[1].frames[1] && out[0].frames[1] == NULL,
+	       "a name shared by two events is one copy; no name is NULL");
+	tap_ok((const char *)out[0].frames[0] >= text_pool &&
+		       (const char *)out[0].frames[0] < text_pool + TEXT_LEN &&
+		       !strcmp(out[1].frames[0], LONG_NAME),
+	       "names are copied into the text pool, NUL-terminated");
+
+	/* every prefix is malformed */
+	for (n = 0, ret = 0; n < sizeof(golden_names); n++) {
+		__u8 *copy = malloc(n ? n : 1);
+
+		memcpy(copy, golden_names, n);
+		if (decode(copy, n) != -EBADMSG)
+			ret++;
+		free(copy);
+	}
+	tap_eq_u64(ret, 0, "all %zu proper prefixes of the names batch are rejected",
+		   sizeof(golden_names));
+
+	/* a batch without names is what it always was, whatever frames says */
+	golden_events(ev);
+	ev[0].frames = (const char *const[]){ NULL, "" };
+	tap_eq_u64(encode_events(enc, ev, 2, &data, &len), 0, "frames without a name");
+	tap_ok(len == sizeof(golden) && !memcmp(data, golden, len),
+	       "frames of NULL and \"\" only: the golden bytes, no frames, no symbol table");
+	xpu_wire_enc__free(enc);
+}
+
+/* The symbol table before the events, between them and "v", and names across many events. */
+static void test_names_liberal(void)
+{
+	struct xpu_cevent ev[2];
+	__u32 i;
+
+	golden_names_events(ev);
+	/* "symbols" first, str16 names, frames before the stack, indices as uint32 */
+	m.n = 0;
+	put8(&m, 0x85);
+	put_fixstr(&m, "symbols");
+	put8(&m, 0x93);
+	put_be(&m, 0xda, 4, 2);
+	put(&m, "main", 4);
+	put_be(&m, 0xda, strlen(LONG_NAME), 2);
+	put(&m, LONG_NAME, strlen(LONG_NAME));
+	put_be(&m, 0xda, 8, 2);
+	put(&m, "sys_read", 8);
+	put_fixstr(&m, "seq");
+	put8(&m, 7);
+	put_fixstr(&m, "events");
+	put8(&m, 0x92);
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 3);
+	m.n -= 1; /* put_event wrote ts 5: make it 1000 */
+	put_be(&m, 0xcd, 1000, 2);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x93);
+	put_be(&m, 0xce, 2, 4);
+	put8(&m, 0xc0);
+	put_be(&m, 0xcf, 0, 8);
+	put_fixstr(&m, "nk");
+	put8(&m, 1);
+	put_fixstr(&m, "stack");
+	put8(&m, 0x93);
+	for (i = 0; i < 3; i++)
+		put_uint(&m, names_stack1[i]);
+	put_event(&m, XPU_REC_LAUNCH, 2, 2);
+	m.n -= 1;
+	put_be(&m, 0xcd, 2000, 2);
+	put_fixstr(&m, "stack");
+	put8(&m, 0x92);
+	put_uint(&m, names_stack2[0]);
+	put_uint(&m, names_stack2[1]);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x92);
+	put8(&m, 1);
+	put8(&m, 0);
+	put_fixstr(&m, "producer");
+	put8(&m, 3);
+	put_fixstr(&m, "v");
+	put8(&m, 1);
+	tap_eq_u64(decode(m.b, m.n), 0, "symbols before the events, v last, other widths: ok");
+	tap_ok(batch.n_events == 2 && cevent__diff(&out[0], &ev[0]) == 0 &&
+		       cevent__diff(&out[1], &ev[1]) == 0,
+	       "and the same events as the golden names batch");
+
+	/* frames of nils only, and no symbol table: no names */
+	start(1, 1);
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 2);
+	put_fixstr(&m, "stack");
+	put8(&m, 0x91);
+	put8(&m, 5);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x91);
+	put8(&m, 0xc0);
+	tap_ok(decode(m.b, m.n) == 0 && out[0].frames && out[0].frames[0] == NULL,
+	       "frames of nil without a symbol table: ok, no name");
+	/* an empty symbol is no name */
+	m.b[0] = 0x85;
+	put_fixstr(&m, "symbols");
+	put8(&m, 0x91);
+	put8(&m, 0xa0);
+	m.b[m.n - 11] = 0x00; /* the frame's nil becomes index 0 */
+	tap_ok(decode(m.b, m.n) == 0 && out[0].frames && out[0].frames[0] == NULL,
+	       "an empty symbol decodes as no name");
+	/* an unused symbol is allowed */
+	m.n -= 2;
+	put8(&m, 0x92);
+	put_fixstr(&m, "y");
+	put_fixstr(&m, "x");
+	tap_ok(decode(m.b, m.n) == 0 && out[0].frames && !strcmp(out[0].frames[0], "y"),
+	       "a symbol no frame uses is allowed");
+	/* frames of length 0 beside no stack */
+	start(1, 1);
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 1);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x90);
+	tap_ok(decode(m.b, m.n) == 0 && !out[0].frames && !out[0].stack,
+	       "an empty frames array without a stack: ok");
+
+	/* names not wanted: still checked, not copied */
+	{
+		const struct xpu_wire_pool no_names = { .stack = stack_pool,
+							.stack_len = POOL_LEN };
+		int ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out,
+					  MAX_EVENTS, &no_names, &werr);
+
+		tap_ok(ret == 0 && !out[0].frames && !out[1].frames && out[1].stack,
+		       "pool without frames: the names are skipped, the stacks kept");
+	}
+}
+
+static void test_names_rejects(void)
+{
+	unsigned int i;
+
+	/* an index past the table, after and before it */
+	m.n = 0;
+	put(&m, golden_names, sizeof(golden_names));
+	m.b[0x7d] = 0x03; /* event 2's first index: 2 -> 3 */
+	if (!tap_ok(golden_names[0x7d] == 0x02, "byte 0x7d is event 2's first name index"))
+		return;
+	expect_bad_m("frame name index past the symbol table", "index 3 of 3 symbols");
+	tap_eq_u64(werr.offset, 0x7d, "the error points at the index");
+	start(1, 1);
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 2);
+	put_fixstr(&m, "stack");
+	put8(&m, 0x91);
+	put8(&m, 5);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x91);
+	put8(&m, 0);
+	expect_bad_m("frame name index past the symbol table", "an index without a symbol table");
+	m.b[0] = 0x85;
+	put_fixstr(&m, "symbols");
+	put8(&m, 0x90);
+	expect_bad_m("frame name index past the symbol table", "an index into an empty table");
+	m.n = 0;
+	put8(&m, 0x85);
+	put_fixstr(&m, "symbols");
+	put8(&m, 0x91);
+	put_fixstr(&m, "a");
+	put_header(&m, 1, 1);
+	if (!tap_ok(m.b[12] == 0x84, "the header's map byte follows the table"))
+		return;
+	memmove(m.b + 12, m.b + 13, m.n - 13); /* it goes: the first map holds all 5 */
+	m.n--;
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 2);
+	put_fixstr(&m, "stack");
+	put8(&m, 0x91);
+	put8(&m, 5);
+	put_fixstr(&m, "frames");
+	put8(&m, 0x91);
+	put_be(&m, 0xcd, 1, 2);
+	expect_bad_m("frame name index past the symbol table", "index 1 of a table of 1 before");
+
+	/* the table */
+#define SYMBOLS_BATCH(...)                 \
+	do {                               \
+		start(1, 0);               \
+		m.b[0] = 0x85;             \
+		put_fixstr(&m, "symbols"); \
+		__VA_ARGS__;               \
+	} while (0)
+	SYMBOLS_BATCH(put8(&m, 0x01));
+	expect_bad_m("symbols is not an array", "symbols that is an integer");
+	SYMBOLS_BATCH(put8(&m, 0x81); put_fixstr(&m, "a"); put_fixstr(&m, "b"));
+	expect_bad_m("symbols is not an array", "symbols that is a map");
+	SYMBOLS_BATCH(put8(&m, 0x92); put_fixstr(&m, "a"); put8(&m, 0x07));
+	expect_bad_m("symbol is not a string", "a symbol that is an integer");
+	SYMBOLS_BATCH(put8(&m, 0x91); put8(&m, 0xc0));
+	expect_bad_m("symbol is not a string", "a symbol that is nil");
+	SYMBOLS_BATCH(put8(&m, 0x91); put_be(&m, 0xc4, 1, 1); put8(&m, 'a'));
+	expect_bad_m("symbol is not a string", "a symbol packed as bin");
+	SYMBOLS_BATCH(put8(&m, 0x91); put_be(&m, 0xda, XPU_WIRE_FRAME_NAME_MAX + 1, 2);
+		      for (i = 0; i < XPU_WIRE_FRAME_NAME_MAX + 1; i++) put8(&m, 'a'));
+	expect_bad_m("symbol longer than XPU_WIRE_FRAME_NAME_MAX", "a symbol of 4097 bytes");
+	m.n -= 3 + XPU_WIRE_FRAME_NAME_MAX + 1; /* back to before the str16 */
+	put_be(&m, 0xda, XPU_WIRE_FRAME_NAME_MAX, 2);
+	for (i = 0; i < XPU_WIRE_FRAME_NAME_MAX; i++)
+		put8(&m, 'a');
+	tap_eq_u64(decode(m.b, m.n), 0, "a symbol of 4096 bytes is fine");
+	SYMBOLS_BATCH(put8(&m, 0x91); put(&m,
+					  "\xa3"
+					  "a\0b",
+					  4));
+	expect_bad_m("symbol holds a NUL byte", "a symbol with a NUL inside");
+	SYMBOLS_BATCH(put8(&m, 0x91); put(&m,
+					  "\xa3"
+					  "ab",
+					  3));
+	expect_bad_m("string longer than the message", "a symbol cut short");
+	SYMBOLS_BATCH(put_be(&m, 0xdd, 0xffffffffu, 4));
+	expect_bad_m("array longer than the message", "a table of 4294967295 symbols");
+	SYMBOLS_BATCH(put8(&m, 0x90); put_fixstr(&m, "symbols"); put8(&m, 0x90));
+	m.b[0] = 0x86;
+	expect_bad_m("duplicate key", "symbols twice");
+
+	/* an event's frames */
+#define FRAMES_EVENT(n_stack, ...)                       \
+	do {                                             \
+		start(1, 1);                             \
+		m.b[0] = 0x85;                           \
+		put_event(&m, XPU_REC_CPU_SAMPLE, 1, 2); \
+		put_fixstr(&m, "stack");                 \
+		put8(&m, (__u8)(0x90 | (n_stack)));      \
+		for (i = 0; i < (n_stack); i++)          \
+			put8(&m, (__u8)(i + 1));         \
+		put_fixstr(&m, "frames");                \
+		__VA_ARGS__;                             \
+		put_fixstr(&m, "symbols");               \
+		put8(&m, 0x92);                          \
+		put_fixstr(&m, "a");                     \
+		put_fixstr(&m, "b");                     \
+	} while (0)
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 1));
+	tap_ok(decode(m.b, m.n) == 0 && !strcmp(out[0].frames[0], "a") &&
+		       !strcmp(out[0].frames[1], "b"),
+	       "the frames test event is valid as it stands");
+	FRAMES_EVENT(2, put8(&m, 0x91); put8(&m, 0));
+	expect_bad_m("frames and stack differ in length", "1 name for 2 frames");
+	FRAMES_EVENT(1, put8(&m, 0x92); put8(&m, 0); put8(&m, 1));
+	expect_bad_m("frames and stack differ in length", "2 names for 1 frame");
+	FRAMES_EVENT(2, put8(&m, 0x01));
+	expect_bad_m("frames is not an array", "frames that is an integer");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put_fixstr(&m, "b"));
+	expect_bad_m("frame name is not an index or nil", "a name in place of an index");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 0xc3));
+	expect_bad_m("frame name is not an index or nil", "true in place of an index");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 0xff));
+	expect_bad_m("negative integer for an unsigned field", "index -1");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put_be(&m, 0xcf, 1ull << 32, 8));
+	expect_bad_m("integer out of range", "index 2^32");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 2));
+	expect_bad_m("frame name index past the symbol table", "index 2 of 2 symbols");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 0x91); put8(&m, 0));
+	expect_bad_m("frame name is not an index or nil", "an array in place of an index");
+	start(1, 1);
+	put_event(&m, XPU_REC_CPU_SAMPLE, 1, 1);
+	put_fixstr(&m, "frames");
+	put_be(&m, 0xdc, XPU_WIRE_STACK_MAX + 1, 2);
+	for (i = 0; i < XPU_WIRE_STACK_MAX + 1; i++)
+		put8(&m, 0xc0);
+	expect_bad_m("frames longer than XPU_WIRE_STACK_MAX", "255 names");
+	FRAMES_EVENT(2, put8(&m, 0x92); put8(&m, 0); put8(&m, 1); m.b[29] = 0x86;
+		     put_fixstr(&m, "frames"); put8(&m, 0x90));
+	expect_bad_m("duplicate key", "frames twice");
+#undef FRAMES_EVENT
+#undef SYMBOLS_BATCH
+}
+
+static void test_names_nospc(void)
+{
+	/* "sys_read", "main", LONG_NAME with their NULs, and 3 index entries */
+	const size_t need = 9 + 5 + sizeof(LONG_NAME) + 3 * 4;
+	struct xpu_wire_pool small = pool;
+	int ret;
+
+	small.text_len = need;
+	ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out, MAX_EVENTS,
+			      &small, &werr);
+	tap_ok(ret == 0 && !strcmp(out[1].frames[0], LONG_NAME),
+	       "text of exactly %zu bytes is enough", need);
+	small.text_len = need - 1;
+	ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out, MAX_EVENTS,
+			      &small, &werr);
+	tap_ok(ret == -ENOSPC && !strcmp(werr.reason, "text pool too small") &&
+		       werr.offset == sizeof(golden_names) - 2 - strlen(LONG_NAME),
+	       "a byte less: -ENOSPC at the name that did not fit");
+	tap_ok(batch.n_events == 2 && !out[0].frames && !out[1].frames && out[1].stack,
+	       "and no names at all rather than some");
+	small.text_len = 11;
+	ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out, MAX_EVENTS,
+			      &small, &werr);
+	tap_ok(ret == -ENOSPC &&
+		       werr.offset == sizeof(golden_names) - 9 - 5 - 2 - strlen(LONG_NAME) - 1,
+	       "no room for the table's index: -ENOSPC at the table");
+	small.text = NULL;
+	small.text_len = 0;
+	ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out, MAX_EVENTS,
+			      &small, &werr);
+	tap_ok(ret == -ENOSPC && !strcmp(werr.reason, "text pool too small"),
+	       "frames without text: -ENOSPC");
+	/* -ENOSPC only for a valid batch */
+	m.n = 0;
+	put(&m, golden_names, sizeof(golden_names));
+	m.b[0x7d] = 0x03;
+	ret = xpu_wire_decode(m.b, m.n, NULL, &batch, out, MAX_EVENTS, &small, &werr);
+	tap_ok(ret == -EBADMSG, "a bad index with no text is still -EBADMSG");
+	small = pool;
+	small.stack_len = 3;
+	ret = xpu_wire_decode(golden_names, sizeof(golden_names), NULL, &batch, out, MAX_EVENTS,
+			      &small, &werr);
+	tap_ok(ret == -ENOSPC && !strcmp(werr.reason, "stack pool too small") && out[0].frames &&
+		       !out[1].stack && !out[1].frames,
+	       "the second stack does not fit: its names neither, the first's are there");
+}
+
+/* Many names: tables that grow mid-batch, indices of every width, batches that share nothing. */
+static void test_names_many(void)
+{
+	enum { EVENTS = 300, PER = XPU_WIRE_STACK_MAX };
+	static char text[EVENTS * PER][12];
+	static const char *names[EVENTS * PER], *rev[PER];
+	static __u64 stack[PER];
+	static struct xpu_cevent evs[EVENTS + 1], got[EVENTS + 1]; /* sent, received */
+	struct xpu_wire_enc *enc = xpu_wire_enc__new(1);
+	struct xpu_wire_pool big;
+	struct xpu_cevent ev;
+	const void *data;
+	size_t len, before;
+	__u32 i, j, bad = 0;
+	int ret;
+
+	for (i = 0; i < EVENTS * PER; i++) {
+		snprintf(text[i], sizeof(text[i]), "f%u", i);
+		names[i] = text[i];
+	}
+	for (j = 0; j < PER; j++) {
+		stack[j] = j;
+		rev[j] = names[EVENTS * PER - 1 - j]; /* last event's names, again, reversed */
+	}
+	for (i = 0; i < EVENTS; i++) {
+		memset(&evs[i], 0, sizeof(evs[i]));
+		evs[i].kind = XPU_REC_CPU_SAMPLE;
+		evs[i].id = i;
+		evs[i].stack = stack;
+		evs[i].frames = names + i * PER;
+		evs[i].n_user = PER;
+	}
+	evs[EVENTS] = evs[EVENTS - 1];
+	evs[EVENTS].frames = rev;
+	ret = encode_events(enc, evs, EVENTS + 1, &data, &len);
+	tap_eq_u64(ret, 0, "%u events, %u distinct names", EVENTS + 1, EVENTS * PER);
+	ret = xpu_wire_pool__init(&big, (EVENTS + 1) * PER, XPU_WIRE_TEXT_MAX(len));
+	if (ret)
+		tap_bail("no memory for the pool");
+	ret = xpu_wire_decode(data, len, NULL, &batch, got, EVENTS + 1, &big, &werr);
+	tap_ok(ret == 0 && batch.n_events == EVENTS + 1, "and they decode");
+	for (i = 0; !ret && i <= EVENTS; i++)
+		bad += cevent__diff(&got[i], &evs[i]) != 0;
+	tap_eq_u64(bad, 0, "every name back, indices up to %u (uint32 past 65535)",
+		   EVENTS * PER - 1);
+	tap_ok(!ret && got[EVENTS].frames[0] == got[EVENTS - 1].frames[PER - 1],
+	       "names met again late in the batch are not written again");
+
+	/* the next batch is self-contained: only its own names */
+	tap_eq_u64(encode_events(enc, evs + 5, 1, &data, &len), 0, "a batch of one event");
+	ret = xpu_wire_decode(data, len, NULL, &batch, got, 1, &big, &werr);
+	tap_ok(ret == 0 && cevent__diff(&got[0], &evs[5]) == 0 && len < 200 + PER * 12 + PER * 6,
+	       "carries its own %u names and no other (%zu bytes)", PER, len);
+
+	/* a name too long refuses the event and leaves the batch as it was */
+	xpu_wire_enc__begin(enc, 7);
+	xpu_wire_enc__add(enc, &evs[0]);
+	before = xpu_wire_enc__size(enc);
+	ev = evs[1];
+	{
+		static const char *too_long[PER];
+		static char long_text[XPU_WIRE_FRAME_NAME_MAX + 2];
+
+		memset(long_text, 'x', XPU_WIRE_FRAME_NAME_MAX + 1);
+		memcpy(too_long, evs[1].frames, sizeof(too_long));
+		too_long[PER - 1] = long_text;
+		ev.frames = too_long;
+		tap_eq_u64(xpu_wire_enc__add(&*enc, &ev), (__u64)(__s64)-EINVAL,
+			   "a name of %d bytes: -EINVAL", XPU_WIRE_FRAME_NAME_MAX + 1);
+		tap_ok(xpu_wire_enc__size(enc) == before && xpu_wire_enc__count(enc) == 1,
+		       "and the batch (symbol table included) is unchanged");
+		long_text[XPU_WIRE_FRAME_NAME_MAX] = 0;
+		tap_eq_u64(xpu_wire_enc__add(enc, &ev), 0, "a name of %d bytes is fine",
+			   XPU_WIRE_FRAME_NAME_MAX);
+	}
+	xpu_wire_enc__finish(enc, &data, &len);
+	ret = xpu_wire_decode(data, len, NULL, &batch, got, 2, &big, &werr);
+	tap_ok(ret == 0 && cevent__diff(&got[0], &evs[0]) == 0 && cevent__diff(&got[1], &ev) == 0,
+	       "the batch decodes with the names of both events");
+	xpu_wire_pool__fini(&big);
+	xpu_wire_pool__fini(&big);
+	tap_ok(!big.stack && !big.frames && !big.text, "pool fini twice is harmless");
+	xpu_wire_enc__free(enc);
 }
 
 static void test_encoder_rejects(void)
@@ -1485,5 +2130,10 @@ int main(void)
 	test_event_rejects();
 	test_nospc();
 	test_encoder_rejects();
+	test_golden_names();
+	test_names_liberal();
+	test_names_rejects();
+	test_names_nospc();
+	test_names_many();
 	return tap_done();
 }

@@ -39,6 +39,9 @@
 /* As the sink actor's (sink.c): a correlator batch is at most 4096 events and a few. */
 #define SUB_MAX_EVENTS 16384
 #define SUB_POOL_FRAMES (1u << 21) /* stack frames of one batch; touched as used */
+/* the frame names of one batch: only a batch of pathologically short names needs more than its
+ * own length (XPU_WIRE_TEXT_MAX), and messages are at most this long; touched as used */
+#define SUB_POOL_TEXT (64u << 20)
 #define SUB_RECVBUF 128 /* batches nng may queue for us; beyond that the oldest go */
 #define SUB_OPTIONS_MAX 16
 #define TICK_NS 100000000ull
@@ -420,7 +423,7 @@ struct subscriber {
 	const struct fmt_ops *fmt;
 	void *st;
 	struct xpu_cevent *events;
-	__u64 *pool;
+	struct xpu_wire_pool pool;
 	struct xpu_wire_seq seq;
 	__u64 batches, events_in, bad;
 	char problem[512]; /* the format's last complaint, said once */
@@ -433,7 +436,7 @@ static void take(struct subscriber *s, void *buf, size_t len)
 	if (s->fmt->raw)
 		s->fmt->raw(s->st, buf, len);
 	if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, s->events, SUB_MAX_EVENTS,
-			    s->pool, SUB_POOL_FRAMES, NULL)) {
+			    &s->pool, NULL)) {
 		s->bad++;
 		return;
 	}
@@ -658,8 +661,7 @@ int subscribe_cmd(int argc, char **argv)
 	}
 
 	s.events = calloc(SUB_MAX_EVENTS, sizeof(*s.events));
-	s.pool = calloc(SUB_POOL_FRAMES, sizeof(*s.pool));
-	if (!s.events || !s.pool) {
+	if (!s.events || xpu_wire_pool__init(&s.pool, SUB_POOL_FRAMES, SUB_POOL_TEXT)) {
 		fprintf(stderr, "xpusup: unable to subscribe: out of memory\n");
 		goto free_buffers;
 	}
@@ -714,7 +716,7 @@ free_format:
 	s.fmt->free(s.st);
 free_buffers:
 	free(s.events);
-	free(s.pool);
+	xpu_wire_pool__fini(&s.pool);
 	if (d.tls)
 		nng_tls_config_free(d.tls);
 	return code;

@@ -10,7 +10,10 @@
  * The JSON is in wire terms so that Python compares it with what python3-msgpack reads: a
  * list of batches {"v", "producer", "seq", "events": [...]}, each event an object with the
  * wire keys the encoder must write (zero fields absent), integers as numbers, "name" as hex
- * of its bytes, "conf" as hex of its big-endian float32 bits, "scale" of its float64 bits.
+ * of its bytes, "conf" as hex of its big-endian float32 bits, "scale" of its float64 bits,
+ * "frames" (only when a frame has a name) as the names themselves, hex of their bytes or
+ * null, not as the wire's indices into the batch's "symbols": which index a name gets is the
+ * encoder's choice, what the names are is not.
  * A decode error prints {"error": -errno, "reason": ..., "offset": ...} and exits 0; usage
  * errors exit 100, system failures 111.
  */
@@ -113,6 +116,21 @@ static void json_event(FILE *f, const struct xpu_cevent *ev)
 			fprintf(f, "%s%llu", i ? ", " : "", ev->stack[i]);
 		fprintf(f, "]");
 	}
+	for (i = 0; ev->frames && i < n_frames && !(ev->frames[i] && ev->frames[i][0]); i++)
+		;
+	if (ev->frames && i < n_frames) { /* a name to write: the encoder writes "frames" */
+		fprintf(f, ", \"frames\": [");
+		for (i = 0; i < n_frames; i++) {
+			const char *name = ev->frames[i];
+
+			fprintf(f, "%s", i ? ", " : "");
+			if (name && name[0])
+				json_hex(f, name, strlen(name));
+			else
+				fprintf(f, "null");
+		}
+		fprintf(f, "]");
+	}
 	fprintf(f, "}");
 }
 
@@ -144,7 +162,28 @@ static const __u64 launch_stack[] = { 0x7f0011223344ull, 0x5555deadbeefull, 0x40
 /* a C++ kernel name with a Greek letter (UTF-8) and bytes that are not UTF-8 at all */
 static const char kernel_name[] = "void gemm<\xce\xbb, 128>(float const*, float*) \xff\xfe\x80";
 
-#define N_BATCHES 4
+/*
+ * Batch 4's frame names. Interned names are shared by pointer: both stacks below use
+ * main_name; the kernel's launch stack names "forward" through a second copy of the text (the
+ * encoder must still write it once), and a frame with "" has no name.
+ */
+static const char main_name[] = "main";
+static const char forward_copy[] = "forward";
+static const char *const sample_frames[] = {
+	"do_syscall_64",
+	NULL, /* kernel */
+	"PyEval_EvalFrame; \"quoted\"\nline",
+	"forward",
+	main_name,
+	NULL,
+	"",
+};
+static const char *const launch_frames[] = { "cudaLaunchKernel", "void gemm<\xce\xbb>()",
+					     main_name };
+static const char *const kernel_frames[] = { "cudaLaunchKernel", forward_copy, main_name };
+static const char *const unnamed_frames[] = { NULL, "", NULL };
+
+#define N_BATCHES 5
 #define MAX_PER_BATCH 8
 
 static struct xpu_cevent batches[N_BATCHES][MAX_PER_BATCH];
@@ -282,6 +321,33 @@ static void build(void)
 	ev->value = 0xff;
 
 	/* batch 3 stays empty */
+
+	/* batch 4: frame names (batches 0 to 3 have none, and their bytes stay what they were) */
+	ev = next(4, XPU_REC_CPU_SAMPLE, 16, 2000000);
+	ev->value = 1;
+	ev->stack = sample_stack;
+	ev->frames = sample_frames;
+	ev->n_kernel = 2;
+	ev->n_user = 5;
+	ev->name = "python3";
+	ev->name_len = 7;
+	ev = next(4, XPU_REC_LAUNCH, 17, 2000100);
+	ev->correlation_id = 992;
+	ev->stack = launch_stack;
+	ev->frames = launch_frames;
+	ev->n_user = 3;
+	ev = next(4, XPU_REC_GPU_KERNEL, 18, 2005000);
+	ev->end_ns = 2009000;
+	ev->correlation_id = 992;
+	ev->stack = launch_stack;
+	ev->frames = kernel_frames;
+	ev->n_user = 3;
+	ev = next(4, XPU_REC_GPU_MEMCPY, 19, 2010000);
+	ev->end_ns = 2010500;
+	ev->bytes = 64;
+	ev->stack = launch_stack;
+	ev->frames = unnamed_frames; /* no name at all: no "frames" */
+	ev->n_user = 3;
 }
 
 static int write_u32le(FILE *f, __u32 v)
@@ -340,12 +406,17 @@ out:
 
 #define MESSAGE_MAX (1u << 20)
 #define DECODE_EVENTS 64
+#define DECODE_FRAMES (DECODE_EVENTS * XPU_WIRE_STACK_MAX)
 
 static int decode(const char *path)
 {
 	static unsigned char msg[MESSAGE_MAX];
 	static struct xpu_cevent events[DECODE_EVENTS];
-	static __u64 pool[DECODE_EVENTS * XPU_WIRE_STACK_MAX];
+	static __u64 stack[DECODE_FRAMES];
+	static const char *frames[DECODE_FRAMES];
+	static char text[XPU_WIRE_TEXT_MAX(MESSAGE_MAX)];
+	static const struct xpu_wire_pool pool = { stack, DECODE_FRAMES, frames, text,
+						   sizeof(text) };
 	struct xpu_wire_batch batch;
 	struct xpu_wire_error err;
 	FILE *f = fopen(path, "rb");
@@ -358,8 +429,7 @@ static int decode(const char *path)
 	}
 	len = fread(msg, 1, sizeof(msg), f);
 	fclose(f);
-	ret = xpu_wire_decode(msg, len, NULL, &batch, events, DECODE_EVENTS, pool,
-			      DECODE_EVENTS * XPU_WIRE_STACK_MAX, &err);
+	ret = xpu_wire_decode(msg, len, NULL, &batch, events, DECODE_EVENTS, &pool, &err);
 	if (ret) {
 		printf("{\"error\": %d, \"reason\": \"%s\", \"offset\": %zu}\n", ret,
 		       err.reason ? err.reason : "", err.offset);

@@ -6,10 +6,12 @@ Usage: /usr/bin/python3 wire_python_test.py PATH/TO/wire_dump
 
 1. wire_dump encodes a fixed set of batches with the C encoder and writes, straight from
    its structs, a JSON sidecar of what they hold. python3-msgpack decodes each batch and
-   every value is compared with the sidecar, including which keys are absent.
+   every value is compared with the sidecar, including which keys are absent; frame names
+   are looked up in the batch's symbol table, which must hold each name once.
 2. Python writes batches its own way (minimal widths, other key order, an unknown key,
-   float64 confidence) and wire_dump decodes them with the C decoder; its JSON must say
-   what Python meant. Malformed batches must be rejected with the documented reason.
+   float64 confidence, the symbol table before or after the events) and wire_dump decodes
+   them with the C decoder; its JSON must say what Python meant. Malformed batches must be
+   rejected with the documented reason.
 
 TAP on stdout; exits 77 (skip) when python3-msgpack is missing.
 """
@@ -51,11 +53,17 @@ except ImportError as e:
 INT_KEYS = {"k", "id", "ts", "pid", "tid", "cpu", "end", "flags", "corr", "parent", "root",
             "ct", "dev", "ctx", "str", "graph", "node", "regs", "smem", "api", "sub",
             "bytes", "addr", "val", "delta", "nk"}
-KNOWN_KEYS = INT_KEYS | {"conf", "links", "grid", "block", "scale", "name", "stack"}
+KNOWN_KEYS = INT_KEYS | {"conf", "links", "grid", "block", "scale", "name", "stack", "frames"}
 
 
-def check_event(got, want, where):
-    """got: an event map from msgpack (bytes keys); want: the sidecar's object."""
+def resolve(frames, symbols):
+    """An event's "frames" (indices or nil) as the sidecar writes them: hex names or None."""
+    return [None if i is None else symbols[i].hex() for i in frames]
+
+
+def check_event(got, want, where, symbols):
+    """got: an event map from msgpack (bytes keys); want: the sidecar's object; symbols: the
+    batch's symbol table."""
     keys = {k.decode() for k in got}
     if not ok(keys == set(want), f"{where}: keys {sorted(want)}"):
         diag(f"got keys {sorted(keys)}")
@@ -77,6 +85,10 @@ def check_event(got, want, where):
             same = type(g) is list and [list(p) for p in g] == w
         elif key == "stack":
             same = type(g) is list and g == w
+        elif key == "frames":
+            same = (type(g) is list and len(g) == len(got[b"stack"])
+                    and all(i is None or (type(i) is int and 0 <= i < len(symbols)) for i in g)
+                    and resolve(g, symbols) == w)
         else:
             same = False
         if not same:
@@ -107,11 +119,30 @@ def encoded_by_c(wire_dump, tmp):
     raws = read_batches(bin_path)
     ok(len(raws) == len(expected), f"{len(raws)} batches, as the sidecar says")
     kinds = set()
+    named = 0
     for i, (raw, want) in enumerate(zip(raws, expected)):
         b = msgpack.unpackb(raw, raw=True, strict_map_key=False)
-        ok(isinstance(b, dict) and set(b) == {b"v", b"producer", b"seq", b"events"},
-           f"batch {i}: a map of exactly v, producer, seq, events")
-        ok(raw[0] == 0x84 and raw[1:3] == b"\xa1v", f"batch {i}: fixmap of 4, \"v\" first")
+        names = any("frames" in e for e in want["events"])
+        keys = {b"v", b"producer", b"seq", b"events"} | ({b"symbols"} if names else set())
+        ok(isinstance(b, dict) and set(b) == keys,
+           f"batch {i}: a map of exactly {sorted(k.decode() for k in keys)}")
+        ok(raw[0] == 0x80 + len(keys) and raw[1:3] == b"\xa1v",
+           f"batch {i}: fixmap of {len(keys)}, \"v\" first")
+        symbols = b.get(b"symbols", [])
+        if names:
+            named += 1
+            # the encoder's own choices (docs/wire.md): the table last, after the events;
+            # each name once, none empty, in the order the frames first use them
+            ok(raw.rfind(b"\xa7symbols") > raw.find(b"\xa6events"),
+               f"batch {i}: the symbol table after the events")
+            used = []
+            for e in b.get(b"events", []):
+                for idx in e.get(b"frames", []):
+                    if idx is not None and idx not in used:
+                        used.append(idx)
+            ok(all(type(n) is bytes and n for n in symbols)
+               and len(set(symbols)) == len(symbols) and used == list(range(len(symbols))),
+               f"batch {i}: {len(symbols)} names, each once, in order of first use")
         # the events array is always array32, its count patched in by finish()
         at = raw.find(b"\xa6events")
         ok(at > 0 and raw[at + 7] == 0xdd
@@ -124,8 +155,9 @@ def encoded_by_c(wire_dump, tmp):
             continue
         for j, (g, w) in enumerate(zip(events, want["events"])):
             kinds.add(w["k"])
-            check_event(g, w, f"batch {i} event {j} (kind {w['k']})")
+            check_event(g, w, f"batch {i} event {j} (kind {w['k']})", symbols)
     ok(kinds == set(range(2, 17)), "every kind 2..16 was checked")
+    ok(named > 0, "a batch with frame names was checked")
 
 
 def decoded_by_c(wire_dump, tmp):
@@ -174,6 +206,31 @@ def decoded_by_c(wire_dump, tmp):
             diag(f"event {j}: got {g}, want {w}")
         ok(same, f"python event {j} decoded by C as meant")
 
+    # frame names: the symbol table before the events, shared names, nil, every index width
+    syms = [b"main", "λ::f<int>(int; char)\n".encode(), b"\xff\xfe not UTF-8"]
+    syms += [b"f%d" % i for i in range(3, 300)]
+    ev_a = {b"k": 2, b"id": 1, b"ts": 1, b"stack": [10, 11, 12, 13], b"nk": 1,
+            b"frames": [0, None, 1, 299]}
+    ev_b = {b"frames": [2, 0, 200], b"stack": [20, 21, 22], b"k": 3, b"id": 2, b"ts": 2}
+    ev_c = {b"k": 3, b"id": 3, b"ts": 3, b"stack": [30], b"frames": [None]}
+    want_named = [
+        {"k": 2, "id": 1, "ts": 1, "nk": 1, "stack": [10, 11, 12, 13],
+         "frames": [syms[0].hex(), None, syms[1].hex(), syms[299].hex()]},
+        {"k": 3, "id": 2, "ts": 2, "stack": [20, 21, 22],
+         "frames": [syms[2].hex(), syms[0].hex(), syms[200].hex()]},
+        {"k": 3, "id": 3, "ts": 3, "stack": [30]},  # nil only: no names
+    ]
+    for where, batch in (
+            ("before", {b"symbols": syms, b"v": 1, b"producer": 5, b"seq": 0,
+                        b"events": [ev_a, ev_b, ev_c]}),
+            ("after", {b"v": 1, b"producer": 5, b"seq": 0, b"events": [ev_a, ev_b, ev_c],
+                       b"symbols": syms})):
+        got = c_decode(msgpack.packb(batch, use_bin_type=False))
+        same = got.get("events") == want_named
+        if not same:
+            diag(f"got {got}, want {want_named}")
+        ok(same, f"C decodes frame names, the symbol table {where} the events")
+
     def bad(obj, reason, what):
         got = c_decode(msgpack.packb(obj, use_bin_type=False) if not isinstance(obj, bytes)
                        else obj)
@@ -198,6 +255,25 @@ def decoded_by_c(wire_dump, tmp):
     bad({b"v": 1, b"producer": 1, b"seq": 1,
          b"events": [{**ev, b"future": {b"nested": [1, [2]]}}]},
         "depth limit", "an unknown value nested 6 deep")
+    named = {**ev, b"stack": [1, 2], b"frames": [0, None]}
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**named, b"frames": [1, None]}],
+         b"symbols": [b"a"]}, "frame name index past the symbol table", "an index past the table")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [named]},
+        "frame name index past the symbol table", "an index without a table")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [named], b"symbols": [7]},
+        "symbol is not a string", "a symbol that is an integer")
+    bad(msgpack.packb({"v": 1, "producer": 1, "seq": 1,
+                       "events": [{"k": 5, "id": 1, "ts": 1, "stack": [1], "frames": [0]}],
+                       "symbols": [b"x"]}, use_bin_type=True),
+        "symbol is not a string", "a symbol packed as bin")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [named], b"symbols": [b"a" * 4097]},
+        "symbol longer than XPU_WIRE_FRAME_NAME_MAX", "a symbol of 4097 bytes")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [named], b"symbols": [b"a\0b"]},
+        "symbol holds a NUL byte", "a symbol with a NUL")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**named, b"frames": [0]}],
+         b"symbols": [b"a"]}, "frames and stack differ in length", "1 name for 2 frames")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**named, b"frames": [b"a", None]}],
+         b"symbols": [b"a"]}, "frame name is not an index or nil", "a name in place of an index")
 
 
 def main():

@@ -18,8 +18,12 @@
  * Beside it, flame.html: the same data in a self-contained interactive page (hover, click to
  * zoom, search), xpusup's own renderer, no network needed.
  *
- * Frames are addresses until the CPU source's symbolizer names them (an enrich stage of the
- * correlator); names are written as they come.
+ * A frame is its function's name when the event carries one (struct xpu_cevent.frames, from
+ * the correlator's symbolizer), its address in hex otherwise. In a name, ';' (the frame
+ * separator) and control bytes (a line break would end the line) become '_'; blanks stay, as
+ * readers take the weight after the last one. Stacks are told apart by their addresses: a
+ * stack takes its names when it is first met, and a frame first met without a name takes one
+ * from a later event that has it. Names are kept once each (interned) for the whole run.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +41,9 @@
 
 #define FOLDED_PATH_MAX 4096
 #define COMM_MAX 16
+#define NAMES_MAX (1u << 24) /* distinct frame names kept; past that, frames stay hex */
+/* the longest line: comm, every frame at its longest name, the GPU leaf */
+#define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + 8192)
 
 enum frame_kind {
 	LEAF_NONE = 0, /* a CPU sample: the frames are the whole stack */
@@ -52,8 +59,21 @@ struct stack {
 	__u16 leaf_len;
 	__u64 weight;
 	__u64 *frames; /* user frames then kernel frames, innermost first, as they came */
+	const char **names; /* parallel to frames, interned (struct names); NULL: none yet */
+	__u16 unnamed; /* frames without a name */
 	char *leaf; /* "[gpu] name", not NUL-terminated */
 	bool used;
+};
+
+/* Frame names, each kept once: open addressing, at most half full. */
+struct name_slot {
+	__u64 hash;
+	char *s; /* NULL: free */
+};
+
+struct names {
+	struct name_slot *slot;
+	__u32 mask, n;
 };
 
 struct comm {
@@ -75,6 +95,8 @@ struct folded {
 	struct line *pre; /* a restarted sink's last complete file, merged into every write */
 	__u32 n_pre;
 	__u32 n_comms;
+	struct names names;
+	char *line; /* LINE_MAX bytes: the line being built */
 	__u64 cpu_samples, gpu_events, overflow, writes, dirty;
 };
 
@@ -119,6 +141,83 @@ static void learn_comm(struct folded *f, const struct xpu_cevent *ev)
 	c->name[n] = 0;
 }
 
+static __u64 name_hash(const char *s, size_t n)
+{
+	return hash_bytes(0xcbf29ce484222325ull, s, n);
+}
+
+/* The kept copy of name, made when it is new; NULL when there is no room (the frame stays
+ * hex). */
+static const char *names__intern(struct names *t, const char *name)
+{
+	size_t n = strlen(name);
+	__u64 h = name_hash(name, n);
+	struct name_slot *slot;
+	__u32 i;
+
+	if (2 * (t->n + 1) > t->mask + 1) {
+		struct name_slot *old = t->slot, *grown;
+		__u32 old_cap = old ? t->mask + 1 : 0, cap = old_cap ? 2 * old_cap : 1024, j;
+
+		if (t->n >= NAMES_MAX || !(grown = calloc(cap, sizeof(*grown))))
+			return NULL;
+		for (j = 0; j < old_cap; j++) {
+			if (!old[j].s)
+				continue;
+			for (i = (__u32)old[j].hash & (cap - 1); grown[i].s;
+			     i = (i + 1) & (cap - 1))
+				;
+			grown[i] = old[j];
+		}
+		free(old);
+		t->slot = grown;
+		t->mask = cap - 1;
+	}
+	for (i = (__u32)h & t->mask;; i = (i + 1) & t->mask) {
+		slot = &t->slot[i];
+		if (!slot->s)
+			break;
+		if (slot->hash == h && !strcmp(slot->s, name))
+			return slot->s;
+	}
+	slot->s = strdup(name);
+	if (!slot->s)
+		return NULL;
+	slot->hash = h;
+	t->n++;
+	return slot->s;
+}
+
+static void names__free(struct names *t)
+{
+	__u32 i;
+
+	for (i = 0; t->slot && i <= t->mask; i++)
+		free(t->slot[i].s);
+	free(t->slot);
+}
+
+/* Give s's nameless frames the names the event has for them (frames parallel to s->frames). */
+static void stack__name(struct folded *f, struct stack *s, const char *const *frames)
+{
+	size_t nf = (size_t)s->n_user + s->n_kernel, k;
+
+	if (!s->names) {
+		s->names = calloc(nf, sizeof(*s->names));
+		if (!s->names)
+			return;
+	}
+	for (k = 0; k < nf; k++) {
+		if (s->names[k] || !frames[k] || !frames[k][0])
+			continue;
+		s->names[k] = names__intern(&f->names, frames[k]);
+		if (s->names[k]) {
+			s->unnamed--;
+			f->dirty++; /* the line changes */
+		}
+	}
+}
+
 static struct stack *find(struct folded *f, const struct stack *key)
 {
 	__u32 i = (__u32)key->hash & f->mask;
@@ -140,7 +239,8 @@ static struct stack *find(struct folded *f, const struct stack *key)
 	}
 }
 
-static void add(struct folded *f, struct stack *key, __u64 weight)
+/* names: the event's frame names, parallel to key->frames, or NULL. */
+static void add(struct folded *f, struct stack *key, const char *const *names, __u64 weight)
 {
 	size_t nf = (size_t)key->n_user + key->n_kernel;
 	struct stack *s;
@@ -167,10 +267,14 @@ static void add(struct folded *f, struct stack *key, __u64 weight)
 			memcpy(s->frames, key->frames, nf * sizeof(__u64));
 		if (key->leaf_len)
 			memcpy(s->leaf, key->leaf, key->leaf_len);
+		s->names = NULL;
+		s->unnamed = (__u16)nf;
 		s->used = true;
 		s->weight = 0;
 		f->n++;
 	}
+	if (names && s->unnamed)
+		stack__name(f, s, names);
 	s->weight += weight;
 	f->dirty++;
 	return;
@@ -209,7 +313,7 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 					      .n_user = (__u16)e->n_user,
 					      .frames = (__u64 *)e->stack };
 			f->cpu_samples++;
-			add(f, &key, f->samples ? 1 : e->value);
+			add(f, &key, e->stack ? e->frames : NULL, f->samples ? 1 : e->value);
 			break;
 		case XPU_REC_PROC_EXEC:
 			learn_comm(f, e);
@@ -241,7 +345,7 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 					      .leaf_len = (__u16)len,
 					      .leaf = leaf };
 			f->gpu_events++;
-			add(f, &key,
+			add(f, &key, e->stack ? e->frames : NULL,
 			    f->samples		 ? 1 :
 			    e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns :
 						   0);
@@ -291,27 +395,50 @@ static void put(char *buf, size_t size, size_t *len, const char *fmt, ...)
 	*len = n < 0 ? size : *len + (size_t)n;
 }
 
+/* ";NAME" (suffix after it): ';' separates frames and a line break ends the line, so they,
+ * and the other control bytes, become '_'. */
+static void put_name(char *buf, size_t size, size_t *len, const char *name, const char *suffix)
+{
+	const unsigned char *c = (const unsigned char *)name;
+
+	if (*len >= size)
+		return;
+	for (buf[(*len)++] = ';'; *c && *len < size; c++)
+		buf[(*len)++] = *c == ';' || *c < 0x20 || *c == 0x7f ? '_' : (char)*c;
+	put(buf, size, len, "%s", suffix);
+}
+
+/* Frame k of s: its name when it has one, else its address in hex. */
+static void put_frame(char *buf, size_t size, size_t *len, const struct stack *s, int k,
+		      const char *suffix)
+{
+	if (s->names && s->names[k])
+		put_name(buf, size, len, s->names[k], suffix);
+	else
+		put(buf, size, len, ";0x%" PRIx64 "%s", (uint64_t)s->frames[k], suffix);
+}
+
 /* One stack's line, root first: comm, user frames outermost first, kernel frames, leaf. */
 static char *line_text(struct folded *f, const struct stack *s)
 {
-	char comm[64], buf[16384];
+	char comm[64], *buf = f->line;
 	size_t len = 0, i;
 	int k;
 
-	put(buf, sizeof(buf), &len, "%s", comm_of(f, s->pid, comm, sizeof(comm)));
+	put(buf, LINE_MAX, &len, "%s", comm_of(f, s->pid, comm, sizeof(comm)));
 	for (k = (int)s->n_kernel + s->n_user - 1; k >= (int)s->n_kernel; k--)
-		put(buf, sizeof(buf), &len, ";0x%" PRIx64, (uint64_t)s->frames[k]);
+		put_frame(buf, LINE_MAX, &len, s, k, "");
 	for (k = (int)s->n_kernel - 1; k >= 0; k--)
-		put(buf, sizeof(buf), &len, ";0x%" PRIx64 "_[k]", (uint64_t)s->frames[k]);
+		put_frame(buf, LINE_MAX, &len, s, k, "_[k]");
 	if (s->leaf_kind == LEAF_GPU) {
 		if (!s->n_user)
-			put(buf, sizeof(buf), &len, ";[gpu] no launch stack");
-		put(buf, sizeof(buf), &len, ";%.*s", (int)s->leaf_len, s->leaf);
+			put(buf, LINE_MAX, &len, ";[gpu] no launch stack");
+		put(buf, LINE_MAX, &len, ";%.*s", (int)s->leaf_len, s->leaf);
 	} else if (s->leaf_kind == LEAF_MORE) {
-		put(buf, sizeof(buf), &len, ";[more stacks]");
+		put(buf, LINE_MAX, &len, ";[more stacks]");
 	}
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
+	if (len >= LINE_MAX)
+		len = LINE_MAX - 1;
 	buf[len] = 0;
 	/* a line break would end the line, a blank before the weight would confuse readers
 	 * that split at the last blank: neither may be in a frame (names can hold anything) */
@@ -480,8 +607,10 @@ static int write_files(struct folded *f, char *why, size_t why_len)
 	err = out__open(&o, f->path, why, why_len);
 	if (err)
 		goto free_lines;
-	for (i = 0; i < n; i++)
-		out__printf(o, "%s %" PRIu64 "\n", l[i].text, (uint64_t)l[i].weight);
+	for (i = 0; i < n; i++) { /* a line may be longer than out__printf's buffer */
+		out__write(o, l[i].text, strlen(l[i].text));
+		out__printf(o, " %" PRIu64 "\n", (uint64_t)l[i].weight);
+	}
 	err = out__commit(o, why, why_len);
 	if (err || !f->html[0])
 		goto free_lines;
@@ -537,10 +666,13 @@ static void folded_free(void *st)
 	if (f->tab)
 		for (i = 0; i <= f->mask; i++) {
 			free(f->tab[i].frames);
+			free(f->tab[i].names);
 			free(f->tab[i].leaf);
 		}
 	free(f->tab);
 	free(f->comms);
+	names__free(&f->names);
+	free(f->line);
 	if (f->pre)
 		lines_free(f->pre, f->n_pre);
 	free(f);
@@ -565,13 +697,15 @@ static unsigned int folded_counters(void *st, const char **names, __u64 *values,
 static int preload(struct folded *f)
 {
 	FILE *in = fopen(f->path, "re");
-	char line[65536], *sp;
+	char *line = NULL, *sp;
 	struct line *grown;
+	size_t size = 0;
 	__u32 cap = 0;
 
 	if (!in)
 		return errno == ENOENT ? 0 : -errno;
-	while (fgets(line, sizeof(line), in)) {
+	/* getline: lines with names can be long */
+	while (getline(&line, &size, in) > 0) {
 		line[strcspn(line, "\n")] = 0;
 		sp = strrchr(line, ' ');
 		if (!sp)
@@ -589,6 +723,7 @@ static int preload(struct folded *f)
 		if (f->pre[f->n_pre].text)
 			f->n_pre++;
 	}
+	free(line);
 	fclose(in);
 	return 0;
 }
@@ -646,7 +781,8 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 	f->mask--;
 	f->tab = calloc((size_t)f->mask + 1, sizeof(*f->tab));
 	f->comms = calloc(2 * COMMS_MAX, sizeof(*f->comms));
-	if (!f->tab || !f->comms) {
+	f->line = malloc(LINE_MAX);
+	if (!f->tab || !f->comms || !f->line) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto fail;

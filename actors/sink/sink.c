@@ -17,6 +17,9 @@
 
 #define SINK_MAX_EVENTS 16384 /* a correlator batch is at most 4096 events and a few */
 #define SINK_POOL_FRAMES (1u << 21) /* stack frames of one batch; touched as used */
+/* the frame names of one batch: only a batch of pathologically short names needs more than its
+ * own length (XPU_WIRE_TEXT_MAX), and messages are at most this long; touched as used */
+#define SINK_POOL_TEXT (64u << 20)
 #define SINK_RECVBUF 32 /* batches nng may queue for us */
 #define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
 #define TICK_NS 100000000ull
@@ -70,7 +73,7 @@ struct sink {
 	nng_socket pull;
 	bool listening;
 	struct xpu_cevent *events;
-	__u64 *pool;
+	struct xpu_wire_pool pool;
 	struct xpu_wire_seq seq;
 	struct sink_state *state; /* shared mapping, NULL when it could not be made */
 	__u64 received, covered, lost; /* over every run of this sink */
@@ -196,8 +199,7 @@ int sink__listen(nng_socket *pull, const struct actor *a, int recv_ms)
 static int sink__open(struct sink *s)
 {
 	s->events = calloc(SINK_MAX_EVENTS, sizeof(*s->events));
-	s->pool = calloc(SINK_POOL_FRAMES, sizeof(*s->pool));
-	if (!s->events || !s->pool)
+	if (!s->events || xpu_wire_pool__init(&s->pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
 		return -ENOMEM;
 	if (sink__listen(&s->pull, s->a, 20))
 		return -EIO;
@@ -242,7 +244,7 @@ static void step(struct sink *s, bool wait)
 		if (s->fmt->raw)
 			s->fmt->raw(s->st, buf, len);
 		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, s->events,
-				    SINK_MAX_EVENTS, s->pool, SINK_POOL_FRAMES, NULL)) {
+				    SINK_MAX_EVENTS, &s->pool, NULL)) {
 			s->bad++;
 		} else {
 			s->batches++;
@@ -282,7 +284,7 @@ static void sink__close(struct sink *s)
 	if (s->state)
 		munmap(s->state, sizeof(*s->state));
 	free(s->events);
-	free(s->pool);
+	xpu_wire_pool__fini(&s->pool);
 }
 
 int sink__main(int argc, char **argv, const struct fmt_ops *fmt)

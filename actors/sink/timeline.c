@@ -52,8 +52,9 @@
 #endif
 
 #define TL_PATH_MAX 4096
-/* One JSON event: the longest name escaped (6 bytes per byte at worst) and a full stack. */
-#define EV_MAX (XPU_STRING_MAX * 6 + XPU_WIRE_STACK_MAX * 32 + 4096)
+/* One JSON event: the longest name escaped (6 bytes per byte at worst) and a full stack, each
+ * frame its longest name escaped. Allocated once; touched only as far as events go. */
+#define EV_MAX (XPU_STRING_MAX * 6 + XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX * 6 + 32) + 4096)
 #define COMM_MAX 16
 #define PROCS_MAX 65536
 #define THREADS_MAX 131072
@@ -427,17 +428,32 @@ static bool emit(struct timeline *t)
 	return true;
 }
 
-/* The stack as hex strings, innermost first; kernel frames carry flamegraph.pl's "_[k]". */
+/* The stack, innermost first: each frame its function's name when the event has one, else
+ * its address as a hex string; kernel frames carry flamegraph.pl's "_[k]". */
 static void put_stack(struct timeline *t, const struct xpu_cevent *e)
 {
 	__u32 i, n = (__u32)e->n_kernel + e->n_user;
+	const char *name;
+	char buf[XPU_WIRE_FRAME_NAME_MAX + 8];
 
 	if (!e->stack || !n)
 		return;
 	put(t, ",\"stack\":[");
-	for (i = 0; i < n; i++)
-		put(t, "%s\"0x%" PRIx64 "%s\"", i ? "," : "", (uint64_t)e->stack[i],
-		    i < e->n_kernel ? "_[k]" : "");
+	for (i = 0; i < n; i++) {
+		name = e->frames ? e->frames[i] : NULL;
+		if (name && name[0]) {
+			/* the frame's name and its suffix as one JSON string */
+			int len = snprintf(buf, sizeof(buf), "%s%s", name,
+					   i < e->n_kernel ? "_[k]" : "");
+
+			if (i)
+				put_lit(t, ",");
+			put_str(t, buf, len < (int)sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
+		} else {
+			put(t, "%s\"0x%" PRIx64 "%s\"", i ? "," : "", (uint64_t)e->stack[i],
+			    i < e->n_kernel ? "_[k]" : "");
+		}
+	}
 	put(t, "]");
 }
 

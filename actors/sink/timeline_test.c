@@ -80,6 +80,8 @@ static void link_to(struct xpu_cevent *e, __u32 type, __u64 target)
 int main(void)
 {
 	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
+	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
+	static const char *const frames[3] = { "sys_read", NULL, "main\"q\x01" };
 	struct fmt_env env = { .get = env_get, .path = env_path };
 	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
 	struct xpu_cevent e[16];
@@ -96,6 +98,10 @@ int main(void)
 	/* a thread: a range around a call, the call's launch, a CPU sample */
 	e[n] = ev(1, XPU_REC_CPU_SAMPLE, 42, 42, BASE, 0);
 	e[n].name = "train";
+	e[n].stack = stack;
+	e[n].frames = frames; /* named frames, a kernel one, one without a name */
+	e[n].n_kernel = 1;
+	e[n].n_user = 2;
 	e[n++].name_len = 5;
 	e[n] = ev(2, XPU_REC_RANGE, 42, 42, BASE, 0);
 	e[n].sub_kind = XPU_RANGE_PUSH;
@@ -176,6 +182,9 @@ int main(void)
 		       strstr(text, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
 		       !strcmp(text + strlen(text) - 3, "}}\n"),
 	       "one object: the events array, displayTimeUnit, otherData");
+	tap_ok(strstr(text, "\"stack\":[\"sys_read_[k]\",\"0x401000\",\"main\\\"q\\u0001\"]") !=
+		       NULL,
+	       "a stack shows names where it has them, escaped, hex where not");
 	tap_ok(strstr(text, "\"name\":\"k\\ufffd\\u0001\\\"\xc3\xa9\"") != NULL,
 	       "a name is escaped to valid UTF-8: a bad byte is U+FFFD, é stays");
 	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"step\",\"cat\":\"range\",\"pid\":42,"

@@ -76,7 +76,7 @@ struct mesh {
 	FILE *dump; /* `dump = FILE`: every event received as a JSON line */
 	nng_socket pull;
 	struct xpu_cevent *events;
-	__u64 *stack_pool;
+	struct xpu_wire_pool pool;
 	struct xpu_wire_seq gaps; /* per producer, in events */
 	__u64 batches, events_in, bad_batches;
 	int c_batches, c_events, c_gaps, c_rewinds, c_bad, c_p50, c_p99, c_named, c_unnamed;
@@ -153,6 +153,14 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 		fprintf(f, ",\"end\":%llu", (unsigned long long)ev->end_ns);
 	if (ev->correlation_id)
 		fprintf(f, ",\"corr\":%llu", (unsigned long long)ev->correlation_id);
+	if (ev->flags)
+		fprintf(f, ",\"flags\":%u", ev->flags);
+	if (ev->api_id)
+		fprintf(f, ",\"api\":%u", ev->api_id);
+	if (ev->value) /* PROC_EXIT status, LOSS count, sample weight, PMU total */
+		fprintf(f, ",\"value\":%llu", (unsigned long long)ev->value);
+	if (ev->n_kernel)
+		fprintf(f, ",\"n_kernel\":%u", ev->n_kernel);
 	if (ev->corr_type)
 		fprintf(f, ",\"joined\":\"%s\",\"confidence\":%.2f",
 			xpu_corr_type__name(ev->corr_type), ev->confidence);
@@ -179,12 +187,26 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 			fprintf(f, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)ev->stack[i]);
 		fputc(']', f);
 	}
+	/* the frames' names beside the stack, null for a frame without one */
+	if (ev->n_kernel + ev->n_user && ev->frames) {
+		fputs(",\"frames\":[", f);
+		for (i = 0; i < ev->n_kernel + ev->n_user; i++) {
+			if (i)
+				fputc(',', f);
+			if (ev->frames[i])
+				dump__str(f, ev->frames[i], (__u32)strlen(ev->frames[i]));
+			else
+				fputs("null", f);
+		}
+		fputc(']', f);
+	}
 	fputs("}\n", f);
 }
 
 #define SINK_MAX_EVENTS 8192
 #define SINK_STEP_BATCHES 64
 #define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
+#define SINK_TEXT_POOL (64u << 20) /* as the sinks' (actors/sink/sink.c) */
 
 /* A sink of kind test listens where the correlators push (XPU_SINK_URL_FMT). */
 static int sink__open(struct mesh *m, struct actor *a)
@@ -201,8 +223,7 @@ static int sink__open(struct mesh *m, struct actor *a)
 		setvbuf(m->dump, NULL, _IOFBF, 1 << 20); /* large writes, not one per event */
 	}
 	m->events = calloc(SINK_MAX_EVENTS, sizeof(*m->events));
-	m->stack_pool = calloc(SINK_STACK_POOL, sizeof(*m->stack_pool));
-	if (!m->events || !m->stack_pool)
+	if (!m->events || xpu_wire_pool__init(&m->pool, SINK_STACK_POOL, SINK_TEXT_POOL))
 		return -ENOMEM;
 	if (sink__listen(&m->pull, a, 5)) /* the sinks' own socket (actors/sink/sink.c) */
 		return -EIO;
@@ -236,7 +257,7 @@ static void sink__step(struct mesh *m, struct actor *a)
 	while (n++ < SINK_STEP_BATCHES && nng_recv(m->pull, &buf, &len, flags) == 0) {
 		flags |= NNG_FLAG_NONBLOCK;
 		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &batch, m->events,
-				    SINK_MAX_EVENTS, m->stack_pool, SINK_STACK_POOL, NULL)) {
+				    SINK_MAX_EVENTS, &m->pool, NULL)) {
 			m->bad_batches++;
 		} else {
 			__u64 now = xpu_now_ns();
@@ -379,7 +400,7 @@ static void mesh__close(struct mesh *m)
 	free(m->events);
 	if (m->dump && fclose(m->dump))
 		fprintf(stderr, PROG ": unable to write the dump: %s\n", strerror(errno));
-	free(m->stack_pool);
+	xpu_wire_pool__fini(&m->pool);
 }
 
 int main(int argc, char **argv)

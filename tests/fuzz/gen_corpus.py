@@ -6,8 +6,8 @@ Run by hand when the format changes, then commit the files; CI only replays them
 
     /usr/bin/python3 tests/fuzz/gen_corpus.py build/dev/tests/wire_dump
 
-Seeds: batches from the C encoder (every kind), batches from python3-msgpack written the
-liberal ways a third party may write them, truncations, and hostile headers. Files named
+Seeds: batches from the C encoder (every kind, and frame names), batches from python3-msgpack
+written the liberal ways a third party may write them, truncations, and hostile headers. Files named
 crash-* or found-* come from fuzzing runs and are kept as they are.
 """
 
@@ -55,7 +55,7 @@ def main():
         subprocess.run([sys.argv[1], "encode", bin_path, os.path.join(tmp, "b.json")],
                        check=True)
         data = open(bin_path, "rb").read()
-        pos, names = 0, ["c_cpu", "c_gpu", "c_other", "c_empty"]
+        pos, names = 0, ["c_cpu", "c_gpu", "c_other", "c_empty", "c_names"]
         while pos < len(data):
             (n,) = struct.unpack_from("<I", data, pos)
             seeds[names.pop(0) + ".mp"] = data[pos + 4:pos + 4 + n]
@@ -88,6 +88,22 @@ def main():
     seeds["str32_huge.mp"] = header(b"\x91") + b"\x81\xdb\xff\xff\xff\x00k"
     seeds["map32_huge.mp"] = header(b"\x91") + b"\xdf\x7f\xff\xff\xff"
     seeds["deep.mp"] = b"\x81\xa1x" + b"\x91" * 200 + b"\xc0"
+
+    # frame names: the symbol table first, names shared by events, nil, an unused symbol, an
+    # empty one, a long one; then the malformed tables the decoder must refuse
+    syms = [b"main", b"void f<\xce\xbb>(int)", b"", b"unused", b"x" * 300]
+    named = [ev(2, 1, stack=[1, 2, 3, 4], nk=1, frames=[0, None, 1, 2]),
+             ev(3, 2, frames=[4, 0], stack=[5, 6]), ev(5, 3, stack=[7], frames=[None])]
+    seeds["names_first.mp"] = pack({b"symbols": syms, **batch(named)})
+    seeds["names_many.mp"] = pack(batch(
+        [ev(2, i, stack=list(range(40)), frames=[(i * 40 + j) % 700 for j in range(40)])
+         for i in range(25)], symbols=[b"fn_%d" % i for i in range(700)]))
+    seeds["names_index_over.mp"] = pack(batch([ev(2, stack=[1], frames=[1])], symbols=[b"a"]))
+    seeds["names_not_str.mp"] = pack(batch([ev(2, stack=[1], frames=[0])], symbols=[1]))
+    seeds["names_too_long.mp"] = pack(batch([ev(2, stack=[1], frames=[0])],
+                                            symbols=[b"a" * 4097]))
+    seeds["names_nul.mp"] = pack(batch([ev(2, stack=[1], frames=[0])], symbols=[b"a\0"]))
+    seeds["names_len.mp"] = pack(batch([ev(2, stack=[1, 2], frames=[0])], symbols=[b"a"]))
 
     os.makedirs(OUT, exist_ok=True)
     for name in os.listdir(OUT):

@@ -28,7 +28,7 @@
 struct out {
 	struct xpu_wire_enc *enc;
 	struct xpu_cevent *decoded;
-	__u64 *stack_pool;
+	struct xpu_wire_pool pool;
 	__u64 events;
 	__u64 seq;
 };
@@ -42,9 +42,17 @@ static void finish(struct out *o)
 
 	if (!n)
 		return;
-	if (xpu_wire_enc__finish(o->enc, &data, &len) ||
-	    xpu_wire_decode(data, len, &xpu_wire_default_limits, &batch, o->decoded, BATCH + 64,
-			    o->stack_pool, (BATCH + 64) * XPU_WIRE_STACK_MAX, NULL) ||
+	if (xpu_wire_enc__finish(o->enc, &data, &len))
+		abort();
+	if (o->pool.text_len < XPU_WIRE_TEXT_MAX(len)) { /* names never make -ENOSPC here */
+		free(o->pool.text);
+		o->pool.text_len = XPU_WIRE_TEXT_MAX(len);
+		o->pool.text = malloc(o->pool.text_len);
+		if (!o->pool.text)
+			abort();
+	}
+	if (xpu_wire_decode(data, len, &xpu_wire_default_limits, &batch, o->decoded, BATCH + 64,
+			    &o->pool, NULL) ||
 	    batch.n_events != n || batch.seq != o->seq)
 		abort();
 	o->seq += n;
@@ -96,9 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enrich = (data[0] >> 1) & CONF_ENRICH_ALL;
 	o.enc = xpu_wire_enc__new(1);
 	o.decoded = calloc(BATCH + 64, sizeof(*o.decoded));
-	o.stack_pool = calloc((BATCH + 64) * XPU_WIRE_STACK_MAX, sizeof(*o.stack_pool));
 	j = join__new(&opts, on_event, &o);
-	if (!o.enc || !o.decoded || !o.stack_pool || !j || xpu_wire_enc__begin(o.enc, 0))
+	if (!o.enc || !o.decoded || !j || xpu_wire_enc__begin(o.enc, 0) ||
+	    xpu_wire_pool__init(&o.pool, (BATCH + 64) * XPU_WIRE_STACK_MAX, 0))
 		abort();
 	join__set_names(j, name_of);
 	while (off + sizeof(struct xpu_rec) <= size) {
@@ -124,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (o.events != accepted || st.pending || st.waiting)
 		abort();
 	join__free(j);
-	free(o.stack_pool);
+	xpu_wire_pool__fini(&o.pool);
 	free(o.decoded);
 	xpu_wire_enc__free(o.enc);
 	return 0;

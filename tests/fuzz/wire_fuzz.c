@@ -3,7 +3,8 @@
  * Fuzz target for xpu_wire_decode (common/wire.c).
  *
  * Not only "does not crash": for every input the decoder accepts,
- *   1. every pointer it hands back lies inside the message or the stack pool, and every count
+ *   1. every pointer it hands back lies inside the message or the pool, every frame name is
+ *      a non-empty NUL-terminated string in the text pool beside its frame, and every count
  *      is within its limit;
  *   2. the encoder accepts every decoded event (the decoder takes nothing the format cannot
  *      carry), and decoding the re-encoded batch gives the same batch, field by field;
@@ -21,12 +22,21 @@
 
 #include "tests/fuzz/fuzz.h"
 
-/* Small on purpose: batches bigger than this exercise the -ENOSPC paths. */
+/* Small on purpose: batches bigger than this exercise the -ENOSPC paths. The second decode
+ * needs no more text than the first: it has only the names the kept events use, once each. */
 #define EVENTS 64
 #define POOL 1024
+#define TEXT 8192
 
 static struct xpu_cevent first[EVENTS], second[EVENTS];
-static __u64 first_pool[POOL], second_pool[POOL];
+static __u64 first_stack[POOL], second_stack[POOL];
+static const char *first_frames[POOL], *second_frames[POOL];
+/* aligned alike, so that the text's index takes the same room in both */
+static _Alignas(8) char first_text[TEXT], second_text[TEXT];
+static const struct xpu_wire_pool first_pool = { first_stack, POOL, first_frames, first_text,
+						 TEXT };
+static const struct xpu_wire_pool second_pool = { second_stack, POOL, second_frames, second_text,
+						  TEXT };
 
 static void require(bool cond, const char *what)
 {
@@ -46,6 +56,12 @@ static bool inside(const void *p, size_t n, const void *base, size_t len)
 static bool same_double(double a, double b)
 {
 	return a == b || !memcmp(&a, &b, sizeof(a)); /* -0.0 reads back as 0; NaN bit for bit */
+}
+
+/* A frame's name, NULL for none: no frames at all and all frames nameless say the same. */
+static const char *frame_name(const struct xpu_cevent *ev, __u32 i)
+{
+	return ev->frames ? ev->frames[i] : NULL;
 }
 
 static bool same_event(const struct xpu_cevent *a, const struct xpu_cevent *b)
@@ -76,13 +92,19 @@ static bool same_event(const struct xpu_cevent *a, const struct xpu_cevent *b)
 	}
 	if (a->name_len && memcmp(a->name, b->name, a->name_len))
 		return false;
+	for (i = 0; i < frames; i++) {
+		const char *na = frame_name(a, i), *nb = frame_name(b, i);
+
+		if (!na != !nb || (na && strcmp(na, nb)))
+			return false;
+	}
 	return !frames || !memcmp(a->stack, b->stack, 8u * frames);
 }
 
 static void check_decoded(const struct xpu_wire_batch *batch, const struct xpu_cevent *ev,
-			  const void *msg, size_t len, const __u64 *pool)
+			  const void *msg, size_t len, const struct xpu_wire_pool *pool)
 {
-	__u32 i, used = 0;
+	__u32 i, j, used = 0;
 
 	require(batch->version == XPU_WIRE_VERSION, "version is 1");
 	require(batch->n_events <= EVENTS, "n_events within the caller's array");
@@ -96,8 +118,25 @@ static void check_decoded(const struct xpu_wire_batch *batch, const struct xpu_c
 		require(ev[i].name_len <= XPU_STRING_MAX, "name within the limit");
 		require(!ev[i].name_len || inside(ev[i].name, ev[i].name_len, msg, len),
 			"name inside the message");
-		require(!frames || inside(ev[i].stack, 8u * frames, pool, sizeof(__u64) * POOL),
+		require(!frames ||
+				inside(ev[i].stack, 8u * frames, pool->stack, sizeof(__u64) * POOL),
 			"stack inside the pool");
+		require(!ev[i].frames ||
+				(frames && ev[i].frames - (const char *const *)pool->frames ==
+						   ev[i].stack - pool->stack),
+			"frames beside their stack in the pool");
+		for (j = 0; ev[i].frames && j < frames; j++) {
+			const char *n = ev[i].frames[j];
+			size_t room;
+
+			if (!n)
+				continue;
+			require(inside(n, 1, pool->text, TEXT), "frame name inside the text pool");
+			room = TEXT - (size_t)(n - pool->text);
+			require(n[0] && memchr(n, 0, room), "frame name non-empty, NUL-terminated");
+			require(strlen(n) <= XPU_WIRE_FRAME_NAME_MAX,
+				"frame name within the limit");
+		}
 		require(ev[i].confidence >= 0.0f && ev[i].confidence <= 1.0f, "conf within 0..1");
 		used += frames;
 	}
@@ -135,22 +174,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	__u32 i;
 	int ret;
 
-	ret = xpu_wire_decode(data, size, NULL, &b1, first, EVENTS, first_pool, POOL, &err);
+	ret = xpu_wire_decode(data, size, NULL, &b1, first, EVENTS, &first_pool, &err);
 	require(ret == 0 || ret == -EBADMSG || ret == -ENOSPC, "returns 0, -EBADMSG or -ENOSPC");
 	if (ret) {
 		require(err.reason != NULL, "a rejection has a reason");
 		require(err.offset <= size, "the error offset is inside the message");
 		return 0;
 	}
-	check_decoded(&b1, first, data, size, first_pool);
+	check_decoded(&b1, first, data, size, &first_pool);
 
 	msg2 = encode(&b1, first, &len2);
-	ret = xpu_wire_decode(msg2, len2, NULL, &b2, second, EVENTS, second_pool, POOL, &err);
+	ret = xpu_wire_decode(msg2, len2, NULL, &b2, second, EVENTS, &second_pool, &err);
 	if (ret)
 		fprintf(stderr, "wire_fuzz: re-decode: %d %s at %zu\n", ret, err.reason,
 			err.offset);
 	require(ret == 0, "the re-encoded batch decodes");
-	check_decoded(&b2, second, msg2, len2, second_pool);
+	check_decoded(&b2, second, msg2, len2, &second_pool);
 	require(b1.producer == b2.producer && b1.seq == b2.seq && b1.n_events == b2.n_events,
 		"round trip keeps the batch header");
 	for (i = 0; i < b1.n_events; i++)
