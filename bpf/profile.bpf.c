@@ -129,6 +129,14 @@ static __always_inline void output(void *rec, __u64 size, __u32 why)
 		count_drop(why);
 }
 
+/* Process events wake the actor at once: the correlator reads a new process's memory map
+ * when it learns of it, and a short-lived process may be gone a drain_ms later. */
+static __always_inline void output_now(void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_FORCE_WAKEUP))
+		count_drop(PROFILE_DROP_PROC);
+}
+
 /* Frames in the bytes bpf_get_stack returned (negative: an error, no frames). */
 static __always_inline __u32 frames(long bytes)
 {
@@ -249,7 +257,7 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	e->path_len = len;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	if (size <= sizeof(struct proc_buf))
-		output(e, size, PROFILE_DROP_PROC);
+		output_now(e, size);
 	return 0;
 }
 
@@ -277,7 +285,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	e->ppid = ptgid;
 	e->path_len = 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, child, comm);
-	output(e, sizeof(*e), PROFILE_DROP_PROC);
+	output_now(e, sizeof(*e));
 	return 0;
 }
 
@@ -286,7 +294,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), pid = BPF_CORE_READ(p, pid);
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct xpu_proc_exit *x;
 
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
@@ -296,11 +304,12 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	x = (struct xpu_proc_exit *)proc_buf();
 	if (!x)
 		return 0;
-	header(&x->hdr, XPU_REC_PROC_EXIT, 0, sizeof(*x), tgid, pid);
+	/* tid = pid: the process ended, whichever of its threads was the last */
+	header(&x->hdr, XPU_REC_PROC_EXIT, 0, sizeof(*x), tgid, tgid);
 	x->exit_code = BPF_CORE_READ(p, exit_code);
 	x->reserved = 0;
 	bpf_get_current_comm(x->comm, sizeof(x->comm));
-	output(x, sizeof(*x), PROFILE_DROP_PROC);
+	output_now(x, sizeof(*x));
 	if (target_mode == PROFILE_TARGET_TREE)
 		bpf_map_delete_elem(&targets, &tgid);
 	return 0;

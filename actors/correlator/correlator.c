@@ -31,6 +31,7 @@
 
 #include "actors/correlator/checkpoint.h"
 #include "actors/correlator/join.h"
+#include "actors/correlator/symbolize.h"
 #include "common/mix.h"
 #include "common/wire.h"
 #include "shm/ring.h"
@@ -70,6 +71,9 @@ enum counter {
 	C_SAMPLED_OUT,
 	C_TIME_MATCHED_SAMPLES,
 	C_SAMPLED_IN,
+	C_FRAMES,
+	C_FRAMES_UNKNOWN,
+	C_SYMBOLIZE_NS,
 	C_N,
 };
 
@@ -103,6 +107,9 @@ static const char *const counter_names[C_N] = {
 	[C_SAMPLED_OUT] = "sampled_out",
 	[C_TIME_MATCHED_SAMPLES] = "time_matched_samples",
 	[C_SAMPLED_IN] = "sampled_in",
+	[C_FRAMES] = "frames",
+	[C_FRAMES_UNKNOWN] = "frames_unknown",
+	[C_SYMBOLIZE_NS] = "symbolize_ns_per_frame",
 };
 
 /* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
@@ -223,7 +230,76 @@ struct shard {
 	unsigned int n_sinks;
 	__u64 seq, events, batches, send_waits, encode_errors, now;
 	int counters[C_N];
+	/* The `symbols` stage: NULL when no source of this shard asks for it. Frames are named
+	 * only for processes whose memory map was read (live processes of a source with
+	 * `symbols`); others keep their addresses (a replayed or simulated pid is not here). */
+	struct symbolizer *sym;
+	__u64 *sym_tried, *sym_live; /* bit per pid below PID_BITS */
+	__u64 *sym_again; /* read the map again on the next record: the exec's is not complete */
+	__u64 frames_unknown;
+	__u64 ips[XPU_WIRE_STACK_MAX];
+	const char *frame_names[XPU_WIRE_STACK_MAX];
 };
+
+#define PID_BITS (1u << 22) /* the kernel's largest pid_max */
+
+_Static_assert(SYMBOLIZER_NAME_MAX <= XPU_WIRE_FRAME_NAME_MAX, "every interned name fits the wire");
+
+static bool pid_bit(const __u64 *set, __u32 pid)
+{
+	return pid < PID_BITS && (set[pid / 64] >> (pid % 64)) & 1;
+}
+
+static void pid_bit_set(__u64 *set, __u32 pid, bool on)
+{
+	if (pid >= PID_BITS)
+		return;
+	if (on)
+		set[pid / 64] |= 1ull << (pid % 64);
+	else
+		set[pid / 64] &= ~(1ull << (pid % 64));
+}
+
+/* A record of a source with `symbols`: read the process's map the first time it is seen, and
+ * again after an exec, while it is there to read; a short-lived process keeps its names. */
+static void symbols__note(struct shard *s, const struct xpu_rec *h)
+{
+	bool exec = h->type == XPU_REC_PROC_EXEC && !(h->flags & XPU_PROC_F_FORK);
+	bool again = pid_bit(s->sym_again, h->pid) && h->type != XPU_REC_PROC_EXEC &&
+		     h->type != XPU_REC_PROC_EXIT;
+
+	if (!h->pid || (!exec && !again && pid_bit(s->sym_tried, h->pid)))
+		return;
+	/* At exec only the program and the dynamic loader are mapped; the first sample or
+	 * launch after it reads the map again, libraries included. If the process has gone by
+	 * then, the exec's map stays: its own functions still resolve. */
+	if (exec)
+		symbolizer__exec(s->sym, h->pid);
+	pid_bit_set(s->sym_again, h->pid, exec);
+	pid_bit_set(s->sym_tried, h->pid, true);
+	if (!symbolizer__capture(s->sym, h->pid))
+		pid_bit_set(s->sym_live, h->pid, true);
+}
+
+/*
+ * Names for ev's frames. Every frame but a sample's innermost one is a return address: the
+ * call that made it sits just before, so ip - 1 is looked up (a call at the very end of a
+ * function would otherwise be named after the next function). A LAUNCH stack starts with the
+ * return address into the launching function, so all of its frames are return addresses.
+ */
+static void symbols__name(struct shard *s, struct xpu_cevent *ev)
+{
+	__u32 n = (__u32)ev->n_kernel + ev->n_user, i;
+	__u32 exact = ev->kind == XPU_REC_CPU_SAMPLE ? 1 : 0;
+
+	for (i = 0; i < n; i++)
+		s->ips[i] = ev->stack[i] - (i < exact ? 0 : 1);
+	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, ev->n_user, s->frame_names);
+	for (i = 0; i < n; i++)
+		if (!strcmp(s->frame_names[i], SYMBOLIZER_UNKNOWN))
+			s->frames_unknown++;
+	ev->frames = s->frame_names;
+}
 
 /* Send one batch to every sink, waiting (and beating) while a sink cannot take it. A
  * stopping shard gives up on a sink after 2 s so that a dead sink cannot hold the stop. */
@@ -310,6 +386,15 @@ static void finish_batch(struct shard *s)
 static void on_event(const struct xpu_cevent *ev, void *ctx)
 {
 	struct shard *s = ctx;
+	struct xpu_cevent named;
+
+	if (s->sym && ev->stack && ev->n_kernel + ev->n_user && !ev->frames &&
+	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX &&
+	    (pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS)) {
+		named = *ev;
+		symbols__name(s, &named);
+		ev = &named;
+	}
 
 	if (xpu_wire_enc__add(s->enc, ev) == 0)
 		s->events++;
@@ -321,8 +406,16 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 
 static void names__drop_pid(__u32 pid, void *ctx)
 {
-	struct names *t = ((struct shard *)ctx)->names;
+	struct shard *s = ctx;
+	struct names *t = s->names;
 	__u32 start, k, i;
+
+	if (s->sym) {
+		symbolizer__forget(s->sym, pid);
+		pid_bit_set(s->sym_tried, pid, false);
+		pid_bit_set(s->sym_live, pid, false);
+		pid_bit_set(s->sym_again, pid, false);
+	}
 
 	if (!(t->pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !t->n)
 		return;
@@ -424,6 +517,8 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		return;
 	if (((const struct xpu_rec *)rec)->type == XPU_REC_STRING)
 		names__put(s->names, rec);
+	if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS))
+		symbols__note(s, rec);
 	join__record_enrich(s->join, rec, size, s->now, st->enrich);
 }
 
@@ -463,6 +558,15 @@ static void publish(struct shard *s)
 	v[C_SAMPLED_OUT] = s->sampled_out;
 	v[C_TIME_MATCHED_SAMPLES] = st.time_matched_samples;
 	v[C_SAMPLED_IN] = st.sampled_in;
+	v[C_FRAMES] = v[C_FRAMES_UNKNOWN] = v[C_SYMBOLIZE_NS] = 0;
+	if (s->sym) {
+		struct symbolizer_stats ss;
+
+		symbolizer__stats(s->sym, &ss);
+		v[C_FRAMES] = ss.frames;
+		v[C_FRAMES_UNKNOWN] = s->frames_unknown;
+		v[C_SYMBOLIZE_NS] = ss.frames ? ss.resolve_ns / ss.frames : 0;
+	}
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -615,6 +719,19 @@ static int open_shard(struct shard *s, struct actor *a)
 			s->scratch_len = rs.max_record;
 		s->n_rings++;
 	}
+	for (i = 0; i < s->n_rings; i++) {
+		if (!(s->stages[i].enrich & CONF_ENRICH_SYMBOLS) || s->sym)
+			continue;
+		/* elfutils would fetch missing debug info from these servers while the shard
+		 * waits: symbols here come from the files on this host only */
+		unsetenv("DEBUGINFOD_URLS");
+		s->sym = symbolizer__new();
+		s->sym_tried = calloc(PID_BITS / 64, sizeof(__u64));
+		s->sym_live = calloc(PID_BITS / 64, sizeof(__u64));
+		s->sym_again = calloc(PID_BITS / 64, sizeof(__u64));
+		if (!s->sym || !s->sym_tried || !s->sym_live || !s->sym_again)
+			return -ENOMEM;
+	}
 	s->scratch = aligned_alloc(8, s->scratch_len ? s->scratch_len : 8);
 	s->names = calloc(1, sizeof(*s->names));
 	if (!s->scratch || !s->names)
@@ -668,6 +785,10 @@ static void shard__close(struct shard *s)
 	xpu_wire_enc__free(s->enc);
 	checkpoint__close(s->ckpt);
 	free(s->scratch);
+	symbolizer__free(s->sym);
+	free(s->sym_tried);
+	free(s->sym_live);
+	free(s->sym_again);
 	if (s->names)
 		for (i = 0; i < 2 * NAMES_MAX; i++)
 			free(s->names->slots[i].text);

@@ -1,0 +1,211 @@
+#!/bin/bash
+# The CPU source with real BPF programs, real processes and real sessions (root; CI runs it).
+#
+#   - `xpusup record` of a workload with known hot functions: shares within 5 points of
+#     `perf record` on the same workload; the command's exit status is record's;
+#   - target = command follows forks and execs, and leaves other processes out;
+#     PROC_EXEC (fork and exec, with the path) and PROC_EXIT (with the status) arrive;
+#   - the launch uprobe: LAUNCH records with the right correlation ids and stacks;
+#   - target = pid:, cgroup:; BPF ring buffer overflow counted and sent as LOSS;
+#   - without CAP_BPF/CAP_PERFMON: exit 100 naming them; record goes on without CPU stacks.
+#
+# Usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY
+set -u
+XPUSUP=${1:?usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY}
+HOTSPOTS=${2:?}
+FORKTREE=${3:?}
+LAUNCHER=${4:?}
+PERF_FOLDED=${5:?}
+. "$(dirname "$0")/session_lib.sh"
+session_lib_init cputest c
+# A cgroup v2 folder: under the host's cgroup2 mount, or one of our own on a v1 host.
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -z "$CG2" ]; then
+	CG2=$WORK/cgroup2
+	mkdir -p "$CG2" && mount -t cgroup2 none "$CG2" && MOUNTED_CG2=1
+fi
+CG=$CG2/xpusup-cputest-$$
+cleanup_extra() {
+	[ -n "${bg:-}" ] && kill "$bg" 2>/dev/null
+	[ -n "${other:-}" ] && kill "$other" 2>/dev/null
+	if [ -d "$CG" ]; then
+		while read -r p; do echo "$p" >"$CG2/cgroup.procs"; done <"$CG/cgroup.procs" 2>/dev/null
+		rmdir "$CG" 2>/dev/null
+	fi
+	[ -n "${MOUNTED_CG2:-}" ] && umount "$CG2"
+}
+if ! command -v perf >/dev/null; then
+	echo "1..0 # SKIP perf is not installed (scripts/install-deps installs linux-perf)"
+	exit 77
+fi
+
+# A pipeline for record's command with a dump sink: every event as a JSON line.
+dump_conf() { # FILE DUMP [extra cpu keys...]
+	local f=$1 d=$2
+	shift 2
+	{
+		printf '[source cpu]\nkind = cpu\ntarget = command\n'
+		for k in "$@"; do echo "$k"; done
+		printf '\n[correlator]\nttl_ms = 500\nexit_grace_ms = 100\n\n[sink dump]\nkind = test\ndump = %s\n' "$d"
+	} >"$f"
+}
+
+# ---- hot functions against perf --------------------------------------------------------
+cd "$WORK" || exit 1
+"$XPUSUP" record -o "$WORK/rec" -F 499 --session "$PREFIX-hot" -- "$HOTSPOTS" --seconds 4 \
+	>"$WORK/rec.out" 2>"$WORK/rec.err"
+ok $? "record: exit status 0 of the command"
+for f in flame.folded flame.html trace.json stats.json stats.txt pipeline.conf; do
+	[ -s "$WORK/rec/$f" ]
+	ok $? "record: wrote $f"
+done
+grep -q "outputs:" "$WORK/rec.err" && grep -q "$WORK/rec/flame.folded" "$WORK/rec.err"
+ok $? "record: says where the outputs are"
+perf record -q -F 499 -g -e cpu-clock -o "$WORK/perf.data" -- "$HOTSPOTS" --seconds 4 \
+	>/dev/null 2>"$WORK/perf.err"
+ok $? "perf record of the same workload"
+perf script -i "$WORK/perf.data" 2>/dev/null | "$PY" "$PERF_FOLDED" collapse >"$WORK/perf.folded"
+grep -v '^xpusup' "$WORK/rec/flame.folded" | grep hotspots >"$WORK/ours.folded"
+"$PY" "$PERF_FOLDED" compare "$WORK/perf.folded" "$WORK/ours.folded" --tolerance 5 \
+	hotspots_walk hotspots_hot_leaf hotspots_cold_leaf >"$WORK/compare.txt" 2>&1
+ok $? "record: hot function shares within 5 points of perf's: $(tr '\n' ' ' <"$WORK/compare.txt" | cut -c1-300)"
+"$PY" "$PERF_FOLDED" shares "$WORK/ours.folded" hotspots_hot_leaf hotspots_cold_leaf >"$WORK/shares.json"
+"$PY" - "$WORK/shares.json" <<'PYEOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+# the workload's own rule: 2 units hot, 1 unit cold
+sys.exit(0 if 0.56 <= s["hotspots_hot_leaf"] <= 0.76 and 0.23 <= s["hotspots_cold_leaf"] <= 0.43 else 1)
+PYEOF
+ok $? "record: the hot leaf has about 2/3 and the cold leaf 1/3 ($(tr -d '\n' <"$WORK/shares.json"))"
+"$XPUSUP" record -o "$WORK/rec7" --session "$PREFIX-exit" -- sh -c 'exit 7' >/dev/null 2>&1
+ok $([ $? = 7 ] && echo 0 || echo 1) "record: exits with the command's status (7)"
+"$XPUSUP" record -o "$WORK/recsig" --session "$PREFIX-sig" -- sh -c 'kill -TERM $$' >/dev/null 2>&1
+ok $([ $? = 143 ] && echo 0 || echo 1) "record: a command killed by SIGTERM gives 128+15"
+
+# ---- the process tree: forks and execs followed, other processes left out ------------------
+"$HOTSPOTS" --seconds 6 2>/dev/null &
+bg=$!
+dump_conf "$WORK/tree.conf" "$WORK/tree.jsonl" "frequency_hz = 499"
+"$XPUSUP" record -c "$WORK/tree.conf" --session "$PREFIX-tree" -- \
+	"$FORKTREE" --children 3 --seconds 2 --exec --program "$HOTSPOTS" >"$WORK/tree.out" 2>&1
+ok $? "tree: record of forktree (3 children that exec hotspots) succeeds"
+"$PY" - "$WORK/tree.jsonl" "$bg" "$HOTSPOTS" >"$WORK/tree.txt" 2>&1 <<'PYEOF'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+outsider = int(sys.argv[2])
+samples = [e for e in events if e["kind"] == "cpu_sample"]
+# flags bit 0: XPU_PROC_F_FORK (a fork; an exec otherwise)
+forks = [e for e in events if e["kind"] == "proc_exec" and e.get("flags", 0) & 1]
+execs = [e for e in events if e["kind"] == "proc_exec" and not e.get("flags", 0) & 1]
+exits = [e for e in events if e["kind"] == "proc_exit"]
+tree = {e["pid"] for e in forks} | {e["pid"] for e in execs}
+checks = {
+    "no sample of the outside process": all(e["pid"] != outsider for e in samples),
+    "3 forks recorded": len(forks) >= 3,
+    "every sample is from the tree": all(e["pid"] in tree for e in samples),
+    "samples from at least 3 processes": len({e["pid"] for e in samples}) >= 3,
+    "3 execs of hotspots": sum(e.get("name") == "hotspots" for e in execs) >= 3,
+    "the children's exits with status 0": sum(e["pid"] in tree and e.get("value", 0) == 0 for e in exits) >= 3,
+    "children's samples name hotspots_hot_leaf":
+        any("hotspots_hot_leaf" in (e.get("frames") or []) for e in samples),
+}
+for k, v in checks.items():
+    print(("ok" if v else "FAIL"), k)
+sys.exit(0 if all(checks.values()) else 1)
+PYEOF
+ok $? "tree: $(grep -c '^ok' "$WORK/tree.txt")/7 checks: $(grep FAIL "$WORK/tree.txt" | tr '\n' ' ')"
+kill "$bg" 2>/dev/null
+wait "$bg" 2>/dev/null
+bg=
+
+# ---- the launch uprobe -------------------------------------------------------------------
+dump_conf "$WORK/launch.conf" "$WORK/launch.jsonl" "launch_marker = $LAUNCHER"
+"$XPUSUP" record -c "$WORK/launch.conf" --session "$PREFIX-launch" -- "$LAUNCHER" 200 \
+	>"$WORK/launch.out" 2>&1
+ok $? "launch: record of the stand-in launcher succeeds"
+"$PY" - "$WORK/launch.jsonl" >"$WORK/launch.txt" 2>&1 <<'PYEOF'
+import json, sys
+launches = [json.loads(l) for l in open(sys.argv[1])]
+launches = [e for e in launches if e["kind"] == "launch"]
+ids = sorted(e["corr"] for e in launches)
+bad = []
+for e in launches:
+    frames = e.get("frames") or []
+    want = "launcher_launch_even" if e["corr"] % 2 == 0 else "launcher_launch_odd"
+    if frames[:2] != [want, "main"]:
+        bad.append((e["corr"], frames[:3]))
+print("launches", len(launches), "ids ok", ids == list(range(1001, 1201)), "bad stacks", bad[:3])
+sys.exit(0 if ids == list(range(1001, 1201)) and not bad else 1)
+PYEOF
+ok $? "launch: 200 LAUNCH records, ids 1001..1200, stacks start at the calling function then main ($(cat "$WORK/launch.txt"))"
+
+# ---- pid and cgroup targets ------------------------------------------------------------------
+"$HOTSPOTS" --seconds 30 2>/dev/null &
+bg=$!
+"$HOTSPOTS" --seconds 30 2>/dev/null &
+other=$!
+for mode in pid cgroup; do
+	s="$PREFIX-$mode"
+	if [ $mode = pid ]; then
+		target="pid:$bg"
+	else
+		mkdir "$CG" && echo "$bg" >"$CG/cgroup.procs"
+		target="cgroup:$CG"
+	fi
+	printf '[source cpu]\nkind = cpu\nfrequency_hz = 499\ntarget = %s\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+		"$target" "$WORK/$mode.jsonl" >"$WORK/$mode.conf"
+	"$XPUSUP" start "$WORK/$mode.conf" --session "$s" >/dev/null 2>&1
+	ok $? "$mode: a session with target = $target starts"
+	wait_for 20 "$s" "c('cpu', 'samples') >= 200"
+	ok $? "$mode: samples arrive"
+	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	"$PY" -c "
+import json, sys
+pids = {json.loads(l)['pid'] for l in open('$WORK/$mode.jsonl') if '\"cpu_sample\"' in l}
+sys.exit(0 if pids == {$bg} else 1)"
+	ok $? "$mode: every sample is from pid $bg, none from $other"
+done
+kill "$bg" "$other" 2>/dev/null
+wait "$bg" "$other" 2>/dev/null
+bg=
+
+# ---- a BPF ring buffer too small: drops counted, sent as LOSS --------------------------------
+s="$PREFIX-drop"
+printf '[source cpu]\nkind = cpu\nfrequency_hz = 20000\nringbuf_kb = 64\nwakeup_kb = 1048576\ndrain_ms = 1000\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+	"$WORK/drop.jsonl" >"$WORK/drop.conf"
+"$HOTSPOTS" --seconds 5 --threads 2 2>/dev/null &
+bg=$!
+"$XPUSUP" start "$WORK/drop.conf" --session "$s" >/dev/null 2>&1
+ok $? "drops: a session with a 64 KiB BPF ring buffer drained once a second starts"
+wait_for 20 "$s" "c('cpu', 'bpf_drops') > 0 and c('dump', 'events_in') > 0"
+ok $? "drops: the actor counts BPF ring buffer drops"
+sleep 1.5
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+grep -q '"kind":"loss"' "$WORK/drop.jsonl"
+ok $? "drops: they reach the sink as LOSS records"
+kill "$bg" 2>/dev/null
+wait "$bg" 2>/dev/null
+bg=
+
+# ---- without the capabilities ---------------------------------------------------------------
+if command -v setpriv >/dev/null; then
+	nocaps="setpriv --bounding-set=-bpf,-perfmon,-sys_admin"
+	printf '[source cpu]\nkind = cpu\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+		"$WORK/nocap.jsonl" >"$WORK/nocap.conf"
+	$nocaps "$XPUSUP" start "$WORK/nocap.conf" --session "$PREFIX-nocap" >/dev/null 2>"$WORK/nocap.err"
+	rc=$?
+	ok $([ $rc = 100 ] && grep -q "CAP_BPF and CAP_PERFMON" "$WORK/nocap.err" && echo 0 || echo 1) \
+		"no caps: start fails with exit 100 naming CAP_BPF and CAP_PERFMON (rc $rc)"
+	$nocaps "$XPUSUP" record -o "$WORK/nocap" --session "$PREFIX-nocaprec" -- sh -c 'exit 3' \
+		>/dev/null 2>"$WORK/nocaprec.err"
+	rc=$?
+	ok $([ $rc = 3 ] && grep -q "going on without cpu: .*CAP_BPF" "$WORK/nocaprec.err" &&
+		[ -s "$WORK/nocap/stats.json" ] && echo 0 || echo 1) \
+		"no caps: record goes on without CPU stacks, says why, keeps the exit status (rc $rc)"
+else
+	ok 1 "setpriv (util-linux) is missing"
+fi
+
+echo "1..$n"
+echo "$((n - failed)) passed, $failed failed"
+[ "$failed" = 0 ]
