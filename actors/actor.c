@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shm/ring.h"
+
 static volatile sig_atomic_t stop_requested;
 
 static void on_sigterm(int sig)
@@ -208,4 +210,23 @@ void actor__fini(struct actor *a)
 	a->slot = NULL;
 	a->conf = NULL;
 	a->self = NULL;
+}
+
+int actor__open_rings(struct actor *a, struct ring **rings)
+{
+	char name[128];
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < a->conf->shards; i++) {
+		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->self->name, i);
+		rings[i] = ring__open(a->dirfd, name, RING_PRODUCER);
+		if (!rings[i]) {
+			err = -errno;
+			fprintf(stderr, "%s: unable to open ring %s: %s\n", a->prog, name,
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
 }

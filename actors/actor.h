@@ -81,6 +81,15 @@ void actor__sleep_ms(struct actor *a, unsigned int ms);
  */
 void actor__problem(struct actor *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct ring;
+
+/*
+ * actor__open_rings - a source's producer ends of its rings, one per correlator shard
+ * (a->conf->shards), into rings[0..shards). Says which ring and why on stderr and returns
+ * -errno when one cannot be opened; those opened stay in rings[] for the caller to close.
+ */
+int actor__open_rings(struct actor *a, struct ring **rings);
+
 void actor__fini(struct actor *a);
 
 #endif /* XPUSUP_ACTORS_ACTOR_H */

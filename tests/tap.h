@@ -107,6 +107,25 @@ __attribute__((format(printf, 1, 2), noreturn, unused)) static void tap_bail(con
 	exit(1);
 }
 
+/* The whole file NUL-terminated (free it), or NULL: for checking what a test wrote. */
+static inline char *tap_slurp(const char *name)
+{
+	FILE *f = fopen(name, "r");
+	char *text = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (text = (char *)calloc(1, (size_t)n + 1)) &&
+	    fread(text, 1, (size_t)n, f) != (size_t)n) {
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	return text;
+}
+
 static inline int tap_done(void)
 {
 	printf("1..%u\n", tap_count_);

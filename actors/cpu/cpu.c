@@ -594,7 +594,6 @@ int main(int argc, char **argv)
 {
 	struct cpu_src c = { .cgroup_fd = -1 };
 	int code = ACTOR_EXIT_PERMANENT;
-	char name[128];
 	struct actor a;
 	unsigned int i;
 
@@ -612,15 +611,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
 		goto out;
 	}
-	for (i = 0; i < c.shards; i++) {
-		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
-		c.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
-		if (!c.rings[i]) {
-			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
-				strerror(errno));
-			code = ACTOR_EXIT_RESTART;
-			goto out;
-		}
+	if (actor__open_rings(&a, c.rings)) {
+		code = ACTOR_EXIT_RESTART;
+		goto out;
 	}
 	for (i = 0; i < C_N; i++)
 		c.counter[i] = actor__counter(&a, counter_names[i]);

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	struct xpu_replay_hdr fh;
 	const char *path = NULL, *speed;
 	char path_buf[4096];
-	char shown[4400], name[128];
+	char shown[4400];
 	int code = ACTOR_EXIT_PERMANENT;
 	struct actor a;
 	FILE *f = NULL;
@@ -161,15 +161,9 @@ int main(int argc, char **argv)
 			shown, XPU_EVENT_ABI);
 		goto out;
 	}
-	for (i = 0; i < r.shards; i++) {
-		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
-		r.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
-		if (!r.rings[i]) {
-			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
-				strerror(errno));
-			code = ACTOR_EXIT_RESTART;
-			goto out;
-		}
+	if (actor__open_rings(&a, r.rings)) {
+		code = ACTOR_EXIT_RESTART;
+		goto out;
 	}
 	r.c_records = actor__counter(&a, "records_out");
 	r.c_dropped = actor__counter(&a, "records_dropped");

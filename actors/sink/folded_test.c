@@ -36,23 +36,6 @@ static int env_path(void *ctx, const char *key, char *buf, size_t size)
 	return 0;
 }
 
-static char *slurp(const char *name)
-{
-	FILE *f = fopen(name, "r");
-	char *text = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (text = calloc(1, (size_t)n + 1)) && fread(text, 1, (size_t)n, f) != (size_t)n) {
-		free(text);
-		text = NULL;
-	}
-	fclose(f);
-	return text;
-}
-
 static struct xpu_cevent sample(const __u64 *stack, const char *const *frames, __u16 n_kernel,
 				__u16 n_user, __u64 weight)
 {
@@ -82,7 +65,7 @@ static char *run(const struct xpu_cevent *ev, __u32 n)
 	err = fmt_folded.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
 	fmt_folded.free(st);
-	return slurp(path);
+	return tap_slurp(path);
 }
 
 int main(void)

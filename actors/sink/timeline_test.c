@@ -36,23 +36,6 @@ static int env_path(void *ctx, const char *key, char *buf, size_t size)
 	return 0;
 }
 
-static char *slurp(const char *name)
-{
-	FILE *f = fopen(name, "r");
-	char *text = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (text = calloc(1, (size_t)n + 1)) && fread(text, 1, (size_t)n, f) != (size_t)n) {
-		free(text);
-		text = NULL;
-	}
-	fclose(f);
-	return text;
-}
-
 static __u64 counter(void *st, const char *name)
 {
 	const char *names[FMT_COUNTERS_MAX];
@@ -175,7 +158,7 @@ int main(void)
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
 	fmt_timeline.free(st);
 
-	text = slurp(path);
+	text = tap_slurp(path);
 	if (!tap_ok(text != NULL, "trace.json is there after finish"))
 		return tap_done();
 	tap_ok(!strncmp(text, "{\"traceEvents\":[\n", 17) &&

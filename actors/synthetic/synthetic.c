@@ -324,7 +324,6 @@ static void end_processes(struct synth *s)
 int main(int argc, char **argv)
 {
 	struct synth s = { .rng = 0x5eed };
-	char name[128];
 	int code = ACTOR_EXIT_PERMANENT;
 	struct actor a;
 	__u64 start, due, n;
@@ -348,15 +347,8 @@ int main(int argc, char **argv)
 	code = ACTOR_EXIT_RESTART;
 	if (!s.delay)
 		goto out;
-	for (i = 0; i < s.shards; i++) {
-		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a.self->name, i);
-		s.rings[i] = ring__open(a.dirfd, name, RING_PRODUCER);
-		if (!s.rings[i]) {
-			fprintf(stderr, PROG ": unable to open ring %s: %s\n", name,
-				strerror(errno));
-			goto out;
-		}
-	}
+	if (actor__open_rings(&a, s.rings))
+		goto out;
 	s.c_launches = actor__counter(&a, "launches");
 	s.c_records = actor__counter(&a, "records_out");
 	s.c_dropped = actor__counter(&a, "records_dropped");
