@@ -3,6 +3,10 @@
  * The statistics format (kind stats): stats.json for programs, stats.txt for people
  * (docs/stats.md says what every field means).
  *
+ *	cpu            CPU samples: their count and sampled time (the sum of their weights),
+ *		       processes and threads seen, the top processes, and the hottest functions
+ *		       by self time (the innermost frame) and by total time (every distinct
+ *		       function on the stack, once per sample)
  *	kernels        per kernel name: count, total, mean, min, max and p50/p95/p99 of the
  *		       duration from a quantile sketch (sketch.h: within 1 %, bounded memory)
  *	memcpy         per copy kind (HtoD, DtoH, ...): count, bytes, time, bandwidth
@@ -55,6 +59,13 @@
 #define LAUNCH_SLOTS (2 * LAUNCH_MAP_MAX)
 #define TEXT_ROWS_MAX 50 /* kernels, devices, processes shown in stats.txt */
 #define PENDING_MAX (16u << 20) /* interval lines held while their file cannot be written */
+#define CPU_FUNCTIONS_MAX (1u << 16) /* functions kept apart; frames of others go to "(other)" */
+#define CPU_NAME_BYTES_MAX (64u << 20) /* the bytes of their names, all together */
+#define CPU_PROCESSES_MAX (1u << 16) /* processes kept apart; samples of others: "(other)" */
+#define CPU_THREADS_MAX (1u << 18) /* threads counted; samples of others are only counted */
+#define CPU_TOP_PROCESSES 10
+#define CPU_TOP_FUNCTIONS 20
+#define HEX_FRAME_MAX 19 /* "0x" and 16 hex digits: a frame without a name */
 
 static const char *const copy_names[COPY_SLOTS] = {
 	"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -65,6 +76,11 @@ static const char *const copy_names[COPY_SLOTS] = {
 
 struct volume {
 	__u64 count, bytes, ns;
+};
+
+/* CPU samples over a period (of a process, a function, all): how many, and their weights. */
+struct cpu_time {
+	__u64 samples, ns;
 };
 
 /* What is counted over a period: one interval (cur), or the run (the intervals merged).
@@ -84,6 +100,8 @@ struct period {
 	__u64 loss_records;
 	__u64 lost_by_cause[XPU_LOSS_CAUSE_MAX]; /* [0]: a cause this build does not know */
 	__u64 missed, rewinds;
+	struct cpu_time cpu; /* CPU_SAMPLE events and the sum of their weights */
+	__u64 cpu_no_stack; /* samples without frames (none taken, or no room to decode them) */
 };
 
 struct kstat {
@@ -114,6 +132,56 @@ struct launch_map {
 	__u64 evicted;
 };
 
+struct cpu_fn_time {
+	struct cpu_time self; /* samples in which it was the innermost frame */
+	struct cpu_time total; /* samples with it anywhere on the stack, each once */
+};
+
+/* A function, keyed by what the report shows for it: its name as the event gave it, or the
+ * frame's address in hex when it had none (as the folded format writes frames), and whether
+ * it is a kernel frame (shown with folded's "_[k]" suffix). */
+struct cpu_fn {
+	char *name; /* NUL-terminated, a copy: the event's names die with its batch */
+	__u32 len;
+	bool kernel;
+	__u64 hash;
+	__u64 last_sample; /* the sample that last added to total: recursion counts once */
+	struct cpu_fn_time run, cur;
+};
+
+struct cpu_proc {
+	__u32 pid;
+	bool used;
+	char comm[XPU_COMM_LEN + 1];
+	__u64 comm_ts; /* the comm is the latest sample's, so it does not depend on the order
+			* the shards' batches came in (exec renames a process) */
+	struct cpu_time run, cur;
+};
+
+struct cpu_thread {
+	__u64 key; /* pid << 32 | tid: replayed and simulated pids may reuse tids */
+	bool used, run, cur; /* seen in the run (merged intervals), in this interval */
+};
+
+/* The CPU section's tables. Open addressing, at most half full, grown by doubling: a
+ * CPU-only or GPU-only run pays for what it sees. */
+struct cpu {
+	struct cpu_fn **fns; /* fn_mask + 1 pointers; the entries do not move */
+	__u32 fn_mask, n_fns, max_fns;
+	size_t name_bytes;
+	struct cpu_fn other; /* functions past max_fns or CPU_NAME_BYTES_MAX */
+	__u64 frames_over; /* frames counted under other */
+	__u64 serial; /* samples with frames so far: cpu_fn.last_sample's clock */
+
+	struct cpu_proc *procs; /* proc_mask + 1 slots; they move when the table grows */
+	__u32 proc_mask, n_procs;
+	struct cpu_proc other_proc; /* processes past CPU_PROCESSES_MAX */
+
+	struct cpu_thread *threads;
+	__u32 thread_mask, n_threads;
+	__u64 threads_over; /* samples of threads past CPU_THREADS_MAX: not in the counts */
+};
+
 /* A growable text buffer: a JSON document or a report is built here, then written. */
 struct text {
 	char *p;
@@ -136,6 +204,7 @@ struct stats {
 	__u64 other_names; /* arrivals that went to other */
 
 	struct launch_map launches;
+	struct cpu cpu;
 	struct sm_active *sm;
 	struct xpu_wire_seq seq;
 
@@ -149,7 +218,8 @@ struct stats {
 
 static const char *const counter_names[] = { "kernel_names",	 "gpu_records",
 					     "queue_unresolved", "sm_windows_closed",
-					     "sm_late_kernels",	 "files_written" };
+					     "sm_late_kernels",	 "files_written",
+					     "cpu_samples",	 "cpu_functions" };
 
 /* ---- text ---------------------------------------------------------------------------- */
 
@@ -240,15 +310,14 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* A name as a JSON string. Names are bytes (docs/wire.md): well-formed UTF-8 is kept, and
- * any other byte is written as the code point of the same value (Latin-1), so the file is
- * always valid JSON and no byte is silently lost. */
-static void put_json_str(struct text *t, const char *s, size_t n)
+/* A name's characters inside a JSON string. Names are bytes (docs/wire.md): well-formed
+ * UTF-8 is kept, and any other byte is written as the code point of the same value (Latin-1),
+ * so the file is always valid JSON and no byte is silently lost. */
+static void put_json_chars(struct text *t, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, len;
 
-	put_bytes(t, "\"", 1);
 	while (i < n) {
 		if (u[i] == '"' || u[i] == '\\') {
 			put(t, "\\%c", u[i]);
@@ -271,6 +340,13 @@ static void put_json_str(struct text *t, const char *s, size_t n)
 			i++;
 		}
 	}
+}
+
+/* A name as a JSON string. */
+static void put_json_str(struct text *t, const char *s, size_t n)
+{
+	put_bytes(t, "\"", 1);
+	put_json_chars(t, s, n);
 	put_bytes(t, "\"", 1);
 }
 
@@ -459,6 +535,212 @@ static void kernel(struct stats *st, __u32 producer, const struct xpu_cevent *e)
 	}
 }
 
+/* ---- CPU samples --------------------------------------------------------------------- */
+
+/* Room for one more function: the pointer table grown so it stays at most half full. 0 or
+ * -ENOMEM (the table as it was). */
+static int cpu__grow_functions(struct cpu *c)
+{
+	__u32 cap = c->fns ? c->fn_mask + 1 : 0, grown_cap = cap ? 2 * cap : 1024, i, j;
+	struct cpu_fn **grown;
+
+	if (2 * (c->n_fns + 1) <= cap)
+		return 0;
+	grown = calloc(grown_cap, sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	for (i = 0; i < cap; i++) {
+		if (!c->fns[i])
+			continue;
+		for (j = (__u32)xpu_mix64(c->fns[i]->hash) & (grown_cap - 1); grown[j];
+		     j = (j + 1) & (grown_cap - 1))
+			;
+		grown[j] = c->fns[i];
+	}
+	free(c->fns);
+	c->fns = grown;
+	c->fn_mask = grown_cap - 1;
+	return 0;
+}
+
+/* The function named name (len bytes, not NUL-terminated), kernel side or not: found, made
+ * (with a copy of the name), or the shared "(other)" past the limits. */
+static struct cpu_fn *cpu__function(struct cpu *c, const char *name, __u32 len, bool kernel)
+{
+	__u64 h = hash_name(name, len) ^ (kernel ? 0x9e3779b97f4a7c15ull : 0);
+	struct cpu_fn *f;
+	__u32 i;
+
+	for (i = (__u32)xpu_mix64(h) & c->fn_mask; c->fns && (f = c->fns[i]);
+	     i = (i + 1) & c->fn_mask)
+		if (f->hash == h && f->len == len && f->kernel == kernel &&
+		    !memcmp(f->name, name, len))
+			return f;
+	if (c->n_fns >= c->max_fns || c->name_bytes + len + 1 > CPU_NAME_BYTES_MAX ||
+	    cpu__grow_functions(c))
+		goto other;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		goto other;
+	f->name = malloc(len + 1);
+	if (!f->name)
+		goto free_fn;
+	memcpy(f->name, name, len);
+	f->name[len] = 0;
+	f->len = len;
+	f->kernel = kernel;
+	f->hash = h;
+	/* the table may have grown since the probe: probe again for the free slot */
+	for (i = (__u32)xpu_mix64(h) & c->fn_mask; c->fns[i]; i = (i + 1) & c->fn_mask)
+		;
+	c->fns[i] = f;
+	c->n_fns++;
+	c->name_bytes += len + 1;
+	return f;
+free_fn:
+	free(f);
+other:
+	c->frames_over++;
+	return &c->other;
+}
+
+/* Frame k of e's stack as a function: its name when the event has one, else its address in
+ * hex, the text the folded format writes for it (hex has room for HEX_FRAME_MAX + 1). */
+static struct cpu_fn *cpu__frame(struct cpu *c, const struct xpu_cevent *e, __u32 k, char *hex)
+{
+	const char *name = e->frames ? e->frames[k] : NULL;
+	bool kernel = k < e->n_kernel; /* kernel frames come first */
+	int n;
+
+	if (name && name[0])
+		return cpu__function(c, name, (__u32)strnlen(name, XPU_WIRE_FRAME_NAME_MAX),
+				     kernel);
+	n = snprintf(hex, HEX_FRAME_MAX + 1, "0x%" PRIx64, (uint64_t)e->stack[k]);
+	return cpu__function(c, hex, (__u32)n, kernel);
+}
+
+/* The process's entry (found or made), or the shared one past CPU_PROCESSES_MAX. */
+static struct cpu_proc *cpu__process(struct cpu *c, __u32 pid)
+{
+	__u32 cap = c->procs ? c->proc_mask + 1 : 0, grown_cap, i, j;
+	struct cpu_proc *grown;
+
+	for (i = (__u32)xpu_mix64(pid) & c->proc_mask; c->procs && c->procs[i].used;
+	     i = (i + 1) & c->proc_mask)
+		if (c->procs[i].pid == pid)
+			return &c->procs[i];
+	if (c->n_procs >= CPU_PROCESSES_MAX)
+		return &c->other_proc;
+	if (2 * (c->n_procs + 1) > cap) {
+		grown_cap = cap ? 2 * cap : 64;
+		grown = calloc(grown_cap, sizeof(*grown));
+		if (!grown)
+			return &c->other_proc;
+		for (i = 0; i < cap; i++) {
+			if (!c->procs[i].used)
+				continue;
+			for (j = (__u32)xpu_mix64(c->procs[i].pid) & (grown_cap - 1); grown[j].used;
+			     j = (j + 1) & (grown_cap - 1))
+				;
+			grown[j] = c->procs[i];
+		}
+		free(c->procs);
+		c->procs = grown;
+		c->proc_mask = grown_cap - 1;
+	}
+	for (i = (__u32)xpu_mix64(pid) & c->proc_mask; c->procs[i].used; i = (i + 1) & c->proc_mask)
+		;
+	c->procs[i].used = true;
+	c->procs[i].pid = pid;
+	c->n_procs++;
+	return &c->procs[i];
+}
+
+/* Mark the thread seen in this interval; past CPU_THREADS_MAX (or without memory) the
+ * sample is counted in threads_over instead. */
+static void cpu__thread(struct cpu *c, __u32 pid, __u32 tid)
+{
+	__u64 key = (__u64)pid << 32 | tid;
+	__u32 cap = c->threads ? c->thread_mask + 1 : 0, grown_cap, i, j;
+	struct cpu_thread *grown;
+
+	for (i = (__u32)xpu_mix64(key) & c->thread_mask; c->threads && c->threads[i].used;
+	     i = (i + 1) & c->thread_mask)
+		if (c->threads[i].key == key) {
+			c->threads[i].cur = true;
+			return;
+		}
+	if (c->n_threads >= CPU_THREADS_MAX)
+		goto over;
+	if (2 * (c->n_threads + 1) > cap) {
+		grown_cap = cap ? 2 * cap : 256;
+		grown = calloc(grown_cap, sizeof(*grown));
+		if (!grown)
+			goto over;
+		for (i = 0; i < cap; i++) {
+			if (!c->threads[i].used)
+				continue;
+			for (j = (__u32)xpu_mix64(c->threads[i].key) & (grown_cap - 1);
+			     grown[j].used; j = (j + 1) & (grown_cap - 1))
+				;
+			grown[j] = c->threads[i];
+		}
+		free(c->threads);
+		c->threads = grown;
+		c->thread_mask = grown_cap - 1;
+	}
+	for (i = (__u32)xpu_mix64(key) & c->thread_mask; c->threads[i].used;
+	     i = (i + 1) & c->thread_mask)
+		;
+	c->threads[i] = (struct cpu_thread){ .key = key, .used = true, .cur = true };
+	c->n_threads++;
+	return;
+over:
+	c->threads_over++;
+}
+
+static void cpu_time__add(struct cpu_time *t, __u64 ns)
+{
+	t->samples++;
+	t->ns += ns;
+}
+
+/* A CPU sample: its weight (value, ns) to its process, and to the function of its innermost
+ * frame as self time and to every distinct function on its stack as total time. */
+static void cpu_sample(struct stats *st, const struct xpu_cevent *e)
+{
+	__u32 n = e->stack ? (__u32)e->n_kernel + e->n_user : 0, k;
+	struct cpu *c = &st->cpu;
+	struct cpu_proc *proc;
+	char hex[HEX_FRAME_MAX + 1];
+	struct cpu_fn *f;
+
+	cpu_time__add(&st->cur.cpu, e->value);
+	proc = cpu__process(c, e->pid);
+	cpu_time__add(&proc->cur, e->value);
+	if (e->name_len && (!proc->comm[0] || e->ts_ns >= proc->comm_ts)) {
+		k = e->name_len < XPU_COMM_LEN ? e->name_len : XPU_COMM_LEN;
+		memcpy(proc->comm, e->name, k);
+		proc->comm[k] = 0;
+		proc->comm_ts = e->ts_ns;
+	}
+	cpu__thread(c, e->pid, e->tid);
+	if (!n) {
+		st->cur.cpu_no_stack++;
+		return;
+	}
+	c->serial++;
+	for (k = 0; k < n; k++) {
+		f = cpu__frame(c, e, k, hex);
+		if (!k)
+			cpu_time__add(&f->cur.self, e->value);
+		if (f->last_sample != c->serial) {
+			f->last_sample = c->serial;
+			cpu_time__add(&f->cur.total, e->value);
+		}
+	}
+}
+
 static void stats_batch(void *state, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct stats *st = state;
@@ -497,6 +779,9 @@ static void stats_batch(void *state, const struct xpu_wire_batch *b, const struc
 		case XPU_REC_GPU_SYNC:
 			gpu_record(st, e);
 			break;
+		case XPU_REC_CPU_SAMPLE:
+			cpu_sample(st, e);
+			break;
 		case XPU_REC_LOSS:
 			p->loss_records++;
 			p->lost_by_cause[e->sub_kind < XPU_LOSS_CAUSE_MAX ? e->sub_kind : 0] +=
@@ -507,6 +792,37 @@ static void stats_batch(void *state, const struct xpu_wire_batch *b, const struc
 		}
 	}
 	sm_active__close(st->sm, false);
+}
+
+static void cpu_time__merge(struct cpu_time *run, struct cpu_time *cur)
+{
+	run->samples += cur->samples;
+	run->ns += cur->ns;
+	*cur = (struct cpu_time){ 0 };
+}
+
+static void cpu_fn__merge(struct cpu_fn *f)
+{
+	cpu_time__merge(&f->run.self, &f->cur.self);
+	cpu_time__merge(&f->run.total, &f->cur.total);
+}
+
+/* The interval's CPU tables into the run's. */
+static void cpu__merge(struct cpu *c)
+{
+	__u32 i;
+
+	for (i = 0; c->fns && i <= c->fn_mask; i++)
+		if (c->fns[i])
+			cpu_fn__merge(c->fns[i]);
+	cpu_fn__merge(&c->other);
+	for (i = 0; c->procs && i <= c->proc_mask; i++)
+		cpu_time__merge(&c->procs[i].run, &c->procs[i].cur);
+	cpu_time__merge(&c->other_proc.run, &c->other_proc.cur);
+	for (i = 0; c->threads && i <= c->thread_mask; i++) {
+		c->threads[i].run |= c->threads[i].cur;
+		c->threads[i].cur = false;
+	}
 }
 
 /* The interval's accumulators into the run's; the interval starts over. */
@@ -550,6 +866,10 @@ static void period_merge(struct stats *st)
 		r->lost_by_cause[i] += c->lost_by_cause[i];
 	r->missed += c->missed;
 	r->rewinds += c->rewinds;
+	r->cpu.samples += c->cpu.samples;
+	r->cpu.ns += c->cpu.ns;
+	r->cpu_no_stack += c->cpu_no_stack;
+	cpu__merge(&st->cpu);
 	for (i = 0; i < st->n_kernels; i++) {
 		if (sketch__merge(&st->kernels[i]->run, &st->kernels[i]->cur))
 			st->sketch_nomem++;
@@ -660,6 +980,231 @@ static void put_volume(struct text *t, const struct volume *v)
 	    (uint64_t)mean(v->ns, v->count), v->ns ? (double)v->bytes / (double)v->ns : 0.0);
 }
 
+/* ---- CPU section --------------------------------------------------------------------- */
+
+struct frow {
+	const struct cpu_fn *f;
+	const struct cpu_fn_time *t;
+};
+
+struct prow {
+	const struct cpu_proc *p;
+	const struct cpu_time *t;
+};
+
+static int time_cmp(const struct cpu_time *a, const struct cpu_time *b)
+{
+	if (a->ns != b->ns)
+		return a->ns > b->ns ? -1 : 1;
+	if (a->samples != b->samples)
+		return a->samples > b->samples ? -1 : 1;
+	return 0;
+}
+
+/* Equal times: by name, user side first, so equal rows keep one order ("(other)", without
+ * a name, sorts first among them). */
+static int frow_name_cmp(const struct frow *a, const struct frow *b)
+{
+	__u32 n = a->f->len < b->f->len ? a->f->len : b->f->len;
+	int c = n ? memcmp(a->f->name, b->f->name, n) : 0;
+
+	if (c)
+		return c;
+	if (a->f->len != b->f->len)
+		return a->f->len < b->f->len ? -1 : 1;
+	return (int)a->f->kernel - (int)b->f->kernel;
+}
+
+/* Most self time first; then most total time */
+static int frow_self_cmp(const void *x, const void *y)
+{
+	const struct frow *a = x, *b = y;
+	int c = time_cmp(&a->t->self, &b->t->self);
+
+	if (!c)
+		c = time_cmp(&a->t->total, &b->t->total);
+	return c ? c : frow_name_cmp(a, b);
+}
+
+/* Most total time first; then most self time */
+static int frow_total_cmp(const void *x, const void *y)
+{
+	const struct frow *a = x, *b = y;
+	int c = time_cmp(&a->t->total, &b->t->total);
+
+	if (!c)
+		c = time_cmp(&a->t->self, &b->t->self);
+	return c ? c : frow_name_cmp(a, b);
+}
+
+/* Most time first; then by pid, "(other)" last. */
+static int prow_cmp(const void *x, const void *y)
+{
+	const struct prow *a = x, *b = y;
+	int c = time_cmp(a->t, b->t);
+
+	if (c)
+		return c;
+	if (a->p->used != b->p->used)
+		return a->p->used ? -1 : 1;
+	return a->p->pid < b->p->pid ? -1 : a->p->pid > b->p->pid;
+}
+
+/* The functions seen in a period (run or interval), unsorted; NULL and n = 0 without
+ * memory. */
+static struct frow *function_rows(const struct cpu *c, bool run, __u32 *n)
+{
+	struct frow *rows = malloc(((size_t)c->n_fns + 1) * sizeof(*rows));
+	const struct cpu_fn_time *t;
+	__u32 i, m = 0;
+
+	*n = 0;
+	if (!rows)
+		return NULL;
+	for (i = 0; c->fns && i <= c->fn_mask; i++) {
+		if (!c->fns[i])
+			continue;
+		t = run ? &c->fns[i]->run : &c->fns[i]->cur;
+		if (t->total.samples)
+			rows[m++] = (struct frow){ c->fns[i], t };
+	}
+	t = run ? &c->other.run : &c->other.cur;
+	if (t->total.samples)
+		rows[m++] = (struct frow){ &c->other, t };
+	*n = m;
+	return rows;
+}
+
+/* The processes seen in a period, sorted; NULL and n = 0 without memory. */
+static struct prow *process_rows(const struct cpu *c, bool run, __u32 *n)
+{
+	struct prow *rows = malloc(((size_t)c->n_procs + 1) * sizeof(*rows));
+	const struct cpu_time *t;
+	__u32 i, m = 0;
+
+	*n = 0;
+	if (!rows)
+		return NULL;
+	for (i = 0; c->procs && i <= c->proc_mask; i++) {
+		if (!c->procs[i].used)
+			continue;
+		t = run ? &c->procs[i].run : &c->procs[i].cur;
+		if (t->samples)
+			rows[m++] = (struct prow){ &c->procs[i], t };
+	}
+	t = run ? &c->other_proc.run : &c->other_proc.cur;
+	if (t->samples)
+		rows[m++] = (struct prow){ &c->other_proc, t };
+	qsort(rows, m, sizeof(*rows), prow_cmp);
+	*n = m;
+	return rows;
+}
+
+static __u32 threads_seen(const struct cpu *c, bool run)
+{
+	__u32 i, n = 0;
+
+	for (i = 0; c->threads && i <= c->thread_mask; i++)
+		n += c->threads[i].used && (run ? c->threads[i].run : c->threads[i].cur);
+	return n;
+}
+
+/* The function's name as the folded format writes its frame: kernel frames with "_[k]". */
+static void put_function_name(struct text *t, const struct cpu *c, const struct cpu_fn *f)
+{
+	if (f == &c->other) {
+		put(t, "\"(other)\"");
+		return;
+	}
+	put_bytes(t, "\"", 1);
+	put_json_chars(t, f->name, f->len);
+	put(t, "%s\"", f->kernel ? "_[k]" : "");
+}
+
+/* Sort rows by self time (self) or total time, and say how many of them to list: those
+ * with self time only, in the first, as a function never innermost has no place there. */
+static __u32 sort_functions(struct frow *rows, __u32 n, bool self)
+{
+	qsort(rows, n, sizeof(*rows), self ? frow_self_cmp : frow_total_cmp);
+	while (self && n && !rows[n - 1].t->self.samples)
+		n--;
+	return n;
+}
+
+/* The first CPU_TOP_FUNCTIONS rows by self or total time, as a JSON list named key. */
+static void put_function_list(struct text *t, const struct cpu *c, const char *key,
+			      struct frow *rows, __u32 n, bool self, __u64 whole)
+{
+	__u32 i;
+
+	n = sort_functions(rows, n, self);
+	put(t, ",\n  \"%s\": [", key);
+	for (i = 0; i < n && i < CPU_TOP_FUNCTIONS; i++) {
+		const struct cpu_fn_time *ft = rows[i].t;
+
+		put(t, "%s\n    {\"name\": ", i ? "," : "");
+		put_function_name(t, c, rows[i].f);
+		put(t,
+		    ", \"self_ns\": %" PRIu64 ", \"self_pct\": %.3f, \"self_samples\": %" PRIu64
+		    ", \"total_ns\": %" PRIu64 ", \"total_pct\": %.3f, \"total_samples\": %" PRIu64
+		    "}",
+		    (uint64_t)ft->self.ns, pct(ft->self.ns, whole), (uint64_t)ft->self.samples,
+		    (uint64_t)ft->total.ns, pct(ft->total.ns, whole), (uint64_t)ft->total.samples);
+	}
+	put(t, "%s]", i ? "\n  " : "");
+}
+
+/* The CPU samples of a period as the member "cpu"; its limits are the run's so far. */
+static void put_cpu(struct text *t, const struct stats *st, const struct period *p, bool run)
+{
+	const struct cpu *c = &st->cpu;
+	const struct cpu_fn_time *other = run ? &c->other.run : &c->other.cur;
+	const struct cpu_time *other_proc = run ? &c->other_proc.run : &c->other_proc.cur;
+	struct frow *fns;
+	struct prow *procs;
+	__u32 i, n_fns, n_procs;
+
+	procs = process_rows(c, run, &n_procs);
+	fns = function_rows(c, run, &n_fns);
+	if (!procs || !fns)
+		t->failed = true;
+	/* "(other)" is not one function, nor one process: not in the counts */
+	put(t,
+	    "  \"cpu\": {\"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64
+	    ", \"without_stack\": %" PRIu64 ", \"processes\": %u, \"threads\": %u"
+	    ", \"functions\": %u",
+	    (uint64_t)p->cpu.samples, (uint64_t)p->cpu.ns, (uint64_t)p->cpu_no_stack,
+	    n_procs - !!other_proc->samples, threads_seen(c, run), n_fns - !!other->total.samples);
+	put(t, ",\n  \"top_processes\": [");
+	for (i = 0; i < n_procs && i < CPU_TOP_PROCESSES; i++) {
+		const struct cpu_proc *pr = procs[i].p;
+
+		put(t, "%s\n    {\"pid\": ", i ? "," : "");
+		if (pr == &c->other_proc) {
+			put(t, "null, \"comm\": \"(other)\"");
+		} else {
+			put(t, "%u, \"comm\": ", pr->pid);
+			put_json_str(t, pr->comm, strlen(pr->comm));
+		}
+		put(t,
+		    ", \"samples\": %" PRIu64 ", \"sampled_ns\": %" PRIu64 ", \"share_pct\": %.3f}",
+		    (uint64_t)procs[i].t->samples, (uint64_t)procs[i].t->ns,
+		    pct(procs[i].t->ns, p->cpu.ns));
+	}
+	put(t, "%s]", i ? "\n  " : "");
+	put_function_list(t, c, "top_self", fns, n_fns, true, p->cpu.ns);
+	put_function_list(t, c, "top_total", fns, n_fns, false, p->cpu.ns);
+	put(t,
+	    ",\n  \"limits\": {\"max_functions\": %u, \"frames_over_max\": %" PRIu64
+	    ", \"max_processes\": %u, \"process_samples_over_max\": %" PRIu64
+	    ", \"max_threads\": %u, \"thread_samples_over_max\": %" PRIu64 "}},\n",
+	    c->max_fns, (uint64_t)c->frames_over, CPU_PROCESSES_MAX,
+	    (uint64_t)(c->other_proc.run.samples + c->other_proc.cur.samples), CPU_THREADS_MAX,
+	    (uint64_t)c->threads_over);
+	free(fns);
+	free(procs);
+}
+
 /* Stage of each loss cause: where in the pipeline the records were dropped. */
 static const char *loss_stage(__u32 cause)
 {
@@ -699,6 +1244,7 @@ static void put_period(struct text *t, const struct stats *st, const struct peri
 			put(t, "%s\"%s\": %" PRIu64, n++ ? ", " : "", xpu_rec_type__name(i),
 			    (uint64_t)p->by_kind[i]);
 	put(t, "}},\n");
+	put_cpu(t, st, p, run);
 
 	rows = kernel_rows(st, run, &n);
 	put(t,
@@ -946,6 +1492,8 @@ static void put_text_name(struct text *t, const char *name, __u32 len)
 	char buf[160];
 	__u32 i, n = len < 150 ? len : 150;
 
+	if (!n) /* nothing to copy: buf would go to put_bytes unwritten */
+		return;
 	for (i = 0; i < n; i++)
 		buf[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
 	put_bytes(t, buf, n);
@@ -981,20 +1529,107 @@ static void put_text_sm(struct text *t, const struct stats *st, __u64 span)
 	}
 }
 
-static void put_text(struct text *t, const struct stats *st, bool final)
+/* A function list of the CPU section: the first CPU_TOP_FUNCTIONS by self or total time. */
+static void put_text_functions(struct text *t, const struct cpu *c, struct frow *rows, __u32 n,
+			       bool self, __u64 whole)
+{
+	char a[32], b[32];
+	__u32 i;
+
+	n = sort_functions(rows, n, self);
+	put(t, "%12s %8s %12s %8s  %s\n", "self", "self %", "total", "total %", "function");
+	for (i = 0; i < n && i < CPU_TOP_FUNCTIONS; i++) {
+		const struct cpu_fn_time *ft = rows[i].t;
+
+		put(t, "%12s %8.3f %12s %8.3f  ", human_ns(a, sizeof(a), (double)ft->self.ns),
+		    pct(ft->self.ns, whole), human_ns(b, sizeof(b), (double)ft->total.ns),
+		    pct(ft->total.ns, whole));
+		if (rows[i].f == &c->other) {
+			put(t, "(other)\n");
+			continue;
+		}
+		put_text_name(t, rows[i].f->name, rows[i].f->len);
+		put(t, "%s\n", rows[i].f->kernel ? "_[k]" : "");
+	}
+	if (n > CPU_TOP_FUNCTIONS)
+		put(t, "  ... %u more functions\n", n - CPU_TOP_FUNCTIONS); /* nor in the JSON */
+}
+
+/* The CPU samples of the run: what is on the CPU, where, and in which functions. */
+static void put_text_cpu(struct text *t, const struct stats *st)
+{
+	const struct period *p = &st->run;
+	const struct cpu *c = &st->cpu;
+	struct frow *fns;
+	struct prow *procs;
+	__u32 i, n_fns, n_procs;
+	char a[32];
+
+	procs = process_rows(c, true, &n_procs);
+	fns = function_rows(c, true, &n_fns);
+	if (!procs || !fns)
+		t->failed = true;
+	put(t, "\nCPU samples: %" PRIu64 " samples, %s sampled, %u processes, %u threads\n",
+	    (uint64_t)p->cpu.samples, human_ns(a, sizeof(a), (double)p->cpu.ns),
+	    n_procs - !!c->other_proc.run.samples, threads_seen(c, true));
+	if (p->cpu_no_stack)
+		put(t, "  %" PRIu64 " samples without a stack (in the time, in no function)\n",
+		    (uint64_t)p->cpu_no_stack);
+
+	put(t, "\nTop processes\n%10s %10s %12s %8s  %s\n", "pid", "samples", "time", "share %",
+	    "comm");
+	for (i = 0; i < n_procs && i < CPU_TOP_PROCESSES; i++) {
+		const struct cpu_proc *pr = procs[i].p;
+
+		if (pr == &c->other_proc)
+			put(t, "%10s", "(other)");
+		else
+			put(t, "%10u", pr->pid);
+		put(t, " %10" PRIu64 " %12s %8.3f  ", (uint64_t)procs[i].t->samples,
+		    human_ns(a, sizeof(a), (double)procs[i].t->ns), pct(procs[i].t->ns, p->cpu.ns));
+		if (pr != &c->other_proc && pr->comm[0])
+			put_text_name(t, pr->comm, (__u32)strlen(pr->comm));
+		put(t, "\n");
+	}
+	if (n_procs > CPU_TOP_PROCESSES) /* nor in the JSON: its counts say how many */
+		put(t, "  ... %u more processes\n", n_procs - CPU_TOP_PROCESSES);
+
+	put(t, "\nHottest functions by self time (the innermost frame)\n");
+	put_text_functions(t, c, fns, n_fns, true, p->cpu.ns);
+	put(t, "\nHottest functions by total time (anywhere on the stack, once per sample)\n");
+	put_text_functions(t, c, fns, n_fns, false, p->cpu.ns);
+	if (c->frames_over)
+		put(t, "  %" PRIu64 " frames past the first %u functions counted as (other)\n",
+		    (uint64_t)c->frames_over, c->max_fns);
+	free(fns);
+	free(procs);
+}
+
+/* Whether the run saw any GPU work or CUDA call: without, the GPU part is one line. */
+static bool gpu_seen(const struct period *p)
+{
+	static const __u16 kinds[] = { XPU_REC_LAUNCH,	   XPU_REC_CUDA_API,   XPU_REC_GPU_KERNEL,
+				       XPU_REC_GPU_MEMCPY, XPU_REC_GPU_MEMSET, XPU_REC_GPU_SYNC,
+				       XPU_REC_GPU_MEMORY };
+	__u32 i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (p->by_kind[kinds[i]])
+			return true;
+	return false;
+}
+
+/* Kernels, copies, queue delay, SM-active and correlation of the run. */
+static void put_text_gpu(struct text *t, const struct stats *st, bool final)
 {
 	const struct period *p = &st->run;
 	char a[32], b[32], c[32], d[32], e[32];
 	struct sm_counts sc;
 	struct krow *rows;
-	__u64 gpu = 0, lost = 0, span = p->first_ns ? p->last_ns - p->first_ns : 0;
+	__u64 gpu = 0, span = p->first_ns ? p->last_ns - p->first_ns : 0;
 	__u32 i, n;
 
 	sm_active__counts(st->sm, &sc);
-	put(t, "xpusup statistics (%s)\n\n", final ? "final" : "so far: the run goes on");
-	put(t, "Span %s: %" PRIu64 " events in %" PRIu64 " batches\n",
-	    human_ns(a, sizeof(a), (double)span), (uint64_t)p->events, (uint64_t)p->batches);
-
 	rows = kernel_rows(st, true, &n);
 	put(t, "\nGPU kernels: %" PRIu64 " runs, %s in total, %u names\n", (uint64_t)p->kernels,
 	    human_ns(a, sizeof(a), (double)p->kernel_ns), n);
@@ -1069,6 +1704,24 @@ static void put_text(struct text *t, const struct stats *st, bool final)
 		    xpu_corr_type__name(i), (uint64_t)p->gpu_by_type[i],
 		    pct(p->gpu_by_type[i], gpu),
 		    p->gpu_by_type[i] ? p->conf_by_type[i] / (double)p->gpu_by_type[i] : 0.0);
+}
+
+static void put_text(struct text *t, const struct stats *st, bool final)
+{
+	const struct period *p = &st->run;
+	__u64 lost = 0, span = p->first_ns ? p->last_ns - p->first_ns : 0;
+	char a[32];
+	__u32 i;
+
+	put(t, "xpusup statistics (%s)\n\n", final ? "final" : "so far: the run goes on");
+	put(t, "Span %s: %" PRIu64 " events in %" PRIu64 " batches\n",
+	    human_ns(a, sizeof(a), (double)span), (uint64_t)p->events, (uint64_t)p->batches);
+	if (p->cpu.samples)
+		put_text_cpu(t, st);
+	if (gpu_seen(p))
+		put_text_gpu(t, st, final);
+	else
+		put(t, "\nGPU: no activity recorded\n");
 
 	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
 		lost += p->lost_by_cause[i];
@@ -1278,6 +1931,15 @@ static void stats_free(void *state)
 			free(st->kernels[i]->name);
 			free(st->kernels[i]);
 		}
+	for (i = 0; st->cpu.fns && i <= st->cpu.fn_mask; i++) {
+		if (!st->cpu.fns[i])
+			continue;
+		free(st->cpu.fns[i]->name);
+		free(st->cpu.fns[i]);
+	}
+	free(st->cpu.fns);
+	free(st->cpu.procs);
+	free(st->cpu.threads);
 	sketch__free(&st->other.run);
 	sketch__free(&st->other.cur);
 	sketch__free(&st->run.queue);
@@ -1295,7 +1957,7 @@ static unsigned int stats_counters(void *state, const char **names, __u64 *value
 {
 	struct stats *st = state;
 	struct sm_counts c;
-	__u64 v[6];
+	__u64 v[8];
 	unsigned int i;
 
 	sm_active__counts(st->sm, &c);
@@ -1305,6 +1967,8 @@ static unsigned int stats_counters(void *state, const char **names, __u64 *value
 	v[3] = c.windows_closed;
 	v[4] = c.late;
 	v[5] = st->writes;
+	v[6] = st->run.cpu.samples + st->cur.cpu.samples;
+	v[7] = st->cpu.n_fns;
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];
@@ -1368,6 +2032,7 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 	if (!st)
 		return -ENOMEM;
 	st->intervals_opened = env->resume; /* a restarted sink appends to its lines */
+	st->cpu.max_fns = CPU_FUNCTIONS_MAX;
 	sketch__init(&st->run.queue);
 	sketch__init(&st->cur.queue);
 	err = env->path(env->ctx, "path", st->path, sizeof(st->path));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The stats sink's two algorithms, without a session:
+ * The stats sink's algorithms, without a session:
  *
  * - the quantile sketch: every quantile within SKETCH_ALPHA of the exact one (the value of
  *   rank floor(q (n - 1))) on uniform, log-uniform, constant and zero-heavy data; the
@@ -9,8 +9,19 @@
  * - SM-active: overlapping kernels merged, clamped to their windows, never more than the
  *   window, in any arrival order; per device the union over processes; late kernels counted
  *   and not added; gaps filled past the interval limit within the reported bound; and a
- *   randomised comparison with a brute-force union over a bitmap.
+ *   randomised comparison with a brute-force union over a bitmap;
+ * - the CPU section: self time to the innermost frame, total time to every distinct function
+ *   on the stack once per sample (recursion too), kernel frames named with "_[k]", frames
+ *   without a name in hex, names kept past their batch, processes and threads counted,
+ *   intervals merged into the run, the cap on functions and its "(other)" bucket, and
+ *   stats.txt with the CPU section first and one line for a run without GPU work.
+ *
+ * The CPU section is tested through stats.c itself, included here: its tables are static,
+ * and the meson target links neither the sink library nor io_uring, so the three out.h
+ * calls stats.c makes are replaced below by ones that keep the files in memory.
  */
+#include "actors/sink/stats.c"
+
 #include "actors/sink/sketch.h"
 #include "actors/sink/sm_active.h"
 
@@ -428,6 +439,378 @@ static void test_random(void)
 	sm_active__free(a);
 }
 
+/* ---- CPU section --------------------------------------------------------------------- */
+
+/* out.h in memory: the last version of each file stats.c committed. */
+#define FILES_MAX 4
+
+static struct {
+	char path[64];
+	char *text;
+} files[FILES_MAX];
+
+struct out {
+	char path[64];
+	struct text t;
+};
+
+int out__open(struct out **o, const char *path, char *why, size_t why_len)
+{
+	*o = calloc(1, sizeof(**o));
+	if (!*o) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf((*o)->path, sizeof((*o)->path), "%s", path);
+	return 0;
+}
+
+int out__write(struct out *o, const void *data, size_t len)
+{
+	put_bytes(&o->t, data, len);
+	return o->t.failed ? -ENOMEM : 0;
+}
+
+int out__commit(struct out *o, char *why, size_t why_len)
+{
+	int i;
+
+	for (i = 0; i < FILES_MAX - 1 && files[i].text && strcmp(files[i].path, o->path); i++)
+		;
+	free(files[i].text);
+	snprintf(files[i].path, sizeof(files[i].path), "%s", o->path);
+	files[i].text = o->t.p ? o->t.p : strdup("");
+	free(o);
+	if (!files[i].text) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *file_text(const char *path)
+{
+	int i;
+
+	for (i = 0; i < FILES_MAX; i++)
+		if (files[i].text && !strcmp(files[i].path, path))
+			return files[i].text;
+	return "";
+}
+
+static void files_free(void)
+{
+	int i;
+
+	for (i = 0; i < FILES_MAX; i++) {
+		free(files[i].text);
+		files[i].text = NULL;
+	}
+}
+
+static const char *env_get(void *ctx, const char *key)
+{
+	(void)ctx;
+	(void)key;
+	return NULL;
+}
+
+static int env_path(void *ctx, const char *key, char *buf, size_t size)
+{
+	(void)ctx;
+	if (strcmp(key, "path"))
+		return -ENOENT;
+	snprintf(buf, size, "mem/stats.json");
+	return 0;
+}
+
+static struct stats *cpu_open(void)
+{
+	struct fmt_env env = { .get = env_get, .path = env_path };
+	char why[256];
+	void *st = NULL;
+
+	if (fmt_stats.open(&st, &env, why, sizeof(why)))
+		tap_bail("open: %s", why);
+	return st;
+}
+
+/* One batch, its sequence number following the last one's (no gaps). */
+static void cpu_feed(struct stats *st, const struct xpu_cevent *ev, __u32 n)
+{
+	static __u64 seq;
+	struct xpu_wire_batch b = { .version = 1, .seq = seq, .n_events = n };
+
+	seq += n;
+	fmt_stats.batch(st, &b, ev);
+}
+
+static struct xpu_cevent cpu_event(__u32 pid, __u32 tid, const char *comm, __u64 weight,
+				   const __u64 *stack, const char *const *frames, __u16 n_kernel,
+				   __u16 n_user)
+{
+	return (struct xpu_cevent){ .kind = XPU_REC_CPU_SAMPLE,
+				    .pid = pid,
+				    .tid = tid,
+				    .ts_ns = 1000000 + weight,
+				    .value = weight,
+				    .name = comm,
+				    .name_len = comm ? (__u32)strlen(comm) : 0,
+				    .stack = stack,
+				    .frames = frames,
+				    .n_kernel = n_kernel,
+				    .n_user = n_user };
+}
+
+static const struct cpu_fn *fn_named(const struct stats *st, const char *name, bool kernel)
+{
+	const struct cpu *c = &st->cpu;
+	__u32 i;
+
+	for (i = 0; c->fns && i <= c->fn_mask; i++)
+		if (c->fns[i] && c->fns[i]->kernel == kernel && !strcmp(c->fns[i]->name, name))
+			return c->fns[i];
+	return NULL;
+}
+
+/* The run's self and total of a function as "self_ns/self_samples total_ns/total_samples",
+ * "absent" when there is no such function. */
+static const char *fn_times(const struct stats *st, const char *name, bool kernel)
+{
+	static char buf[128];
+	const struct cpu_fn *f = fn_named(st, name, kernel);
+
+	if (!f)
+		return "absent";
+	snprintf(buf, sizeof(buf), "%llu/%llu %llu/%llu", (unsigned long long)f->run.self.ns,
+		 (unsigned long long)f->run.self.samples, (unsigned long long)f->run.total.ns,
+		 (unsigned long long)f->run.total.samples);
+	return buf;
+}
+
+/* The names of the JSON list key, in order, comma-separated (names without quotes in them). */
+static const char *list_names(const char *json, const char *key)
+{
+	static char buf[1024];
+	char want[64];
+	const char *p, *end, *q;
+	size_t len = 0;
+
+	buf[0] = 0;
+	snprintf(want, sizeof(want), "\"%s\": [", key);
+	p = strstr(json, want);
+	if (!p)
+		return "no list";
+	p += strlen(want);
+	end = *p == ']' ? p : strstr(p, "\n  ]"); /* a name may hold ']': "_[k]" does */
+	for (; end && (p = strstr(p, "{\"name\": \"")) && p < end; p = q) {
+		p += strlen("{\"name\": \"");
+		q = strchr(p, '"');
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%.*s", len ? "," : "",
+					(int)(q - p), p);
+		if (len >= sizeof(buf))
+			break;
+	}
+	return buf;
+}
+
+static bool has(const char *text, const char *what)
+{
+	if (strstr(text, what))
+		return true;
+	tap_diag("missing: %s", what);
+	return false;
+}
+
+static void test_cpu_functions(void)
+{
+	static const __u64 s1[] = { 0xffffffff81000010, 0x1000, 0x2010, 0x2020, 0x3000 };
+	static const __u64 s2[] = { 0x2010, 0x3000 };
+	static const __u64 s3[] = { 0xffffffff81000abc, 0xffffffff81000def, 0x4000, 0x3000 };
+	static const __u64 s4[] = { 0x5000, 0x3000 };
+	static const char *const n2[] = { "recurse", "main" };
+	/* no name for the first kernel frame and for the user frame 0x4000 ("" is none too);
+	 * a kernel function named like a user one is another function */
+	static const char *const n3[] = { NULL, "main", "", "main" };
+	char leaf[] = "leaf"; /* the batch's copy: gone after it */
+	const char *n1[] = { "do_syscall_64", leaf, "recurse", "recurse", "main" };
+	struct xpu_cevent ev[5] = {
+		cpu_event(10, 11, "app", 100, s1, n1, 1, 4),
+		cpu_event(10, 12, "app", 300, s2, n2, 0, 2),
+		cpu_event(20, 20, "tool", 600, s3, n3, 2, 2),
+		cpu_event(20, 21, "tool", 50, s4, NULL, 0, 2), /* no names at all */
+		cpu_event(30, 30, "nostack", 1000, NULL, NULL, 0, 3), /* no room for its stack */
+	};
+	struct stats *st = cpu_open();
+	const char *json, *txt;
+	char why[256];
+
+	cpu_feed(st, ev, 5);
+	memcpy(leaf, "XXXX", 4);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0,
+	       "finish writes stats.json and stats.txt");
+	json = file_text("mem/stats.json");
+	txt = file_text("mem/stats.txt");
+
+	tap_ok(!strcmp(fn_times(st, "recurse", false), "300/1 400/2"),
+	       "recursion: a function twice on a stack counts once in total (%s)",
+	       fn_times(st, "recurse", false));
+	tap_ok(!strcmp(fn_times(st, "main", false), "0/0 1000/3") &&
+		       !strcmp(fn_times(st, "leaf", false), "0/0 100/1"),
+	       "total: every function on the stack, self only for the innermost (main %s)",
+	       fn_times(st, "main", false));
+	tap_ok(!strcmp(fn_times(st, "do_syscall_64", true), "100/1 100/1") &&
+		       !strcmp(fn_times(st, "main", true), "0/0 600/1") &&
+		       !strcmp(fn_times(st, "do_syscall_64", false), "absent"),
+	       "kernel frames are their own functions: self of the innermost kernel frame");
+	tap_ok(!strcmp(fn_times(st, "0xffffffff81000abc", true), "600/1 600/1") &&
+		       !strcmp(fn_times(st, "0x4000", false), "0/0 600/1") &&
+		       !strcmp(fn_times(st, "0x5000", false), "50/1 50/1") &&
+		       !strcmp(fn_times(st, "0x3000", false), "0/0 50/1"),
+	       "a frame without a name (NULL, \"\", no names at all) is its address in hex");
+	tap_ok(fn_named(st, "leaf", false) && !fn_named(st, "XXXX", false),
+	       "names are copied: the batch's text may change after it");
+
+	tap_ok(has(json, "\"cpu\": {\"samples\": 5, \"sampled_ns\": 2050, \"without_stack\": 1, "
+			 "\"processes\": 3, \"threads\": 5, \"functions\": 9,"),
+	       "stats.json: samples, their weights, without a stack, processes, threads, functions");
+	tap_ok(has(json, "{\"pid\": 30, \"comm\": \"nostack\", \"samples\": 1, \"sampled_ns\": "
+			 "1000, \"share_pct\": 48.780}") &&
+		       !strcmp(list_names(json, "top_processes"), "") &&
+		       strstr(json, "{\"pid\": 20, \"comm\": \"tool\", \"samples\": 2, "
+				    "\"sampled_ns\": 650") <
+			       strstr(json, "{\"pid\": 10, \"comm\": \"app\""),
+	       "stats.json: processes by sampled time, with their comm and share");
+	tap_ok(!strcmp(list_names(json, "top_self"),
+		       "0xffffffff81000abc_[k],recurse,do_syscall_64_[k],0x5000"),
+	       "top_self: the innermost frames by self time, kernel ones with _[k] (%s)",
+	       list_names(json, "top_self"));
+	tap_ok(!strcmp(list_names(json, "top_total"),
+		       "main,0xffffffff81000abc_[k],0x4000,main_[k],recurse,do_syscall_64_[k],leaf,"
+		       "0x5000,0x3000"),
+	       "top_total: by total time, ties by self time then name (%s)",
+	       list_names(json, "top_total"));
+	tap_ok(has(json, "{\"name\": \"recurse\", \"self_ns\": 300, \"self_pct\": 14.634, "
+			 "\"self_samples\": 1, \"total_ns\": 400, \"total_pct\": 19.512, "
+			 "\"total_samples\": 2}"),
+	       "a function's row: self and total, ns, share of the sampled time, samples");
+	tap_ok(has(txt, "\nCPU samples: 5 samples, 2.05 us sampled, 3 processes, 5 threads\n") &&
+		       has(txt, "1 samples without a stack") &&
+		       has(txt,
+			   "      600 ns   29.268       600 ns   29.268  0xffffffff81000abc_[k]\n") &&
+		       has(txt, "\nGPU: no activity recorded\n") && has(txt, "\nLosses: ") &&
+		       !strstr(txt, "GPU kernels") && !strstr(txt, "SM active") &&
+		       strstr(txt, "CPU samples") < strstr(txt, "GPU: no activity"),
+	       "stats.txt: the CPU section first; without GPU work, one line for the GPU");
+	fmt_stats.free(st);
+	files_free();
+}
+
+static void test_cpu_intervals(void)
+{
+	static const __u64 s1[] = { 0x2010, 0x2020, 0x3000 };
+	static const __u64 s2[] = { 0x2010, 0x3000 };
+	static const char *const n1[] = { "recurse", "recurse", "main" };
+	static const char *const n2[] = { "recurse", "main" };
+	struct xpu_cevent a = cpu_event(10, 11, "app", 300, s2, n2, 0, 2),
+			  b = cpu_event(10, 12, "app", 100, s1, n1, 0, 3),
+			  k = { .kind = XPU_REC_GPU_KERNEL, .pid = 10, .ts_ns = 5, .end_ns = 25 };
+	struct stats *st = cpu_open();
+	const struct cpu_fn *f;
+	struct text t = { 0 };
+	char why[256];
+
+	cpu_feed(st, &a, 1);
+	period_merge(st); /* the end of an interval */
+	cpu_feed(st, &b, 1);
+	cpu_feed(st, &k, 1);
+	f = fn_named(st, "recurse", false);
+	tap_ok(f && f->run.total.ns == 300 && f->cur.total.ns == 100 && f->cur.self.ns == 100,
+	       "an interval counts its own samples; the run has the earlier ones");
+	put_cpu(&t, st, &st->cur, false);
+	tap_ok(t.p && has(t.p, "\"cpu\": {\"samples\": 1, \"sampled_ns\": 100, \"without_stack\": "
+			       "0, \"processes\": 1, \"threads\": 1, \"functions\": 2,"),
+	       "the interval's line: its samples, processes, threads and functions");
+	text_free(&t);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       !strcmp(fn_times(st, "recurse", false), "400/2 400/2") &&
+		       has(file_text("mem/stats.json"),
+			   "\"cpu\": {\"samples\": 2, \"sampled_ns\": 400, \"without_stack\": 0, "
+			   "\"processes\": 1, \"threads\": 2, \"functions\": 2,"),
+	       "intervals merge into the run: samples, processes, threads, functions");
+	tap_ok(strstr(file_text("mem/stats.txt"), "CPU samples") &&
+		       strstr(file_text("mem/stats.txt"), "CPU samples") <
+			       strstr(file_text("mem/stats.txt"), "GPU kernels: 1 runs") &&
+		       !strstr(file_text("mem/stats.txt"), "no activity"),
+	       "stats.txt: with GPU work, its sections after the CPU section");
+	fmt_stats.free(st);
+	files_free();
+}
+
+static void test_cpu_limit(void)
+{
+	static const __u64 sa[] = { 1, 2, 3, 4, 5, 6 }, sb[] = { 6, 5, 1 };
+	static const char *const na[] = { "f1", "f2", "f3", "f4", "f5", "f6" };
+	static const char *const nb[] = { "f6", "f5", "f1" };
+	struct xpu_cevent ev[2] = { cpu_event(1, 1, "x", 10, sa, na, 0, 6),
+				    cpu_event(1, 1, "x", 5, sb, nb, 0, 3) };
+	struct stats *st = cpu_open();
+	const char *json;
+	char why[256];
+
+	st->cpu.max_fns = 4;
+	cpu_feed(st, ev, 2);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish");
+	json = file_text("mem/stats.json");
+	tap_ok(st->cpu.n_fns == 4 && !strcmp(fn_times(st, "f1", false), "10/1 15/2") &&
+		       !strcmp(fn_times(st, "f4", false), "0/0 10/1") && !fn_named(st, "f5", false),
+	       "the first 4 functions are kept apart, the later ones are not");
+	tap_ok(st->cpu.other.run.self.ns == 5 && st->cpu.other.run.total.ns == 15 &&
+		       st->cpu.other.run.total.samples == 2 && st->cpu.frames_over == 4,
+	       "(other): self of the sample whose innermost frame is past the cap, total once a "
+	       "sample however many of its frames are in it; 4 frames counted there");
+	tap_ok(has(json, "\"functions\": 4,") &&
+		       has(json, "{\"name\": \"(other)\", \"self_ns\": 5, \"self_pct\": 33.333, "
+				 "\"self_samples\": 1, \"total_ns\": 15, \"total_pct\": 100.000, "
+				 "\"total_samples\": 2}") &&
+		       has(json, "\"max_functions\": 4, \"frames_over_max\": 4,") &&
+		       !strcmp(list_names(json, "top_total"), "f1,(other),f2,f3,f4"),
+	       "stats.json: the (other) row, not counted as a function, and frames_over_max");
+	tap_ok(has(file_text("mem/stats.txt"), "4 frames past the first 4 functions counted as "
+					       "(other)"),
+	       "stats.txt says so");
+	fmt_stats.free(st);
+	files_free();
+}
+
+/* Past CPU_PROCESSES_MAX processes, the rest are one "(other)" row, not counted. */
+static void test_cpu_processes(void)
+{
+	__u32 n = CPU_PROCESSES_MAX + 2, i;
+	struct xpu_cevent *ev = calloc(n, sizeof(*ev));
+	struct stats *st = cpu_open();
+	char why[256];
+
+	if (!ev)
+		tap_bail("out of memory");
+	for (i = 0; i < n; i++) /* the last two: one process past the limit, sampled twice */
+		ev[i] = cpu_event(1 + (i < n - 1 ? i : i - 1), 7, "p", 1, NULL, NULL, 0, 0);
+	cpu_feed(st, ev, n);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"),
+			   "\"processes\": 65536, \"threads\": 65537,") &&
+		       has(file_text("mem/stats.json"),
+			   "\"top_processes\": [\n    {\"pid\": null, \"comm\": \"(other)\", "
+			   "\"samples\": 2, \"sampled_ns\": 2,") &&
+		       has(file_text("mem/stats.json"), "\"process_samples_over_max\": 2,") &&
+		       has(file_text("mem/stats.txt"), "   (other)          2         2 ns"),
+	       "past %u processes: one (other) row with pid null, not in the count",
+	       CPU_PROCESSES_MAX);
+	free(ev);
+	fmt_stats.free(st);
+	files_free();
+}
+
 int main(void)
 {
 	test_sketch_bound();
@@ -437,5 +820,9 @@ int main(void)
 	test_windows();
 	test_late();
 	test_random();
+	test_cpu_functions();
+	test_cpu_intervals();
+	test_cpu_limit();
+	test_cpu_processes();
 	return tap_done();
 }
