@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +137,24 @@ static pid_t spawn_waiting(char **cmd, int *go)
 	close(pipefd[0]);
 	*go = pipefd[1];
 	return pid;
+}
+
+/* Whether execvp would find cmd: checked before a session is started for nothing. */
+static bool runnable(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return !access(cmd, X_OK);
+	for (p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p; p = *end ? end + 1 : end) {
+		end = strchrnul(p, ':');
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), end == p ? "." : p, cmd) <
+			    (int)sizeof(buf) &&
+		    !access(buf, X_OK))
+			return true;
+	}
+	return false;
 }
 
 static int write_builtin(const char *dir, unsigned long long hz, char *path, size_t size)
@@ -313,6 +332,12 @@ int record_cmd(int argc, char **argv)
 	if (session__paths(&s, name) == -EINVAL) {
 		fprintf(stderr, "xpusup: unable to record: bad session name '%s'\n", name);
 		return XPUSUP_EXIT_USAGE;
+	}
+	if (!runnable(argv[optind])) {
+		fprintf(stderr,
+			"xpusup: unable to record: %s: command not found or not executable\n",
+			argv[optind]);
+		return 127; /* as a shell says it */
 	}
 
 	code = XPUSUP_EXIT_SYSTEM;

@@ -81,6 +81,9 @@ ok $? "record: the hot leaf has about 2/3 and the cold leaf 1/3 ($(tr -d '\n' <"
 ok $([ $? = 7 ] && echo 0 || echo 1) "record: exits with the command's status (7)"
 "$XPUSUP" record -o "$WORK/recsig" --session "$PREFIX-sig" -- sh -c 'kill -TERM $$' >/dev/null 2>&1
 ok $([ $? = 143 ] && echo 0 || echo 1) "record: a command killed by SIGTERM gives 128+15"
+"$XPUSUP" record -o "$WORK/recnx" --session "$PREFIX-nx" -- "$WORK/no-such-program" >/dev/null 2>"$WORK/nx.err"
+ok $([ $? = 127 ] && grep -q "command not found" "$WORK/nx.err" && [ ! -e "$BASE/$PREFIX-nx.log" ] &&
+	echo 0 || echo 1) "record: a command that does not exist: 127, said so, no session started"
 
 # ---- the process tree: forks and execs followed, other processes left out ------------------
 "$HOTSPOTS" --seconds 6 2>/dev/null &
