@@ -423,6 +423,38 @@ static const struct key_schema cpu_keys[] = {
 	{ .key = NULL },
 };
 
+/* kind = pmu: perf_event counters (docs/pmu.md). */
+static const struct key_schema pmu_keys[] = {
+	{ .key = "events",
+	  .type = T_PATH, /* a list the actor parses: names, rNNNN, pmu/event/ */
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "cycles, instructions, cache-references, cache-misses, branch-misses, "
+		 "task-clock, page-faults, context-switches, cpu-migrations",
+	  .doc = "counters to read: generic names (cycles, instructions, cache-misses, "
+		 "task-clock, page-faults, ...), raw rNNNN, or PMU/EVENT/ from sysfs" },
+	{ .key = "interval_ms",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 10,
+	  .max = 60000,
+	  .def = "100",
+	  .doc = "how often the counters are read" },
+	{ .key = "target",
+	  .type = T_TARGET,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "all",
+	  .doc = "all (per CPU, system-wide), pid:PID,..., tree:PID, command (per process, "
+		 "children included) or cgroup:PATH (per CPU, that cgroup)" },
+	{ .key = "group_size",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1,
+	  .max = 16,
+	  .def = "4",
+	  .doc = "hardware events per counter group (more than the CPU's counters multiplex)" },
+	{ .key = NULL },
+};
+
 static const char *const replay_speed_names[] = { "full", "original", NULL };
 
 /* kind = replay: a file of ring records (docs/events.md, "Replay files"). */
@@ -653,7 +685,7 @@ static const struct kind_schema kinds[] = {
 	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false },
 	{ "cupti", SOURCE, false, NULL, "CUDA activity and API records", true },
 	{ "cpu", SOURCE, true, cpu_keys, "CPU stack sampling (eBPF)", true },
-	{ "pmu", SOURCE, false, NULL, "hardware counters (perf events)", true },
+	{ "pmu", SOURCE, true, pmu_keys, "hardware counters (perf events)", true },
 	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
 	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
 	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
@@ -894,7 +926,7 @@ int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long 
 
 /* The next item of a comma-separated list, blanks trimmed, into item (cap bytes): 1, or 0
  * at the end, or -EINVAL for an empty or over-long item or a trailing comma. */
-static int list_next(const char **sp, char *item, size_t cap)
+int conf_list_next(const char **sp, char *item, size_t cap)
 {
 	const char *s = *sp;
 	size_t len;
@@ -924,7 +956,7 @@ int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_
 	char item[64];
 	size_t len;
 
-	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
 		len = strlen(item);
 		if (!strcmp(item, "correlation_id")) {
 			if (ex || w)
@@ -964,7 +996,7 @@ int conf_parse_filter(const char *s, unsigned int *keep)
 	int r, n = 0, negated = 0, all = 0;
 	char item[32];
 
-	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
 		const char *name = item[0] == '!' ? item + 1 : item;
 
 		if (n++ && negated != (item[0] == '!'))
@@ -1021,7 +1053,7 @@ int conf_parse_target(const char *s, struct conf_target *t)
 	else
 		return -EINVAL;
 	s = strchr(s, ':') + 1;
-	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
 		if (out.n_pids == CONF_TARGET_PIDS_MAX ||
 		    (out.mode == CONF_TARGET_TREE && out.n_pids == 1) ||
 		    conf_parse_uint(item, 1, 0x3fffffff, &pid))
@@ -1041,7 +1073,7 @@ int conf_parse_enrich(const char *s, unsigned int *stages)
 	int r, n = 0, none = 0;
 	char item[32];
 
-	while ((r = list_next(&s, item, sizeof(item))) > 0) {
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
 		n++;
 		if (!strcmp(item, "none")) {
 			none = 1;

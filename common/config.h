@@ -145,6 +145,13 @@ int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_
  */
 int conf_parse_filter(const char *s, unsigned int *keep);
 
+/*
+ * conf_list_next - the next item of a comma-separated list at *sp into item (cap bytes, blanks
+ * around it trimmed), advancing *sp. Returns 1, 0 at the end, -EINVAL for an empty item, a
+ * trailing comma or an item of cap bytes or more.
+ */
+int conf_list_next(const char **sp, char *item, size_t cap);
+
 /* A source's `enrich` stages (docs/pipeline.md): bits of *stages. */
 enum conf_enrich {
 	CONF_ENRICH_NAMES = 1 << 0, /* kernel and range names from STRING records */

@@ -320,7 +320,7 @@ static void test_errors(void)
 		    "t.conf:3: ", "expected an integer in 1..32");
 	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
 		    "t.conf:4: ",
-		    "missing 'kind' in [source gpu] (known: test, cpu, synthetic, replay)");
+		    "missing 'kind' in [source gpu] (known: test, cpu, pmu, synthetic, replay)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
 	check_error("planned kind", "[source c]\nkind = cupti\n",
@@ -329,8 +329,8 @@ static void test_errors(void)
 		    "t.conf:4: ", "bad value 'pid:x' for 'target'");
 	check_error("cpu frequency", "[correlator]\n[source c]\nkind = cpu\nfrequency_hz = 0\n",
 		    "t.conf:4: ", "bad value '0' for 'frequency_hz'");
-	check_error("planned kind pmu", "[source h]\nkind = pmu\n",
-		    "t.conf:2: ", "kind 'pmu' is not available in this build yet");
+	check_error("pmu interval", "[correlator]\n[source h]\nkind = pmu\ninterval_ms = 5\n",
+		    "t.conf:4: ", "bad value '5' for 'interval_ms'");
 	check_error("folded without path", "[sink f]\nkind = folded\n",
 		    "t.conf:1: ", "missing 'path' in [sink f] (kind 'folded')");
 	check_error("folded weight", "[sink f]\nkind = folded\npath = x\nweight = ms\n",
@@ -368,7 +368,7 @@ static void test_errors(void)
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error(
 		"kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		"kind 'folded' cannot be used in [source f] (known: test, cpu, synthetic, replay)");
+		"kind 'folded' cannot be used in [source f] (known: test, cpu, pmu, synthetic, replay)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
