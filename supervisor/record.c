@@ -172,6 +172,24 @@ static int write_builtin(const char *dir, unsigned long long hz, char *path, siz
 	return 0;
 }
 
+/* What a running actor says is wrong (a source counting without some of its events): on the
+ * terminal once at start, where the session log would hide it. */
+static void show_problems(struct session *s)
+{
+	char problem[XPU_STATUS_PROBLEM_LEN + 1];
+	__u32 i, n;
+
+	if (session__open(s))
+		return;
+	n = s->status->hdr.n_actors;
+	for (i = 0; i < n && i < XPU_STATUS_MAX_ACTORS; i++) {
+		status__get_problem(&s->status->slots[i], problem, sizeof(problem));
+		if (problem[0] && status_load(&s->status->slots[i].state) == XPU_ACTOR_RUNNING)
+			fprintf(stderr, "xpusup: %s: %s\n", s->status->slots[i].name, problem);
+	}
+	session__close(s);
+}
+
 struct leaf {
 	char name[128];
 	unsigned long long weight;
@@ -387,6 +405,7 @@ int record_cmd(int argc, char **argv)
 		waitpid(pid, NULL, 0);
 		goto out;
 	}
+	show_problems(&s);
 	fprintf(stderr, "xpusup: recording %s (pid %d); log %s\n", argv[optind], (int)pid, s.log);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (write(go, "g", 1) != 1)

@@ -161,6 +161,12 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 		fprintf(f, ",\"value\":%llu", (unsigned long long)ev->value);
 	if (ev->n_kernel)
 		fprintf(f, ",\"n_kernel\":%u", ev->n_kernel);
+	if (ev->kind == XPU_REC_PMU_COUNTER) {
+		fprintf(f, ",\"delta\":%llu,\"scale\":%.4f,\"scope\":%u",
+			(unsigned long long)ev->delta, ev->scale, ev->sub_kind);
+		if (ev->cpu != XPU_PMU_NO_CPU)
+			fprintf(f, ",\"cpu\":%u", ev->cpu);
+	}
 	if (ev->corr_type)
 		fprintf(f, ",\"joined\":\"%s\",\"confidence\":%.2f",
 			xpu_corr_type__name(ev->corr_type), ev->confidence);
