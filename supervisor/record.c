@@ -42,10 +42,12 @@ static const char usage_record[] =
 	"the timeline (trace.json, for Perfetto UI or speedscope) and statistics (stats.json,\n"
 	"stats.txt). Exits with CMD's exit status (128+N when a signal N ended it).\n"
 	"\n"
-	"The built-in pipeline samples CPU stacks (eBPF, cpu-clock) on CMD and every process it\n"
+	"The built-in pipeline samples CPU stacks (eBPF, cpu-clock) and reads counters (perf\n"
+	"events: those this machine has of cycles, instructions, cache and branch misses,\n"
+	"task-clock, page faults, context switches, migrations) on CMD and every process it\n"
 	"starts, through one correlator into the three sinks; it is written to DIR/pipeline.conf.\n"
-	"Without the privileges for BPF (CAP_BPF, CAP_PERFMON) it goes on without CPU stacks\n"
-	"and says so.\n"
+	"Without the privileges for BPF or perf events (CAP_BPF, CAP_PERFMON) it goes on without\n"
+	"that source and says so.\n"
 	"\n"
 	"  -o, --output DIR     where the outputs go (default ./" OUT_DEFAULT ")\n"
 	"  -F, --frequency HZ   CPU samples a second (default 99)\n"
@@ -55,13 +57,18 @@ static const char usage_record[] =
 	"\n"
 	"Example: xpusup record -o out -- ./train --epochs 1\n";
 
-/* The built-in pipeline of design.md section 7. The CPU source is optional: without the
- * privileges for BPF the session goes on without it. PMU and CUPTI sources join here when
- * their actors exist. */
+/* The built-in pipeline of design.md section 7. The sources are optional: without the
+ * privileges for BPF or perf events the session goes on without them. The CUPTI source joins
+ * here when its actor exists. */
 static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
 				   "[source cpu]\n"
 				   "kind = cpu\n"
 				   "frequency_hz = %llu\n"
+				   "target = command\n"
+				   "optional = yes\n"
+				   "\n"
+				   "[source hw]\n"
+				   "kind = pmu\n"
 				   "target = command\n"
 				   "optional = yes\n"
 				   "\n"
@@ -313,6 +320,8 @@ int record_cmd(int argc, char **argv)
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "record-%d", (int)getpid());
+	/* a closed terminal or pipe must not kill us between start and stop */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "+c:o:F:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -396,6 +405,9 @@ int record_cmd(int argc, char **argv)
 	/* The actors inherit it from the supervisor: `target = command` is this tree. */
 	snprintf(envpid, sizeof(envpid), "%d", (int)pid);
 	setenv("XPUSUP_RECORD_PID", envpid, 1);
+	/* the supervisor stops the session by itself should we die before stopping it */
+	snprintf(envpid, sizeof(envpid), "%d", (int)getpid());
+	setenv("XPUSUP_OWNER_PID", envpid, 1);
 	setenv("XPUSUP_SESSION", name, 1);
 
 	fprintf(stderr, "xpusup: starting session %s...\n", name);

@@ -46,6 +46,7 @@ enum ev_type {
 	EV_TIMER = 2,
 	EV_PIDFD = 3,
 	EV_NOTIFY = 4,
+	EV_OWNER = 5, /* the process whose session this is ($XPUSUP_OWNER_PID) ended */
 };
 
 struct child {
@@ -77,6 +78,7 @@ struct supervisor {
 	unsigned int n;
 	pid_t pid;
 	int epfd, sigfd, timerfd;
+	int owner_fd; /* pidfd of $XPUSUP_OWNER_PID, or -1 */
 	int ready_fd;
 	bool starting; /* initial start: any failure fails the session */
 	bool stopping;
@@ -679,6 +681,8 @@ static void on_notify(struct supervisor *sup, struct child *c)
 static int setup_loop(struct supervisor *sup)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	unsigned long long pid;
+	const char *owner;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -703,6 +707,15 @@ static int setup_loop(struct supervisor *sup)
 	ev.data.u64 = ev_data(EV_TIMER, 0, 0);
 	if (epoll_ctl(sup->epfd, EPOLL_CTL_ADD, sup->timerfd, &ev))
 		return -errno;
+	/* `xpusup record` owns its session: if it dies without stopping it (SIGKILL), the
+	 * session stops by itself instead of running on with nobody to stop it. */
+	owner = getenv("XPUSUP_OWNER_PID");
+	if (owner && !conf_parse_uint(owner, 1, 0x3fffffff, &pid)) {
+		sup->owner_fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+		ev.data.u64 = ev_data(EV_OWNER, 0, 0);
+		if (sup->owner_fd < 0 || epoll_ctl(sup->epfd, EPOLL_CTL_ADD, sup->owner_fd, &ev))
+			sup_log("cannot watch the owning process %llu: %s", pid, strerror(errno));
+	}
 	return 0;
 }
 
@@ -722,7 +735,7 @@ int supervisor_run(struct session *s, const struct conf *conf, char **progs, int
 	sup->pid = getpid();
 	sup->ready_fd = ready_fd;
 	sup->starting = true;
-	sup->epfd = sup->sigfd = sup->timerfd = -1;
+	sup->epfd = sup->sigfd = sup->timerfd = sup->owner_fd = -1;
 	sup->n = conf->n_actors;
 	for (i = 0; i < sup->n; i++) {
 		struct child *c = &sup->children[i];
@@ -782,6 +795,12 @@ int supervisor_run(struct session *s, const struct conf *conf, char **progs, int
 				if (c && (c->gen & 0xffffff) == gen && c->notify_fd >= 0)
 					on_notify(sup, c);
 				break;
+			case EV_OWNER:
+				epoll_ctl(sup->epfd, EPOLL_CTL_DEL, sup->owner_fd, NULL);
+				sup_log("the process that owns session %s is gone: stopping",
+					sup->session->name);
+				begin_stop(sup, 0);
+				break;
 			}
 		}
 	}
@@ -798,6 +817,8 @@ out:
 		report_ready(sup, "ERR 111 stopped before it was ready\n");
 	if (sup->epfd >= 0)
 		close(sup->epfd);
+	if (sup->owner_fd >= 0)
+		close(sup->owner_fd);
 	if (sup->sigfd >= 0)
 		close(sup->sigfd);
 	if (sup->timerfd >= 0)

@@ -85,6 +85,18 @@ ok $([ $? = 143 ] && echo 0 || echo 1) "record: a command killed by SIGTERM give
 ok $([ $? = 127 ] && grep -q "command not found" "$WORK/nx.err" && [ ! -e "$BASE/$PREFIX-nx.log" ] &&
 	echo 0 || echo 1) "record: a command that does not exist: 127, said so, no session started"
 
+# ---- a record killed with SIGKILL: its session stops by itself ----------------------------
+"$XPUSUP" record -o "$WORK/reckill" --session "$PREFIX-kill" -- sleep 20 >/dev/null 2>&1 &
+rec=$!
+wait_for 20 "$PREFIX-kill" "a['cpu']['state'] == 'running'"
+kill -9 "$rec"
+wait "$rec" 2>/dev/null
+deadline=$((SECONDS + 20))
+while [ -e "$BASE/$PREFIX-kill" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+[ ! -e "$BASE/$PREFIX-kill" ] && grep -q "owns session .* is gone: stopping" "$BASE/$PREFIX-kill.log"
+ok $? "record: killed with SIGKILL, its session stops by itself and leaves nothing"
+pkill -f "sleep 20" 2>/dev/null
+
 # ---- the process tree: forks and execs followed, other processes left out ------------------
 "$HOTSPOTS" --seconds 6 2>/dev/null &
 bg=$!
