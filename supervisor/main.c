@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "supervisor/check.h"
 #include "supervisor/cli.h"
 #include "supervisor/record.h"
 #include "supervisor/session.h"
@@ -38,6 +39,7 @@ static const char usage_main[] =
 	"  record -- CMD         profile CMD from start to exit with the built-in pipeline\n"
 	"  run -- CMD            run CMD attached to a running session (not in this build yet)\n"
 	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
+	"  check TRACE.json      check a trace's invariants: order, streams, nesting, flows\n"
 	"\n"
 	"`xpusup COMMAND --help` describes each command. Exit status: 0 success,\n"
 	"100 usage or configuration error, 111 system failure.\n"
@@ -488,6 +490,8 @@ dispatch:
 		return cmd_later("run", usage_run, "the CUPTI source", argc, argv);
 	if (!strcmp(cmd, "subscribe"))
 		return subscribe_cmd(argc, argv);
+	if (!strcmp(cmd, "check"))
+		return check_cmd(argc, argv);
 	fprintf(stderr, "xpusup: unable to run '%s': unknown command (see `xpusup --help`)\n", cmd);
 	return XPUSUP_EXIT_USAGE;
 }

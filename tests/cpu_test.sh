@@ -59,6 +59,8 @@ for f in flame.folded flame.html trace.json stats.json stats.txt pipeline.conf; 
 	[ -s "$WORK/rec/$f" ]
 	ok $? "record: wrote $f"
 done
+"$XPUSUP" check "$WORK/rec/trace.json" >"$WORK/check.out" 2>&1
+ok $? "record: xpusup check finds trace.json clean ($(tail -n 3 "$WORK/check.out" | tr '\n' ' '))"
 grep -q "outputs:" "$WORK/rec.err" && grep -q "$WORK/rec/flame.folded" "$WORK/rec.err"
 ok $? "record: says where the outputs are"
 perf record -q -F 499 -g -e cpu-clock -o "$WORK/perf.data" -- "$HOTSPOTS" --seconds 4 \

@@ -218,5 +218,11 @@ log_clean "$s" "kill -9"
 "$PY" "$CHECK" "$WORK/kill/trace.json" >"$WORK/kill.check" 2>&1 && [ ! -e "$WORK/kill/trace.json.partial" ]
 ok $? "kill -9: the final trace.json, of the restarted run, is whole and keeps every rule ($(head -c 300 "$WORK/kill.check" | tr '\n' ' '))"
 
+# ---- xpusup check (docs/check.md) on every trace.json above --------------------------------
+for f in paced flat notadir kill; do
+	"$XPUSUP" check "$WORK/$f/trace.json" >"$WORK/$f.xcheck" 2>&1
+	ok $? "xpusup check: $f/trace.json is clean ($(tail -n 3 "$WORK/$f.xcheck" | sed "s|$WORK/||" | tr '\n' ' '))"
+done
+
 echo "1..$n"
 [ $failed = 0 ]
