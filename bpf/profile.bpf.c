@@ -211,8 +211,16 @@ int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 	if (!l)
 		return 0;
 	n = frames(bpf_get_stack(ctx, l->ips, XPU_MAX_FRAMES * 8, BPF_F_USER_STACK));
+#if defined(__TARGET_ARCH_x86)
+	/* x86-64: call pushed the return address; it is the word at the stack pointer */
 	if (n > 0 && !bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx)))
 		l->ips[0] = ret;
+#else
+	/* arm64, riscv, powerpc, s390: the return address is in the link register */
+	ret = PT_REGS_RET(ctx);
+	if (n > 0 && ret)
+		l->ips[0] = ret;
+#endif
 	size = sizeof(*l) + 8 * n;
 	header(&l->hdr, XPU_REC_LAUNCH, 0, size, tgid, (__u32)id);
 	l->correlation_id = correlation_id;

@@ -238,7 +238,7 @@ static const struct key_schema actor_keys[ACT_N + 1] = {
 	[ACT_ENRICH] = { .key = "enrich",
 			 .type = T_ENRICH,
 			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-			 .def = "names, stacks, streams, symbols",
+			 .def = "names, stacks, streams, symbols, counters",
 			 .doc = "what the correlator adds to this source's events" },
 	[ACT_OPTIONAL] = { .key = "optional",
 			   .type = T_BOOL,
@@ -452,6 +452,25 @@ static const struct key_schema pmu_keys[] = {
 	  .max = 16,
 	  .def = "4",
 	  .doc = "hardware events per counter group (more than the CPU's counters multiplex)" },
+	{ .key = NULL },
+};
+
+/* kind = inproc: the in-process hand-off for the annotate library (docs/inproc.md). */
+static const struct key_schema inproc_keys[] = {
+	{ .key = "ring_kib",
+	  .type = T_POW2,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 4,
+	  .max = 1048576,
+	  .def = "1024",
+	  .doc = "size of each process's ring, in KiB (a power of two)" },
+	{ .key = "max_processes",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1,
+	  .max = 65536,
+	  .def = "1024",
+	  .doc = "processes attached at once; more are refused (and run unrecorded)" },
 	{ .key = NULL },
 };
 
@@ -688,6 +707,7 @@ static const struct kind_schema kinds[] = {
 	{ "pmu", SOURCE, true, pmu_keys, "hardware counters (perf events)", true },
 	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
 	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
+	{ "inproc", SOURCE, true, inproc_keys, "annotated ranges from profiled processes", true },
 	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
 	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph",
 	  false },
@@ -1068,7 +1088,7 @@ int conf_parse_target(const char *s, struct conf_target *t)
 
 int conf_parse_enrich(const char *s, unsigned int *stages)
 {
-	static const char *const names[] = { "names", "stacks", "streams", "symbols" };
+	static const char *const names[] = { "names", "stacks", "streams", "symbols", "counters" };
 	unsigned int got = 0, i;
 	int r, n = 0, none = 0;
 	char item[32];
@@ -1233,7 +1253,7 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 			 "each written !kind, e.g. kernel, memcpy or !cpu_sample");
 		return;
 	case T_ENRICH:
-		snprintf(buf, size, "none, or a list of names, stacks, streams, symbols");
+		snprintf(buf, size, "none, or a list of names, stacks, streams, symbols, counters");
 		return;
 	case T_TARGET:
 		snprintf(buf, size,

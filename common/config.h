@@ -158,11 +158,12 @@ enum conf_enrich {
 	CONF_ENRICH_STACKS = 1 << 1, /* the launch stack on each GPU activity */
 	CONF_ENRICH_STREAMS = 1 << 2, /* same_stream_prev links */
 	CONF_ENRICH_SYMBOLS = 1 << 3, /* function names for stack frames (the symbolizer) */
-	CONF_ENRICH_ALL = (1 << 4) - 1,
+	CONF_ENRICH_COUNTERS = 1 << 4, /* counter deltas over kernels and range ends */
+	CONF_ENRICH_ALL = (1 << 5) - 1,
 };
 
-/* conf_parse_enrich - `names`, `stacks`, `streams`, `symbols` comma-separated, or `none`.
- * 0 or -EINVAL. */
+/* conf_parse_enrich - `names`, `stacks`, `streams`, `symbols`, `counters` comma-separated,
+ * or `none`. 0 or -EINVAL. */
 int conf_parse_enrich(const char *s, unsigned int *stages);
 
 /* Which processes a source records (`target` of the cpu and pmu kinds). The mode values are

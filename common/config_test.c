@@ -318,9 +318,10 @@ static void test_errors(void)
 		    "t.conf:2: ", "bad value '/1s'");
 	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
 		    "t.conf:3: ", "expected an integer in 1..32");
-	check_error("missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
-		    "t.conf:4: ",
-		    "missing 'kind' in [source gpu] (known: test, cpu, pmu, synthetic, replay)");
+	check_error(
+		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
+		"t.conf:4: ",
+		"missing 'kind' in [source gpu] (known: test, cpu, pmu, synthetic, replay, inproc)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
 	check_error("planned kind", "[source c]\nkind = cupti\n",
@@ -368,7 +369,7 @@ static void test_errors(void)
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error(
 		"kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		"kind 'folded' cannot be used in [source f] (known: test, cpu, pmu, synthetic, replay)");
+		"kind 'folded' cannot be used in [source f] (known: test, cpu, pmu, synthetic, replay, inproc)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
@@ -660,6 +661,11 @@ static void test_stages(void)
 		       conf_parse_enrich("bogus", &st) == -EINVAL,
 	       "enrich: none with more, an unknown stage are refused");
 	tap_ok(!conf_parse_enrich("symbols", &st) && st == CONF_ENRICH_SYMBOLS, "enrich: symbols");
+	tap_ok(!conf_parse_enrich("counters", &st) && st == CONF_ENRICH_COUNTERS,
+	       "enrich: counters");
+	tap_ok(!conf_parse_enrich("names, stacks, streams, symbols, counters", &st) &&
+		       st == CONF_ENRICH_ALL,
+	       "enrich: the default list is every stage");
 }
 
 static void test_target(void)

@@ -150,6 +150,12 @@ int cli_start_session(const struct conf *conf, char **progs, struct session *sp,
 		int logfd, devnull;
 
 		close(pipefd[0]);
+		/* Nothing of the caller's but the readiness pipe: `record` holds the pipe that
+		 * lets its command run, and a supervisor keeping a copy would make that command
+		 * wait for ever should record give up on it. */
+		if (pipefd[1] > 3)
+			close_range(3, (unsigned int)pipefd[1] - 1, 0);
+		close_range((unsigned int)pipefd[1] + 1, ~0u, 0);
 		setsid();
 		devnull = open("/dev/null", O_RDWR);
 		dup2(devnull, 0);
@@ -187,7 +193,14 @@ int cli_start_session(const struct conf *conf, char **progs, struct session *sp,
 	in = fdopen(pipefd[0], "r");
 	/* LEFT NAME WHY: an optional source the session goes on without */
 	line[0] = 0;
-	while (in && fgets(line, sizeof(line), in)) {
+	while (in) {
+		if (!fgets(line, sizeof(line), in)) {
+			if (ferror(in) && errno == EINTR) { /* a signal to us, not the end */
+				clearerr(in);
+				continue;
+			}
+			break;
+		}
 		if (strncmp(line, "LEFT ", 5))
 			break;
 		line[strcspn(line, "\n")] = 0;
@@ -313,6 +326,7 @@ out:
 
 int cli_stop_session(const char *name, unsigned long long timeout_s)
 {
+	__u64 deadline, now;
 	struct pollfd pfd;
 	struct session s;
 	int err, pidfd;
@@ -343,7 +357,12 @@ int cli_stop_session(const char *name, unsigned long long timeout_s)
 	}
 	fprintf(stderr, "xpusup: stopping session %s (supervisor pid %d)...\n", s.name, (int)pid);
 	pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-	err = poll(&pfd, 1, (int)(timeout_s * 1000));
+	deadline = xpu_now_ns() + timeout_s * 1000000000ull;
+	/* a signal (a second Ctrl-C, a closed terminal) does not end the wait: the stop goes on */
+	do {
+		now = xpu_now_ns();
+		err = now < deadline ? poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) : 0;
+	} while (err < 0 && errno == EINTR);
 	close(pidfd);
 	if (err <= 0) {
 		fprintf(stderr,

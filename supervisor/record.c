@@ -116,8 +116,13 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-/* Fork CMD, stopped before exec until *go is written to (or closed: then it exits 127). */
-static pid_t spawn_waiting(char **cmd, int *go)
+/*
+ * Fork CMD, stopped before exec until *go is written to (or closed: then it exits 127).
+ * session_dir becomes CMD's XPUSUP_SESSION_DIR, where the annotate and CUPTI libraries find
+ * the session's in-process socket (docs/inproc.md); only the child's environment has it, so
+ * the actors never try to annotate into their own session.
+ */
+static pid_t spawn_waiting(char **cmd, int *go, const char *session_dir)
 {
 	int pipefd[2];
 	pid_t pid;
@@ -137,6 +142,8 @@ static pid_t spawn_waiting(char **cmd, int *go)
 		if (read(pipefd[0], &byte, 1) != 1)
 			_exit(127); /* the session did not start: never run */
 		close(pipefd[0]);
+		if (session_dir[0] && setenv("XPUSUP_SESSION_DIR", session_dir, 1))
+			_exit(126);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "xpusup: unable to run %s: %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -313,9 +320,10 @@ int record_cmd(int argc, char **argv)
 	unsigned long long hz = 99;
 	struct conf *conf = NULL;
 	int c, err, code, status = 0, go = -1;
-	struct sigaction sa = { .sa_handler = forward_signal };
+	/* SA_RESTART: a forwarded signal must not cut short our own waits */
+	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESTART };
 	struct timespec t0, t1;
-	struct session s;
+	struct session s = { 0 };
 	unsigned int i;
 	pid_t pid;
 
@@ -393,7 +401,7 @@ int record_cmd(int argc, char **argv)
 	if (supervisor_find_programs(conf, progs))
 		goto out;
 
-	pid = spawn_waiting(argv + optind, &go);
+	pid = spawn_waiting(argv + optind, &go, s.dir);
 	if (pid < 0) {
 		fprintf(stderr, "xpusup: unable to record: fork: %s\n", strerror(errno));
 		goto out;

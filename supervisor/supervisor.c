@@ -711,10 +711,15 @@ static int setup_loop(struct supervisor *sup)
 	 * session stops by itself instead of running on with nobody to stop it. */
 	owner = getenv("XPUSUP_OWNER_PID");
 	if (owner && !conf_parse_uint(owner, 1, 0x3fffffff, &pid)) {
+		/* The owner forked us: SIGTERM (into the signalfd) when it dies from now on, and
+		 * if it died before that, our parent is no longer it. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		sup->owner_fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 		ev.data.u64 = ev_data(EV_OWNER, 0, 0);
 		if (sup->owner_fd < 0 || epoll_ctl(sup->epfd, EPOLL_CTL_ADD, sup->owner_fd, &ev))
 			sup_log("cannot watch the owning process %llu: %s", pid, strerror(errno));
+		if ((unsigned long long)getppid() != pid)
+			raise(SIGTERM); /* gone already: stop as soon as the loop runs */
 	}
 	return 0;
 }

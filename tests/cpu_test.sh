@@ -88,7 +88,7 @@ ok $([ $? = 127 ] && grep -q "command not found" "$WORK/nx.err" && [ ! -e "$BASE
 	echo 0 || echo 1) "record: a command that does not exist: 127, said so, no session started"
 
 # ---- a record killed with SIGKILL: its session stops by itself ----------------------------
-"$XPUSUP" record -o "$WORK/reckill" --session "$PREFIX-kill" -- sleep 20 >/dev/null 2>&1 &
+"$XPUSUP" record -o "$WORK/reckill" --session "$PREFIX-kill" -- sleep 20.$$ >/dev/null 2>&1 &
 rec=$!
 wait_for 20 "$PREFIX-kill" "a['cpu']['state'] == 'running'"
 kill -9 "$rec"
@@ -97,7 +97,7 @@ deadline=$((SECONDS + 20))
 while [ -e "$BASE/$PREFIX-kill" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
 [ ! -e "$BASE/$PREFIX-kill" ] && grep -q "owns session .* is gone: stopping" "$BASE/$PREFIX-kill.log"
 ok $? "record: killed with SIGKILL, its session stops by itself and leaves nothing"
-pkill -f "sleep 20" 2>/dev/null
+pkill -f "sleep 20.$$" 2>/dev/null
 
 # ---- the process tree: forks and execs followed, other processes left out ------------------
 "$HOTSPOTS" --seconds 6 2>/dev/null &
@@ -188,7 +188,10 @@ bg=
 
 # ---- a BPF ring buffer too small: drops counted, sent as LOSS --------------------------------
 s="$PREFIX-drop"
-printf '[source cpu]\nkind = cpu\nfrequency_hz = 20000\nringbuf_kb = 64\nwakeup_kb = 1048576\ndrain_ms = 1000\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+# as fast as this kernel lets us sample (it lowers perf_event_max_sample_rate on slow machines)
+hz=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo 20000)
+[ "$hz" -gt 20000 ] && hz=20000
+printf '[source cpu]\nkind = cpu\nfrequency_hz = '"$hz"'\nringbuf_kb = 64\nwakeup_kb = 1048576\ndrain_ms = 1000\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
 	"$WORK/drop.jsonl" >"$WORK/drop.conf"
 "$HOTSPOTS" --seconds 5 --threads 2 2>/dev/null &
 bg=$!

@@ -19,6 +19,10 @@ cd "$WORK" || exit 1
 
 FAULTS=20000
 SLEEPS=200
+# Whether this CPU has a cycles counter (bare metal, most clouds) or not (this project's VMs):
+# the expectations about unsupported events follow.
+if perf stat -x, -e cycles true 2>&1 | grep -q 'not supported\|not counted'; then HW=0; else HW=1; fi
+skip() { n=$((n + 1)); echo "ok $n # SKIP $1"; }
 
 # ---- known counts ----------------------------------------------------------------------------
 cat >"$WORK/count.conf" <<CONF
@@ -37,9 +41,9 @@ CONF
 "$XPUSUP" record -c "$WORK/count.conf" --session "$PREFIX-count" -- \
 	"$PMU_WORK" --faults $FAULTS --sleeps $SLEEPS --spin 0.3 >"$WORK/count.out" 2>&1
 ok $? "count: record of the workload succeeds"
-"$PY" - "$WORK/count.jsonl" $FAULTS $SLEEPS >"$WORK/count.txt" 2>&1 <<'PYEOF'
+"$PY" - "$WORK/count.jsonl" $FAULTS $SLEEPS $HW >"$WORK/count.txt" 2>&1 <<'PYEOF'
 import json, sys
-faults, sleeps = int(sys.argv[2]), int(sys.argv[3])
+faults, sleeps, hw = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 last = {}
 for line in open(sys.argv[1]):
     e = json.loads(line)
@@ -49,14 +53,22 @@ pf, cs, tc = last.get("page-faults", 0), last.get("context-switches", 0), last.g
 print("page-faults", pf, "context-switches", cs, "task-clock", tc, "cycles" in last)
 # a sleep is one voluntary switch; other load on the machine adds involuntary ones
 ok = (faults <= pf <= faults + 500 and sleeps <= cs <= 2 * sleeps + 100 and tc >= 0.05e9
-      and "cycles" not in last)
+      and ("cycles" in last) == hw)
 sys.exit(0 if ok else 1)
 PYEOF
-ok $? "count: page-faults in [N, N+500], context-switches in [N, 2N+100], task-clock >= 0.05 s, no cycles readings ($(cat "$WORK/count.txt"))"
-grep -q "not available here: .*cycles" "$BASE/$PREFIX-count.log"
-ok $? "count: the actor names cycles as not available here, once, and goes on"
+ok $? "count: page-faults in [N, N+500], context-switches in [N, 2N+100], task-clock >= 0.05 s, cycles readings only if the CPU has them ($(cat "$WORK/count.txt"))"
+if [ $HW = 0 ]; then
+	[ "$(grep -c "not available here: .*cycles" "$BASE/$PREFIX-count.log")" = 1 ]
+	ok $? "count: the actor names cycles as not available here, once, and goes on"
+else
+	skip "this CPU has cycles: nothing to name as unavailable"
+fi
 
 # ---- nothing available -----------------------------------------------------------------------
+if [ $HW = 1 ]; then
+	skip "this CPU has cycles and instructions: 'nothing available' needs a machine without"
+	skip "this CPU has cycles and instructions"
+else
 printf '[source hw]\nkind = pmu\nevents = cycles, instructions\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
 	"$WORK/none.jsonl" >"$WORK/none.conf"
 "$XPUSUP" start "$WORK/none.conf" --session "$PREFIX-none" >/dev/null 2>"$WORK/none.err"
@@ -69,6 +81,7 @@ printf '[source hw]\nkind = pmu\nevents = cycles, instructions\noptional = yes\n
 ok $([ $? = 0 ] && grep -q "going on without hw" "$WORK/opt.err" && echo 0 || echo 1) \
 	"none: optional: the session goes on without it and says so"
 "$XPUSUP" stop --session "$PREFIX-opt" >/dev/null 2>&1
+fi
 
 # ---- system-wide, two shards: each reading reaches the sink once ------------------------------
 s="$PREFIX-all"
@@ -78,7 +91,7 @@ printf '[source hw]\nkind = pmu\nevents = task-clock, context-switches\ninterval
 ok $? "all: a system-wide session with two shards starts"
 sleep 1.5
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
-"$PY" - "$WORK/all.jsonl" "$(nproc)" >"$WORK/all.txt" 2>&1 <<'PYEOF'
+"$PY" - "$WORK/all.jsonl" "$(getconf _NPROCESSORS_ONLN)" >"$WORK/all.txt" 2>&1 <<'PYEOF'
 import collections, json, sys
 ncpu = int(sys.argv[2])
 seen = collections.Counter()

@@ -82,7 +82,8 @@ struct cpu_src {
 	struct cpu_keys k;
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link *links[MAX_CPUS + 1]; /* one per CPU's sampler, then the uprobe */
+	/* the 3 sched tracepoints, the uprobe, then one per CPU's sampler */
+	struct bpf_link *links[MAX_CPUS + 4];
 	unsigned int n_links;
 	int cgroup_fd;
 	struct ring *rings[CONF_MAX_SHARDS];
@@ -267,6 +268,8 @@ static int attach_samplers(struct cpu_src *c)
 		c->n_links++;
 		n++;
 	}
+	if (!n)
+		return fail(c, "unable to sample: no online CPU accepted a perf event");
 	c->event_name = cycles ? "cycles" : "cpu-clock";
 	c->count[C_CPUS] = (__u64)n;
 	return 0;
@@ -572,12 +575,12 @@ static int attach(struct cpu_src *c)
 	unsigned int i;
 	int code;
 
-	if ((code = set_target(c)))
-		return code;
 	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), on_record, c, NULL);
 	if (!c->rb)
 		return fail(c, "unable to read the BPF ring buffer: %s", strerror(errno));
-	/* process events first, so a process seen in a sample has had its exec recorded */
+	/* process events first, so a process seen in a sample has had its exec recorded, and
+	 * before the target's tree is read from /proc: a fork in between is then either
+	 * followed by proc_fork or found by the scan (adding a pid twice is harmless) */
 	for (i = 0; i < 3; i++) {
 		c->links[c->n_links] = bpf_program__attach(tracepoints[i]);
 		if (!c->links[c->n_links])
@@ -585,6 +588,8 @@ static int attach(struct cpu_src *c)
 				    strerror(errno));
 		c->n_links++;
 	}
+	if ((code = set_target(c)))
+		return code;
 	if ((code = attach_marker(c)))
 		return code;
 	return attach_samplers(c);

@@ -167,6 +167,8 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 		if (ev->cpu != XPU_PMU_NO_CPU)
 			fprintf(f, ",\"cpu\":%u", ev->cpu);
 	}
+	if (ev->kind == XPU_REC_RANGE) /* enum xpu_range_phase */
+		fprintf(f, ",\"phase\":%u", ev->sub_kind);
 	if (ev->corr_type)
 		fprintf(f, ",\"joined\":\"%s\",\"confidence\":%.2f",
 			xpu_corr_type__name(ev->corr_type), ev->confidence);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-process hand-off (docs/inproc.md): how a library loaded into a profiled program (the
+ * annotate library, the CUPTI injection library) gets a ring into the session.
+ *
+ *	client (profiled process)		actor (kind = inproc)
+ *	connect($XPUSUP_SESSION_DIR/inproc.sock)  accept
+ *	send struct xpu_inproc_hello		creates a memfd ring, formats it, seals its size
+ *	recv struct xpu_inproc_reply + fd	sends the reply, the fd in SCM_RIGHTS
+ *	ring__open_fd(fd, RING_PRODUCER)	drains the ring into the shard rings
+ *	... records ...
+ *	exit: the socket closes			EOF: drains what is left, frees the ring
+ *
+ * One connection and one ring per (process, library): the ring has exactly one producer, so
+ * a library serialises its own threads (the annotate library batches per thread and writes
+ * the batch under a lock). The connection stays open for the process's life; its EOF is how
+ * the actor learns that the producer is gone.
+ *
+ * Messages are fixed-width little-endian structs, one per SOCK_SEQPACKET datagram.
+ */
+#ifndef XPUSUP_COMMON_INPROC_H
+#define XPUSUP_COMMON_INPROC_H
+
+#include <linux/types.h>
+#include <stddef.h>
+
+struct ring;
+
+#define XPU_INPROC_ENV "XPUSUP_SESSION_DIR" /* absolute path of the session directory */
+#define XPU_INPROC_SOCK "inproc.sock" /* in that directory, mode 0600 */
+#define XPU_INPROC_MAGIC 0x3143525050555058ull /* "XPUPPRC1" in little-endian byte order */
+#define XPU_INPROC_VERSION 1u
+#define XPU_INPROC_TIMEOUT_MS 200 /* connect + handshake, in total, on the client side */
+
+enum xpu_inproc_kind {
+	XPU_INPROC_ANNOTATE = 1, /* libxpusup_annotate */
+	XPU_INPROC_CUPTI = 2, /* the CUPTI injection library (issue 8) */
+	XPU_INPROC_KIND_MAX,
+};
+
+/* Client -> actor, first and only message. pid is the client's getpid(); the actor trusts
+ * the kernel's SO_PEERCRED instead and refuses a hello whose pid disagrees. */
+struct xpu_inproc_hello {
+	__u64 magic; /* XPU_INPROC_MAGIC */
+	__u32 version; /* XPU_INPROC_VERSION */
+	__u32 pid;
+	__u32 kind; /* enum xpu_inproc_kind */
+	__u32 reserved; /* 0 */
+	char comm[16]; /* the process's name, NUL-padded */
+};
+
+/* Actor -> client. status 0 comes with the ring's memfd in SCM_RIGHTS; any other status (a
+ * positive errno: EPROTO bad hello, EPERM pid mismatch, EMFILE max_processes reached, ENOMEM
+ * no ring) comes without an fd, and the actor closes the connection. */
+struct xpu_inproc_reply {
+	__u64 magic;
+	__u32 version;
+	__u32 status;
+	__u64 capacity; /* ring bytes, a power of two */
+	__u32 max_record;
+	__u32 reserved;
+};
+
+_Static_assert(sizeof(struct xpu_inproc_hello) == 40, "xpu_inproc_hello size");
+_Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");
+
+/*
+ * inproc__connect - the client side: find the session, say hello, map the ring it is given.
+ *
+ * Never takes longer than timeout_ms in all (non-blocking socket and poll). On success *sock
+ * is the connected socket (keep it open for the life of the process: closing it tells the
+ * actor the producer is gone) and *ring the producer handle; both are the caller's.
+ *
+ * Returns 0, or -errno with a one-line reason in why (why_len bytes): -ENOENT when the
+ * environment names no session or it has no socket, -ETIMEDOUT when the actor does not
+ * answer in time, -ECONNREFUSED, the actor's refusal, or another -errno. Nothing is left
+ * open on failure.
+ */
+int inproc__connect(__u32 kind, int timeout_ms, int *sock, struct ring **ring, char *why,
+		    size_t why_len);
+
+/*
+ * inproc__send_reply - the actor side: send reply on sock, with fd in SCM_RIGHTS when fd >= 0.
+ * Non-blocking (MSG_DONTWAIT): a client that does not read is not waited for.
+ * Returns 0 or -errno; fd stays the caller's either way.
+ */
+int inproc__send_reply(int sock, const struct xpu_inproc_reply *reply, int fd);
+
+/*
+ * inproc__create_ring - the actor side: a sealed memfd of XPU_RING_HDR_SIZE + capacity bytes
+ * holding a formatted ring. The seals forbid shrinking and growing, so a client can never
+ * truncate the mapping under the actor (which would SIGBUS it).
+ * Returns the fd (the caller's), or -errno (-EINVAL for a bad capacity).
+ */
+int inproc__create_ring(__u64 capacity, __u32 max_record);
+
+#endif /* XPUSUP_COMMON_INPROC_H */

@@ -1,0 +1,135 @@
+#!/bin/bash
+# The annotate library and the inproc source with real sessions (docs/inproc.md):
+#
+#   - no session: annotated programs run, say "xpusup: annotations off" once, exit 0, and
+#     the registered callbacks still see every call (shared and static library);
+#   - under `xpusup record`: 4 threads of nested C scopes and 2 threads of C++ RAII scopes
+#     reach the test sink properly nested per thread, with exact counts (annotate_check.py);
+#   - never blocks: with the actor stopped (SIGSTOP) before the hand-off, the program gives up
+#     after the 200 ms handshake timeout; stopped after it, the flood fills the ring, drops and
+#     counts, and finishes at once; the drops reach the session as LOSS.
+#
+# Usage: annotate_test.sh XPUSUP ANN_THREADS ANN_THREADS_STATIC ANN_FLOOD ANN_CPP|none
+set -u
+XPUSUP=${1:?usage: annotate_test.sh XPUSUP ANN_THREADS ANN_THREADS_STATIC ANN_FLOOD ANN_CPP}
+THREADS=$2
+THREADS_STATIC=$3
+FLOOD=$4
+CPP=$5
+CHECK="$(dirname "$0")/annotate_check.py"
+. "$(dirname "$0")/session_lib.sh"
+session_lib_init anntest a
+cd "$WORK" || exit 1
+ITER=1000
+unset XPUSUP_SESSION_DIR
+
+ok_or() { # STATUS TEXT: ok, and the status again for "|| show what went wrong"
+	ok "$1" "$2"
+	return "$1"
+}
+
+cleanup_extra() {
+	[ -n "${APID:-}" ] && kill -CONT "$APID" 2>/dev/null
+}
+
+# ---- no session ----------------------------------------------------------------------------
+for prog in "$THREADS" "$THREADS_STATIC"; do
+	"$prog" 200 --expect-callbacks >"$WORK/off.out" 2>"$WORK/off.err"
+	rc=$?
+	lines=$(grep -c '^xpusup: annotations off' "$WORK/off.err")
+	others=$(grep -vc '^xpusup: annotations off' "$WORK/off.err")
+	[ $rc = 0 ] && [ "$lines" = 1 ] && [ "$others" = 0 ] && grep -q 'enabled=0' "$WORK/off.out"
+	ok_or $? "no session: $(basename "$prog") exits 0, one disable line, callbacks see every call" || cat "$WORK/off.out" "$WORK/off.err"
+done
+XPUSUP_SESSION_DIR=/nonexistent/session "$FLOOD" 1000 >"$WORK/off.out" 2>"$WORK/off.err"
+[ $? = 0 ] && grep -q '^xpusup: annotations off: no session at /nonexistent' "$WORK/off.err"
+ok $? "no session: a session directory without a socket disables the library"
+
+# ---- under record ----------------------------------------------------------------------------
+conf() { # DUMP [EXTRA]
+	printf '[source ann]\nkind = inproc\n%s\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+		"${2:-}" "$1"
+}
+# 4 x 1000 iterations are about 48,000 records in a few ms: a ring that holds them all, so
+# nothing is dropped and the counts are exact (the default 1 MiB holds about 16,000).
+conf "$WORK/threads.jsonl" "ring_kib = 8192" >"$WORK/threads.conf"
+"$XPUSUP" record -c "$WORK/threads.conf" --session "$PREFIX-thr" -- \
+	"$THREADS" $ITER --expect-callbacks >"$WORK/thr.out" 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q 'enabled=1' "$WORK/thr.out" && ! grep -q 'annotations off' "$WORK/thr.out"
+ok $? "record: the annotated C program attaches and exits 0"
+"$PY" "$CHECK" "$WORK/threads.jsonl" threads $ITER >"$WORK/thr.check" 2>&1
+ok_or $? "record: 4 threads' nested C scopes arrive nested per thread, counts exact ($(head -1 "$WORK/thr.check"))" || { cat "$WORK/thr.check" | head -20; tail -20 "$WORK/thr.out"; }
+
+conf "$WORK/static.jsonl" >"$WORK/static.conf"
+"$XPUSUP" record -c "$WORK/static.conf" --session "$PREFIX-sta" -- \
+	"$THREADS_STATIC" 300 >"$WORK/sta.out" 2>&1 &&
+	"$PY" "$CHECK" "$WORK/static.jsonl" threads 300 >"$WORK/sta.check" 2>&1
+ok_or $? "record: the same with the static library" || { head -20 "$WORK/sta.check"; tail -20 "$WORK/sta.out"; }
+
+if [ "$CPP" != none ]; then
+	conf "$WORK/cpp.jsonl" >"$WORK/cpp.conf"
+	"$XPUSUP" record -c "$WORK/cpp.conf" --session "$PREFIX-cpp" -- \
+		"$CPP" 200 >"$WORK/cpp.out" 2>&1 &&
+		"$PY" "$CHECK" "$WORK/cpp.jsonl" cpp 200 >"$WORK/cpp.check" 2>&1
+	ok_or $? "record: C++ RAII scopes (returns, exceptions, std::thread) nest exactly" || { head -20 "$WORK/cpp.check"; tail -20 "$WORK/cpp.out"; }
+else
+	echo "ok $((n + 1)) # SKIP no C++ compiler"
+	n=$((n + 1))
+fi
+
+# ---- never blocks ----------------------------------------------------------------------------
+S="$PREFIX-stop"
+conf "$WORK/stop.jsonl" "ring_kib = 16" >"$WORK/stop.conf"
+"$XPUSUP" start "$WORK/stop.conf" --session "$S" >"$WORK/stop.start" 2>&1
+ok $? "stopped actor: session starts"
+APID=$(json "$S" "a['ann']['pid']")
+export XPUSUP_SESSION_DIR="$BASE/$S"
+
+kill -STOP "$APID"
+t0=$(date +%s%N)
+timeout 10 "$FLOOD" 100000 >"$WORK/flood1.out" 2>"$WORK/flood1.err"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && [ $ms -lt 2000 ] && grep -q 'did not answer' "$WORK/flood1.err"
+ok_or $? "stopped actor before the hand-off: gives up after the timeout, finishes in ${ms} ms" || cat "$WORK/flood1.out" "$WORK/flood1.err"
+kill -CONT "$APID"
+sleep 0.5 # the actor answers the abandoned hello and sees its EOF
+
+mkfifo "$WORK/go"
+timeout 20 "$FLOOD" 200000 --wait <"$WORK/go" >"$WORK/flood2.out" 2>"$WORK/flood2.err" &
+fpid=$!
+exec 9>"$WORK/go"
+for _ in $(seq 100); do grep -q ready "$WORK/flood2.out" && break; sleep 0.05; done
+grep -q 'ready enabled=1' "$WORK/flood2.out"
+ok $? "stopped actor after the hand-off: the program attached"
+kill -STOP "$APID"
+t0=$(date +%s%N)
+echo go >&9
+exec 9>&-
+wait $fpid
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill -CONT "$APID"
+dropped=$(sed -n 's/.*dropped=\([0-9]*\).*/\1/p' "$WORK/flood2.out")
+[ $rc = 0 ] && [ $ms -lt 3000 ] && [ "${dropped:-0}" -gt 0 ]
+ok_or $? "stopped actor after the hand-off: 200000 ranges in ${ms} ms, ${dropped:-?} dropped and counted" || cat "$WORK/flood2.out" "$WORK/flood2.err"
+wait_for 10 "$S" "c('ann', 'client_dropped') > 0 and c('ann', 'clients') == 0"
+ok $? "stopped actor: the actor saw the client go and counted its drops"
+"$XPUSUP" stop --session "$S" >/dev/null 2>&1
+ok $? "stopped actor: session stops"
+"$PY" - "$WORK/stop.jsonl" "$dropped" <<'PYEOF'
+import json, sys
+lost = sum(json.loads(l).get("value", 0) for l in open(sys.argv[1]) if '"kind":"loss"' in l)
+sys.exit(0 if lost == int(sys.argv[2]) else print("LOSS records say", lost, "dropped", sys.argv[2]) or 1)
+PYEOF
+ok $? "stopped actor: LOSS records reach the sink and add up to the drops"
+[ ! -e "$BASE/$S/inproc.sock" ]
+ok $? "stopped actor: no socket left behind"
+APID=
+unset XPUSUP_SESSION_DIR
+log_clean "$PREFIX-thr" "record"
+log_clean "$S" "stopped actor"
+
+echo "1..$n"
+[ $failed = 0 ]
