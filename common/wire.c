@@ -14,6 +14,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@
 #include "common/mix.h"
 
 /* The batch nests one level deeper per container: the batch map, the events array, an event
- * map, then an event's arrays (links, stack, grid, block) and finally a link's pair. */
+ * map, then an event's arrays (links, stack, grid, block, counters) and finally a link's or a
+ * counter's pair. */
 enum {
 	DEPTH_BATCH = 1,
 	DEPTH_EVENTS = 2,
@@ -430,6 +432,13 @@ int xpu_wire_enc__begin(struct xpu_wire_enc *enc, __u64 seq)
 	return 0;
 }
 
+/* A counter delta or an ipc: finite and not negative. Written this way round so that NaN
+ * fails too. */
+static bool delta__valid(double d)
+{
+	return d >= 0.0 && d <= DBL_MAX;
+}
+
 /* What the format cannot carry: the decoder would reject it, so the encoder refuses it. */
 static bool cevent__encodable(const struct xpu_cevent *ev)
 {
@@ -454,6 +463,15 @@ static bool cevent__encodable(const struct xpu_cevent *ev)
 		return false;
 	if (ev->name_len > XPU_STRING_MAX || (ev->name_len && !ev->name))
 		return false;
+	if (ev->n_counters > XPU_WIRE_COUNTERS_MAX || !delta__valid(ev->ipc))
+		return false;
+	for (i = 0; i < ev->n_counters; i++) {
+		const struct xpu_wire_counter *c = &ev->counters[i];
+
+		if (!c->name || !c->name_len || c->name_len > XPU_WIRE_COUNTER_NAME_MAX ||
+		    !delta__valid(c->delta))
+			return false;
+	}
 	return true;
 }
 
@@ -463,18 +481,25 @@ static bool triple__zero(const __s32 v[3])
 }
 
 /*
- * The most an event can take besides its name and its frames: a map16 header (3), the 34 keys
- * with their fixstr headers (161), every scalar at its widest encoding (175), 4 links (45),
- * grid and block (32), the name's str16 and the stack's and frames' array16 headers (9): 425
- * bytes. A frame takes 9 bytes in the stack and 5 in frames at most. add() asserts the bound;
- * wire_test's biggest event, every field at its maximum, checks it.
+ * The most an event can take besides its names and its frames: a map16 header (3), the 37 keys
+ * with their fixstr headers (181), every scalar at its widest encoding (189), 4 links (45),
+ * grid and block (32), the name's str16 and the stack's and frames' array16 headers (9), and 4
+ * counters without their names' bytes (53): 512 bytes. A frame takes 9 bytes in the stack and
+ * 5 in frames at most. add() asserts the bound; wire_test's biggest event, every field at its
+ * maximum, checks it.
  */
 #define EVENT_FIXED_MAX 512
 
+/* add() has checked the counts (cevent__encodable) before this is called. */
 static size_t event_bound(const struct xpu_cevent *ev)
 {
-	return EVENT_FIXED_MAX + ev->name_len +
-	       (ev->frames ? 14u : 9u) * ((size_t)ev->n_kernel + ev->n_user);
+	size_t n = EVENT_FIXED_MAX + ev->name_len +
+		   (ev->frames ? 14u : 9u) * ((size_t)ev->n_kernel + ev->n_user);
+	__u32 i;
+
+	for (i = 0; i < ev->n_counters; i++)
+		n += ev->counters[i].name_len;
+	return n;
 }
 
 /* The pack functions below cannot fail: add() reserved the room and write_reserved() only
@@ -496,6 +521,19 @@ static void pack_links(msgpack_packer *pk, const struct xpu_cevent *ev)
 		msgpack_pack_array(pk, 2);
 		msgpack_pack_uint32(pk, ev->links[i].type);
 		msgpack_pack_uint64(pk, ev->links[i].target);
+	}
+}
+
+/* [[name, delta], ...]: the delta always as float64, so the encoding is one fixed point */
+static void pack_counters(msgpack_packer *pk, const struct xpu_cevent *ev)
+{
+	__u32 i;
+
+	msgpack_pack_array(pk, ev->n_counters);
+	for (i = 0; i < ev->n_counters; i++) {
+		msgpack_pack_array(pk, 2);
+		msgpack_pack_str_with_body(pk, ev->counters[i].name, ev->counters[i].name_len);
+		msgpack_pack_double(pk, ev->counters[i].delta);
 	}
 }
 
@@ -557,7 +595,10 @@ static void pack_frames(msgpack_packer *pk, const struct xpu_cevent *ev, const _
 	OPT((ev)->name_len, "name", msgpack_pack_str_with_body(pk, (ev)->name, (ev)->name_len)) \
 	OPT((ev)->n_kernel, "nk", msgpack_pack_uint16(pk, (ev)->n_kernel))                      \
 	OPT((ev)->n_kernel + (ev)->n_user, "stack", pack_stack(pk, (ev)))                       \
-	OPT(named, "frames", pack_frames(pk, (ev), (idx)))
+	OPT(named, "frames", pack_frames(pk, (ev), (idx)))                                      \
+	OPT((ev)->n_counters, "counters", pack_counters(pk, (ev)))                              \
+	OPT((ev)->counter_flags, "cflags", msgpack_pack_uint32(pk, (ev)->counter_flags))        \
+	OPT((ev)->ipc != 0.0, "ipc", msgpack_pack_double(pk, (ev)->ipc))
 
 #define COUNT_FIELD(cond, key, pack) +((cond) ? 1u : 0u)
 #define WRITE_FIELD(cond, key, pack) \
@@ -1072,6 +1113,9 @@ enum field {
 	F_STACK,
 	F_NK,
 	F_FRAMES,
+	F_COUNTERS,
+	F_CFLAGS,
+	F_IPC,
 	F_UNKNOWN,
 };
 
@@ -1089,6 +1133,8 @@ static enum field event_field(const __u8 *s, __u32 len, size_t room)
 	__u64 code = 0;
 	__u32 i;
 
+	if (len == 8 && !memcmp(s, "counters", 8)) /* the one key longer than KEY() holds */
+		return F_COUNTERS;
 	if (len > 6)
 		return F_UNKNOWN;
 	if (room >= 8) {
@@ -1169,6 +1215,10 @@ static enum field event_field(const __u8 *s, __u32 len, size_t room)
 		return F_NK;
 	case KEY(6, 'f', 'r', 'a', 'm', 'e', 's'):
 		return F_FRAMES;
+	case KEY(6, 'c', 'f', 'l', 'a', 'g', 's'):
+		return F_CFLAGS;
+	case KEY(3, 'i', 'p', 'c', 0, 0, 0):
+		return F_IPC;
 	default:
 		return F_UNKNOWN;
 	}
@@ -1250,6 +1300,51 @@ static int read_links(struct reader *r, struct xpu_cevent *ev)
 		ev->links[i].type = (__u32)type;
 	}
 	ev->n_links = n;
+	return 0;
+}
+
+/* [[name, delta], ...]: names point into the message, as the event's name does. */
+static int read_counters(struct reader *r, struct xpu_cevent *ev)
+{
+	const __u8 *at = r->p, *s;
+	__u32 n, i, pair;
+	int ret;
+
+	ret = read_array(r, &n, "counters is not an array");
+	if (!ret)
+		ret = enter(r, at, DEPTH_FIELD);
+	if (ret)
+		return ret;
+	if (n == 0)
+		return fail(r, at, "empty counters array");
+	if (n > XPU_WIRE_COUNTERS_MAX)
+		return fail(r, at, "too many counters");
+	for (i = 0; i < n; i++) {
+		struct xpu_wire_counter *c = &ev->counters[i];
+
+		at = r->p;
+		ret = read_array(r, &pair, "counter is not a [name, delta] pair");
+		if (!ret)
+			ret = enter(r, at, DEPTH_LINK);
+		if (!ret && pair != 2)
+			ret = fail(r, at, "counter is not a [name, delta] pair");
+		at = r->p;
+		if (!ret)
+			ret = read_str(r, &s, &c->name_len, "counter name is not a string");
+		if (!ret && !c->name_len)
+			ret = fail(r, at, "empty counter name");
+		if (!ret && c->name_len > XPU_WIRE_COUNTER_NAME_MAX)
+			ret = fail(r, at, "counter name longer than XPU_WIRE_COUNTER_NAME_MAX");
+		at = r->p;
+		if (!ret)
+			ret = read_float(r, &c->delta);
+		if (!ret && !delta__valid(c->delta))
+			ret = fail(r, at, "counter delta negative or not finite");
+		if (ret)
+			return ret;
+		c->name = (const char *)s;
+	}
+	ev->n_counters = n;
 	return 0;
 }
 
@@ -1496,6 +1591,17 @@ __attribute__((flatten)) static int decode_event(struct reader *r, struct room *
 		case F_NK:
 			nk_at = at;
 			ret = read_u64(r, &nk);
+			break;
+		case F_COUNTERS:
+			ret = read_counters(r, ev);
+			break;
+		case F_CFLAGS:
+			ret = read_u32(r, &ev->counter_flags);
+			break;
+		case F_IPC:
+			ret = read_float(r, &ev->ipc);
+			if (!ret && !delta__valid(ev->ipc))
+				ret = fail(r, at, "ipc negative or not finite");
 			break;
 		case F_UNKNOWN:
 			break;

@@ -26,6 +26,8 @@
 #define XPU_WIRE_LINKS_MAX 4
 #define XPU_WIRE_STACK_MAX (2 * XPU_MAX_FRAMES)
 #define XPU_WIRE_FRAME_NAME_MAX 4096 /* bytes of one frame's name, its NUL not counted */
+#define XPU_WIRE_COUNTERS_MAX 4 /* counters attached to one event */
+#define XPU_WIRE_COUNTER_NAME_MAX 256 /* bytes of an attached counter's name */
 
 enum xpu_link_type {
 	XPU_LINK_LAUNCHED_BY = 1, /* GPU activity -> the LAUNCH or CUDA_API call that launched it */
@@ -49,6 +51,21 @@ struct xpu_link {
 	__u32 type; /* enum xpu_link_type */
 	__u32 reserved;
 	__u64 target; /* the id of the linked event */
+};
+
+/* xpu_cevent.counter_flags */
+#define XPU_COUNTERS_F_ESTIMATED (1u << 0) /* a delta reaches past the readings: extrapolated */
+
+/*
+ * A counter's change over an event's window (the correlator's `counters` enrich stage,
+ * docs/correlator.md): how much of the PMU event `name` the event's process counted between
+ * the event's start and its end, scaled for multiplexing.
+ */
+struct xpu_wire_counter {
+	const char *name; /* name_len bytes (1..XPU_WIRE_COUNTER_NAME_MAX), not NUL-terminated */
+	__u32 name_len;
+	__u32 reserved;
+	double delta; /* finite, >= 0 */
 };
 
 /*
@@ -106,6 +123,13 @@ struct xpu_cevent {
 	 * batch, recognising repeats by pointer first (give every occurrence of a name the same
 	 * pointer: intern them), then by content. */
 	const char *const *frames;
+
+	/* Counters over the event's window (a GPU kernel's [ts_ns, end_ns]; a range end's from
+	 * its begin to it), as name does (decoded: the names point into the message). */
+	__u32 n_counters;
+	__u32 counter_flags; /* XPU_COUNTERS_F_* */
+	struct xpu_wire_counter counters[XPU_WIRE_COUNTERS_MAX];
+	double ipc; /* instructions / cycles over the window; 0: not derived */
 };
 
 /* ---- encoder ---- */
@@ -122,7 +146,9 @@ void xpu_wire_enc__free(struct xpu_wire_enc *enc);
  * events the producer sent before this batch, so a receiver counts lost events exactly.
  * Return 0, -EINVAL (an event the format cannot carry: unknown kind, more links than
  * XPU_WIRE_LINKS_MAX, stack over XPU_WIRE_STACK_MAX, name over XPU_STRING_MAX, a frame name
- * over XPU_WIRE_FRAME_NAME_MAX), -ENOMEM. A rejected event leaves the batch as it was.
+ * over XPU_WIRE_FRAME_NAME_MAX, more than XPU_WIRE_COUNTERS_MAX counters, a counter name
+ * empty or over XPU_WIRE_COUNTER_NAME_MAX, a counter delta or ipc negative or not finite),
+ * -ENOMEM. A rejected event leaves the batch as it was.
  * add() copies what it needs of the event, frame names included; but it knows a frame name
  * it has seen in this batch by its pointer, so a pointer must stand for the same text from
  * begin() to finish() (an interned name does).
@@ -157,7 +183,7 @@ struct xpu_wire_limits {
 #define XPU_WIRE_DEPTH_MAX 32
 
 /* Defaults: 64 MiB, 1 << 20 events, depth 5 (batch map, events array, event map, links
- * array, link pair). */
+ * array, link pair; counters array, counter pair). */
 extern const struct xpu_wire_limits xpu_wire_default_limits;
 
 struct xpu_wire_error {

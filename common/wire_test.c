@@ -134,6 +134,7 @@ enum use {
 	U_SCALE = 1u << 26,
 	U_NAME = 1u << 27,
 	U_STACK = 1u << 28,
+	U_COUNTERS = 1u << 29, /* counters, cflags, ipc */
 };
 
 #define U_COMMON (U_PID | U_TID | U_FLAGS | U_PARENT | U_ROOT | U_CT | U_CONF | U_LINKS)
@@ -145,13 +146,13 @@ static const __u32 kind_fields[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_LAUNCH] = U_COMMON | U_CORR | U_API | U_STACK,
 	[XPU_REC_CUDA_API] = U_COMMON | U_END | U_CORR | U_API | U_SUB,
 	[XPU_REC_GPU_KERNEL] = U_COMMON | U_GPU | U_GRAPH | U_NODE | U_GRID | U_BLOCK | U_REGS |
-			       U_SMEM | U_NAME | U_STACK,
+			       U_SMEM | U_NAME | U_STACK | U_COUNTERS,
 	[XPU_REC_GPU_MEMCPY] = U_COMMON | U_GPU | U_BYTES | U_SUB | U_STACK,
 	[XPU_REC_GPU_MEMSET] = U_COMMON | U_GPU | U_BYTES | U_VAL | U_STACK,
 	[XPU_REC_GPU_SYNC] = U_COMMON | U_GPU | U_SUB,
 	[XPU_REC_GPU_MEMORY] = U_COMMON | U_CORR | U_DEV | U_CTX | U_STR | U_SUB | U_BYTES | U_ADDR,
 	[XPU_REC_PMU_COUNTER] = U_COMMON | U_CPU | U_VAL | U_DELTA | U_SCALE | U_SUB | U_NAME,
-	[XPU_REC_RANGE] = U_COMMON | U_END | U_CORR | U_SUB | U_NAME,
+	[XPU_REC_RANGE] = U_COMMON | U_END | U_CORR | U_SUB | U_NAME | U_COUNTERS,
 	[XPU_REC_PROC_EXEC] = U_COMMON | U_NAME,
 	[XPU_REC_PROC_EXIT] = U_COMMON | U_VAL | U_NAME,
 	[XPU_REC_CLOCK_SYNC] = U_END | U_VAL | U_SUB,
@@ -187,6 +188,11 @@ static const char *const edge_frames[20] = {
 	"h", "i",	"\x01\x7f", "j",  NULL,
 };
 
+/* Counter names: V_MAX and V_ALL the longest (every byte value but NUL), distinct; V_EDGE
+ * short ones, one of them with bytes that are not UTF-8. */
+static char max_counter_names[XPU_WIRE_COUNTERS_MAX][XPU_WIRE_COUNTER_NAME_MAX];
+static const char edge_counter_name[] = "cache-misses:u\xff";
+
 static void names__init(void)
 {
 	__u32 j, k;
@@ -196,6 +202,11 @@ static void names__init(void)
 			max_names[j][k] = (char)((j + k * 7) % 255 + 1);
 		max_names[j][0] = (char)(j + 1); /* distinct: each starts with its own byte */
 		max_frames[j] = max_names[j];
+	}
+	for (j = 0; j < XPU_WIRE_COUNTERS_MAX; j++) {
+		for (k = 0; k < XPU_WIRE_COUNTER_NAME_MAX; k++)
+			max_counter_names[j][k] = (char)((j * 3 + k * 11) % 255 + 1);
+		max_counter_names[j][0] = (char)(0xf0 + j);
 	}
 }
 
@@ -303,6 +314,20 @@ static void make_event(struct xpu_cevent *ev, __u16 kind, enum variant v)
 		ev->name = max ? long_name : utf8_name;
 		ev->name_len = max ? XPU_STRING_MAX : (__u32)sizeof(utf8_name) - 1;
 	}
+	if (use & U_COUNTERS) {
+		ev->n_counters = max ? XPU_WIRE_COUNTERS_MAX : 2;
+		for (j = 0; j < ev->n_counters; j++) {
+			ev->counters[j].name = max ? max_counter_names[j] :
+					       j   ? "cycles" :
+						     edge_counter_name;
+			ev->counters[j].name_len = max ? XPU_WIRE_COUNTER_NAME_MAX :
+						   j   ? 6 :
+							 (__u32)sizeof(edge_counter_name) - 1;
+			ev->counters[j].delta = max ? 1.7976931348623157e308 : j ? 0.0 : 1.5e9;
+		}
+		ev->counter_flags = max ? UINT32_MAX : XPU_COUNTERS_F_ESTIMATED;
+		ev->ipc = max ? 1.7976931348623157e308 : 0.75;
+	}
 	if (use & U_STACK) {
 		n = max ? XPU_WIRE_STACK_MAX : 20;
 		for (j = 0; j < n; j++)
@@ -374,7 +399,28 @@ static int cevent__diff(const struct xpu_cevent *got, const struct xpu_cevent *w
 	DIFF(name_len);
 	DIFF(n_kernel);
 	DIFF(n_user);
+	DIFF(n_counters);
+	DIFF(counter_flags);
+	for (i = 0; i < XPU_WIRE_COUNTERS_MAX; i++) {
+		DIFF(counters[i].name_len);
+		DIFF(counters[i].reserved);
+	}
 #undef DIFF
+	for (i = 0; i < XPU_WIRE_COUNTERS_MAX; i++) {
+		if (got->counters[i].delta != want->counters[i].delta ||
+		    (got->counters[i].name_len == want->counters[i].name_len &&
+		     got->counters[i].name_len &&
+		     memcmp(got->counters[i].name, want->counters[i].name,
+			    got->counters[i].name_len))) {
+			tap_diag("counter %u: delta %g/%g or its name differs", i,
+				 got->counters[i].delta, want->counters[i].delta);
+			bad++;
+		}
+	}
+	if (got->ipc != want->ipc) {
+		tap_diag("ipc %g/%g", got->ipc, want->ipc);
+		bad++;
+	}
 	if (got->confidence != want->confidence || got->scale != want->scale) {
 		tap_diag("conf %g/%g, scale %g/%g", got->confidence, want->confidence, got->scale,
 			 want->scale);
@@ -458,6 +504,23 @@ static void put_event_wide(struct mp *w, const struct xpu_cevent *ev, int unknow
 
 	put_be(w, 0xdf, 0, 4); /* patched below */
 	count_at = w->n - 4;
+	if (ev->ipc != 0.0) {
+		put_str8(w, "ipc");
+		put_float64(w, ev->ipc);
+		entries++;
+	}
+	if (ev->n_counters) {
+		/* array32 of array16 pairs, str32 names, the deltas as float64 */
+		put_str8(w, "counters");
+		put_be(w, 0xdd, ev->n_counters, 4);
+		for (j = 0; j < ev->n_counters; j++) {
+			put_be(w, 0xdc, 2, 2);
+			put_be(w, 0xdb, ev->counters[j].name_len, 4);
+			put(w, ev->counters[j].name, ev->counters[j].name_len);
+			put_float64(w, ev->counters[j].delta);
+		}
+		entries++;
+	}
 	if (n_frames && ev->frames) {
 		/* before the stack, every index a uint32, nil for none (and for "") */
 		put_str8(w, "frames");
@@ -486,6 +549,7 @@ static void put_event_wide(struct mp *w, const struct xpu_cevent *ev, int unknow
 		entries++;
 	}
 	WIDE(ev->n_kernel, "nk", ev->n_kernel);
+	WIDE(ev->counter_flags, "cflags", ev->counter_flags);
 	if (ev->name_len) {
 		put_str8(w, "name");
 		put_be(w, 0xdb, ev->name_len, 4);
@@ -2038,6 +2102,219 @@ static void test_names_many(void)
 	xpu_wire_enc__free(enc);
 }
 
+/*
+ * The batch with counters of docs/wire.md, byte by byte from the spec: a GPU kernel with the
+ * instructions and cycles its process counted while it ran, one of them extrapolated, and the
+ * IPC of the two. An event without counters is encoded as before they existed (test_golden).
+ */
+static const __u8 golden_counters[] = {
+	0x84, /* map of 4 */
+	0xa1, 'v',  0x01, /* "v": 1 */
+	0xa8, 'p',  'r',  'o',	'd',  'u',  'c',  'e',	'r',  0x03, /* "producer": 3 */
+	0xa3, 's',  'e',  'q',	0x07, /* "seq": 7 */
+	0xa6, 'e',  'v',  'e',	'n',  't',  's', /* "events": */
+	0xdd, 0x00, 0x00, 0x00, 0x01, /* array32 of 1 */
+	0x88, /* event: map of 8 */
+	0xa1, 'k',  0x05, /* "k": 5 (GPU_KERNEL) */
+	0xa2, 'i',  'd',  0x09, /* "id": 9 */
+	0xa2, 't',  's',  0xcd, 0x03, 0xe8, /* "ts": 1000 */
+	0xa3, 'p',  'i',  'd',	0x2a, /* "pid": 42 */
+	0xa3, 'e',  'n',  'd',	0xcd, 0x0b, 0xb8, /* "end": 3000 */
+	0xa8, 'c',  'o',  'u',	'n',  't',  'e',  'r',	's',  0x92, /* "counters": array of 2 */
+	0x92, 0xac, 'i',  'n',	's',  't',  'r',  'u',	'c',  't',  'i',  'o',	'n',  's', /* */
+	0xcb, 0x40, 0x97, 0x70, 0x00, 0x00, 0x00, 0x00, 0x00, /* ["instructions", 1500.0] */
+	0x92, 0xa6, 'c',  'y',	'c',  'l',  'e',  's', /* */
+	0xcb, 0x40, 0x9f, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, /* ["cycles", 2000.0] */
+	0xa6, 'c',  'f',  'l',	'a',  'g',  's',  0x01, /* "cflags": 1 (estimated) */
+	0xa3, 'i',  'p',  'c',	0xcb, 0x3f, 0xe8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0.75 */
+};
+
+static void golden_counters_event(struct xpu_cevent *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = XPU_REC_GPU_KERNEL;
+	ev->id = 9;
+	ev->ts_ns = 1000;
+	ev->pid = 42;
+	ev->end_ns = 3000;
+	ev->n_counters = 2;
+	ev->counters[0] = (struct xpu_wire_counter){ .name = "instructions",
+						     .name_len = 12,
+						     .delta = 1500.0 };
+	ev->counters[1] =
+		(struct xpu_wire_counter){ .name = "cycles", .name_len = 6, .delta = 2000.0 };
+	ev->counter_flags = XPU_COUNTERS_F_ESTIMATED;
+	ev->ipc = 0.75;
+}
+
+static void test_golden_counters(void)
+{
+	struct xpu_wire_enc *enc = xpu_wire_enc__new(3);
+	struct xpu_cevent ev;
+	const void *data = NULL;
+	size_t len = 0;
+
+	golden_counters_event(&ev);
+	xpu_wire_enc__begin(enc, 7);
+	tap_eq_u64(xpu_wire_enc__add(enc, &ev), 0, "add a kernel with counters");
+	xpu_wire_enc__finish(enc, &data, &len);
+	tap_ok(len == sizeof(golden_counters) && !memcmp(data, golden_counters, len),
+	       "golden bytes with counters (%zu bytes)", len);
+	tap_ok(decode(golden_counters, sizeof(golden_counters)) == 0 && batch.n_events == 1,
+	       "golden counters decode");
+	tap_eq_u64(cevent__diff(&out[0], &ev), 0, "golden counters equal field by field");
+	tap_ok(out[0].counters[0].name == (const char *)golden_counters + 69 &&
+		       out[0].counters[1].name == (const char *)golden_counters + 92,
+	       "decoded counter names point into the message");
+
+	/* liberal: float32 deltas, str8 names, a uint64 cflags, keys in another order */
+	start(1, 1);
+	put_event(&m, XPU_REC_RANGE, 1, 3);
+	put_fixstr(&m, "ipc");
+	put_be(&m, 0xca, 0x3f400000, 4); /* 0.75f */
+	put_fixstr(&m, "cflags");
+	put_be(&m, 0xcf, 1, 8);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put8(&m, 0x92);
+	put_str8(&m, "task-clock");
+	put_be(&m, 0xca, 0x44bb8000, 4); /* 1500.0f */
+	tap_ok(decode(m.b, m.n) == 0 && out[0].n_counters == 1 &&
+		       out[0].counters[0].delta == 1500.0 && out[0].counters[0].name_len == 10 &&
+		       !memcmp(out[0].counters[0].name, "task-clock", 10) && out[0].ipc == 0.75 &&
+		       out[0].counter_flags == 1,
+	       "counters with float32 deltas, a str8 name, wide cflags, in any key order");
+	xpu_wire_enc__free(enc);
+}
+
+/* One counter pair of an event: [name, delta] with name as fixstr and delta as float64. */
+static void put_counter(struct mp *w, const char *name, double delta)
+{
+	put8(w, 0x92);
+	put_fixstr(w, name);
+	put_float64(w, delta);
+}
+
+static void test_counters_rejects(void)
+{
+	struct xpu_wire_limits lim = xpu_wire_default_limits;
+	char long_counter[XPU_WIRE_COUNTER_NAME_MAX + 2];
+	unsigned int i;
+	int ret;
+
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x90);
+	expect_bad_m("empty counters array", "0 counters");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x95);
+	for (i = 0; i < 5; i++)
+		put_counter(&m, "c", 1.0);
+	expect_bad_m("too many counters", "5 counters");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x81);
+	put8(&m, 1);
+	put8(&m, 2);
+	expect_bad_m("counters is not an array", "counters as a map");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put8(&m, 0x93);
+	put_fixstr(&m, "c");
+	put_float64(&m, 1.0);
+	put8(&m, 1);
+	expect_bad_m("counter is not a [name, delta] pair", "a counter of 3 elements");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put8(&m, 0x92);
+	put8(&m, 7);
+	put_float64(&m, 1.0);
+	expect_bad_m("counter name is not a string", "a counter named by an integer");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put_counter(&m, "", 1.0);
+	expect_bad_m("empty counter name", "a counter without a name");
+	memset(long_counter, 'x', sizeof(long_counter));
+	long_counter[XPU_WIRE_COUNTER_NAME_MAX + 1] = 0;
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put8(&m, 0x92);
+	put_be(&m, 0xda, XPU_WIRE_COUNTER_NAME_MAX + 1, 2);
+	put(&m, long_counter, XPU_WIRE_COUNTER_NAME_MAX + 1);
+	put_float64(&m, 1.0);
+	expect_bad_m("counter name longer than XPU_WIRE_COUNTER_NAME_MAX",
+		     "a counter name of 257 bytes");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put8(&m, 0x92);
+	put_fixstr(&m, "c");
+	put8(&m, 5);
+	expect_bad_m("expected a float", "a counter delta as an integer");
+	for (i = 0; i < 3; i++) {
+		static const double bad[3] = { -1.0, NAN, INFINITY };
+
+		start(1, 1);
+		put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+		put_str8(&m, "counters");
+		put8(&m, 0x91);
+		put_counter(&m, "c", bad[i]);
+		expect_bad_m("counter delta negative or not finite", i == 0 ? "a delta of -1" :
+								     i == 1 ? "a delta of NaN" :
+									      "an infinite delta");
+	}
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_fixstr(&m, "ipc");
+	put_float64(&m, -0.5);
+	expect_bad_m("ipc negative or not finite", "ipc -0.5");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_fixstr(&m, "ipc");
+	put_float64(&m, NAN);
+	expect_bad_m("ipc negative or not finite", "ipc NaN");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 1);
+	put_fixstr(&m, "cflags");
+	put_be(&m, 0xcf, 1ull << 32, 8);
+	expect_bad_m("integer out of range", "cflags 2^32");
+	start(1, 1);
+	put_event(&m, XPU_REC_GPU_KERNEL, 1, 2);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put_counter(&m, "c", 1.0);
+	put_str8(&m, "counters");
+	put8(&m, 0x91);
+	put_counter(&m, "c", 1.0);
+	expect_bad_m("duplicate key", "counters twice");
+
+	/* a counter's pair is as deep as a link's: depth 5, the default limit */
+	lim.max_depth = 4;
+	memcpy(m.b, golden_counters, sizeof(golden_counters));
+	m.n = sizeof(golden_counters);
+	ret = xpu_wire_decode(m.b, m.n, &lim, &batch, out, MAX_EVENTS, &pool, &werr);
+	tap_ok(ret == -EBADMSG && !strcmp(werr.reason, "depth limit"),
+	       "counters need depth 5: rejected at max_depth 4");
+	/* every prefix of the counters batch is malformed */
+	for (i = 0, ret = 0; i < sizeof(golden_counters); i++)
+		if (decode(golden_counters, i) != -EBADMSG)
+			ret++;
+	tap_eq_u64(ret, 0, "every prefix of the counters batch is rejected");
+}
+
 static void test_encoder_rejects(void)
 {
 	struct xpu_wire_enc *enc = xpu_wire_enc__new(1);
@@ -2077,6 +2354,22 @@ static void test_encoder_rejects(void)
 	REJECT("conf -0.1", ev.confidence = -0.1f);
 	REJECT("conf NaN", ev.confidence = NAN);
 	REJECT("ct XPU_CORR_TYPE_MAX", ev.corr_type = XPU_CORR_TYPE_MAX);
+	REJECT("5 counters", ev.n_counters = 5;
+	       for (int c = 0; c < 4; c++)
+		       ev.counters[c] = (struct xpu_wire_counter){ .name = "c", .name_len = 1 });
+	REJECT("a counter without a name pointer", ev.n_counters = 1; ev.counters[0].name_len = 1);
+	REJECT("a counter with an empty name", ev.n_counters = 1; ev.counters[0].name = "c");
+	REJECT("a counter name of 257 bytes", ev.n_counters = 1; ev.counters[0].name = long_name;
+	       ev.counters[0].name_len = XPU_WIRE_COUNTER_NAME_MAX + 1);
+	REJECT("a counter delta of -1", ev.n_counters = 1; ev.counters[0].name = "c";
+	       ev.counters[0].name_len = 1; ev.counters[0].delta = -1);
+	REJECT("a counter delta of NaN", ev.n_counters = 1; ev.counters[0].name = "c";
+	       ev.counters[0].name_len = 1; ev.counters[0].delta = NAN);
+	REJECT("an infinite counter delta", ev.n_counters = 1; ev.counters[0].name = "c";
+	       ev.counters[0].name_len = 1; ev.counters[0].delta = INFINITY);
+	REJECT("ipc -0.5", ev.ipc = -0.5);
+	REJECT("ipc NaN", ev.ipc = NAN);
+	REJECT("ipc infinite", ev.ipc = INFINITY);
 #undef REJECT
 
 	memset(&ev, 0, sizeof(ev));
@@ -2131,6 +2424,8 @@ int main(void)
 	test_nospc();
 	test_encoder_rejects();
 	test_golden_names();
+	test_golden_counters();
+	test_counters_rejects();
 	test_names_liberal();
 	test_names_rejects();
 	test_names_nospc();

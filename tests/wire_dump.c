@@ -10,7 +10,8 @@
  * The JSON is in wire terms so that Python compares it with what python3-msgpack reads: a
  * list of batches {"v", "producer", "seq", "events": [...]}, each event an object with the
  * wire keys the encoder must write (zero fields absent), integers as numbers, "name" as hex
- * of its bytes, "conf" as hex of its big-endian float32 bits, "scale" of its float64 bits,
+ * of its bytes, "conf" as hex of its big-endian float32 bits, "scale" and "ipc" of their
+ * float64 bits, "counters" as [hex of the name, hex of the delta's float64 bits] pairs,
  * "frames" (only when a frame has a name) as the names themselves, hex of their bytes or
  * null, not as the wire's indices into the batch's "symbols": which index a name gets is the
  * encoder's choice, what the names are is not.
@@ -41,6 +42,19 @@ static void json_u64(FILE *f, const char *key, __u64 v)
 {
 	if (v)
 		fprintf(f, ", \"%s\": %llu", key, v);
+}
+
+/* a double as hex of its big-endian bits: exact, NaN and -0.0 included */
+static void json_double(FILE *f, double d)
+{
+	unsigned char be[8];
+	__u64 bits;
+	int i;
+
+	memcpy(&bits, &d, 8);
+	for (i = 0; i < 8; i++)
+		be[i] = (unsigned char)(bits >> (56 - 8 * i));
+	json_hex(f, be, 8);
 }
 
 static void json_triple(FILE *f, const char *key, const __s32 v[3])
@@ -96,14 +110,8 @@ static void json_event(FILE *f, const struct xpu_cevent *ev)
 	json_u64(f, "val", ev->value);
 	json_u64(f, "delta", ev->delta);
 	if (ev->scale != 0.0) {
-		unsigned char be[8];
-		__u64 bits;
-
-		memcpy(&bits, &ev->scale, 8);
-		for (i = 0; i < 8; i++)
-			be[i] = (unsigned char)(bits >> (56 - 8 * i));
 		fprintf(f, ", \"scale\": ");
-		json_hex(f, be, 8);
+		json_double(f, ev->scale);
 	}
 	if (ev->name_len) {
 		fprintf(f, ", \"name\": ");
@@ -130,6 +138,22 @@ static void json_event(FILE *f, const struct xpu_cevent *ev)
 				fprintf(f, "null");
 		}
 		fprintf(f, "]");
+	}
+	if (ev->n_counters) {
+		fprintf(f, ", \"counters\": [");
+		for (i = 0; i < ev->n_counters; i++) {
+			fprintf(f, "%s[", i ? ", " : "");
+			json_hex(f, ev->counters[i].name, ev->counters[i].name_len);
+			fprintf(f, ", ");
+			json_double(f, ev->counters[i].delta);
+			fprintf(f, "]");
+		}
+		fprintf(f, "]");
+	}
+	json_u64(f, "cflags", ev->counter_flags);
+	if (ev->ipc != 0.0) {
+		fprintf(f, ", \"ipc\": ");
+		json_double(f, ev->ipc);
 	}
 	fprintf(f, "}");
 }
@@ -183,7 +207,7 @@ static const char *const launch_frames[] = { "cudaLaunchKernel", "void gemm<\xce
 static const char *const kernel_frames[] = { "cudaLaunchKernel", forward_copy, main_name };
 static const char *const unnamed_frames[] = { NULL, "", NULL };
 
-#define N_BATCHES 5
+#define N_BATCHES 6
 #define MAX_PER_BATCH 8
 
 static struct xpu_cevent batches[N_BATCHES][MAX_PER_BATCH];
@@ -348,6 +372,28 @@ static void build(void)
 	ev->stack = launch_stack;
 	ev->frames = unnamed_frames; /* no name at all: no "frames" */
 	ev->n_user = 3;
+
+	/* batch 5: counters over a kernel and a range (batches 0 to 4 have none, and their bytes
+	 * stay what they were) */
+	ev = next(5, XPU_REC_GPU_KERNEL, 20, 3000000);
+	ev->end_ns = 3400000;
+	ev->n_counters = 4;
+	ev->counters[0] = (struct xpu_wire_counter){ .name = "instructions",
+						     .name_len = 12,
+						     .delta = 123456789.5 };
+	ev->counters[1] =
+		(struct xpu_wire_counter){ .name = "cycles", .name_len = 6, .delta = 98765432.25 };
+	ev->counters[2] = (struct xpu_wire_counter){ .name = "cache-misses", .name_len = 12 };
+	ev->counters[3] = (struct xpu_wire_counter){ .name = "r01c2:u\xff", /* not UTF-8 */
+						     .name_len = 8,
+						     .delta = 1.7976931348623157e308 };
+	ev->counter_flags = XPU_COUNTERS_F_ESTIMATED;
+	ev->ipc = 123456789.5 / 98765432.25;
+	ev = next(5, XPU_REC_RANGE, 21, 3500000);
+	ev->sub_kind = XPU_RANGE_POP;
+	ev->n_counters = 1;
+	ev->counters[0] =
+		(struct xpu_wire_counter){ .name = "task-clock", .name_len = 10, .delta = 400000 };
 }
 
 static int write_u32le(FILE *f, __u32 v)

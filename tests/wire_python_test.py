@@ -52,8 +52,9 @@ except ImportError as e:
 
 INT_KEYS = {"k", "id", "ts", "pid", "tid", "cpu", "end", "flags", "corr", "parent", "root",
             "ct", "dev", "ctx", "str", "graph", "node", "regs", "smem", "api", "sub",
-            "bytes", "addr", "val", "delta", "nk"}
-KNOWN_KEYS = INT_KEYS | {"conf", "links", "grid", "block", "scale", "name", "stack", "frames"}
+            "bytes", "addr", "val", "delta", "nk", "cflags"}
+KNOWN_KEYS = INT_KEYS | {"conf", "links", "grid", "block", "scale", "name", "stack", "frames",
+                         "counters", "ipc"}
 
 
 def resolve(frames, symbols):
@@ -75,8 +76,14 @@ def check_event(got, want, where, symbols):
             same = type(g) is int and g == w
         elif key == "conf":
             same = type(g) is float and struct.pack(">f", g).hex() == w
-        elif key == "scale":
+        elif key in ("scale", "ipc"):
             same = type(g) is float and struct.pack(">d", g).hex() == w
+        elif key == "counters":
+            # [name, delta] pairs: the name a str (bytes), the delta a float64
+            same = (type(g) is list and
+                    all(type(p) is list and len(p) == 2 and type(p[0]) is bytes and
+                        type(p[1]) is float for p in g) and
+                    [[p[0].hex(), struct.pack(">d", p[1]).hex()] for p in g] == w)
         elif key == "name":
             same = type(g) is bytes and g.hex() == w
         elif key in ("grid", "block"):
@@ -158,6 +165,8 @@ def encoded_by_c(wire_dump, tmp):
             check_event(g, w, f"batch {i} event {j} (kind {w['k']})", symbols)
     ok(kinds == set(range(2, 17)), "every kind 2..16 was checked")
     ok(named > 0, "a batch with frame names was checked")
+    ok(any("counters" in e and "ipc" in e and "cflags" in e
+           for w in expected for e in w["events"]), "events with counters were checked")
 
 
 def decoded_by_c(wire_dump, tmp):
@@ -231,6 +240,21 @@ def decoded_by_c(wire_dump, tmp):
             diag(f"got {got}, want {want_named}")
         ok(same, f"C decodes frame names, the symbol table {where} the events")
 
+    # counters: deltas as float64 and float32, a name that is not UTF-8, flags and ipc
+    ctr = {b"k": 5, b"id": 4, b"ts": 9, b"end": 19, b"ipc": 1.25, b"cflags": 1,
+           b"counters": [[b"instructions", 2.5e9], [b"cycles", 2.0e9], [b"x\xff", 0.0]]}
+    got = c_decode(msgpack.packb({b"v": 1, b"producer": 1, b"seq": 0, b"events": [ctr]},
+                                 use_bin_type=False))
+    want_ctr = {"k": 5, "id": 4, "ts": 9, "end": 19, "cflags": 1,
+                "ipc": struct.pack(">d", 1.25).hex(),
+                "counters": [[b"instructions".hex(), struct.pack(">d", 2.5e9).hex()],
+                             [b"cycles".hex(), struct.pack(">d", 2.0e9).hex()],
+                             [b"x\xff".hex(), struct.pack(">d", 0.0).hex()]]}
+    same = got.get("events") == [want_ctr]
+    if not same:
+        diag(f"got {got}, want {want_ctr}")
+    ok(same, "C decodes counters, cflags and ipc written by python3-msgpack")
+
     def bad(obj, reason, what):
         got = c_decode(msgpack.packb(obj, use_bin_type=False) if not isinstance(obj, bytes)
                        else obj)
@@ -274,6 +298,20 @@ def decoded_by_c(wire_dump, tmp):
          b"symbols": [b"a"]}, "frames and stack differ in length", "1 name for 2 frames")
     bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**named, b"frames": [b"a", None]}],
          b"symbols": [b"a"]}, "frame name is not an index or nil", "a name in place of an index")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**ev, b"counters": []}]},
+        "empty counters array", "no counters in a counters array")
+    bad({b"v": 1, b"producer": 1, b"seq": 1,
+         b"events": [{**ev, b"counters": [[b"c", 1.0]] * 5}]}, "too many counters", "5 counters")
+    bad(msgpack.packb({"v": 1, "producer": 1, "seq": 1,
+                       "events": [{"k": 5, "id": 1, "ts": 1, "counters": [[b"c", 1.0]]}]},
+                      use_bin_type=True),
+        "counter name is not a string", "a counter name packed as bin")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**ev, b"counters": [[b"c", 7]]}]},
+        "expected a float", "a counter delta as an integer")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**ev, b"counters": [[b"c", -1.0]]}]},
+        "counter delta negative or not finite", "a negative delta")
+    bad({b"v": 1, b"producer": 1, b"seq": 1, b"events": [{**ev, b"ipc": float("inf")}]},
+        "ipc negative or not finite", "an infinite ipc")
 
 
 def main():

@@ -9,8 +9,12 @@
  * shard stops reading, its rings fill and the sources drop and count: loss only ever happens,
  * counted, where the data enters.
  *
- * STRING records fill a (pid, id) -> text table through which kernel and range names
- * resolve.
+ * STRING records fill a (pid, id) -> text table through which kernel, range and counter
+ * names resolve.
+ *
+ * A CPU-scope counter reading reaches every shard (the PMU source writes it into every ring);
+ * shard 0 sends it on, the others count it in `filtered` (the join says JOIN_ROUTED), so
+ * that sinks see each reading once and the accounting of docs/correlator.md still holds.
  *
  * Restarts (checkpoint.h): the rings are read in hold mode and released only after a
  * checkpoint has recorded how far they were read, the wire sequence number of the batch
@@ -112,17 +116,22 @@ static const char *const counter_names[C_N] = {
 	[C_SYMBOLIZE_NS] = "symbolize_ns_per_frame",
 };
 
-/* The shard's STRING table: (pid, id) -> text, so kernel and range names resolve. Bounded
- * (NAMES_MAX entries; beyond that new names are counted and dropped); a process's names go
- * when its exit grace has passed (join__set_gone). */
+/* The shard's STRING table: (pid, id) -> text, so kernel, range and counter names resolve.
+ * Counter names (STRING kind counter) have an id space of their own: the PMU source and the
+ * CUPTI library each number their strings per process, and both write for the same pid.
+ * Bounded (NAMES_MAX entries; beyond that new names are counted and dropped); a process's
+ * names go when its exit grace has passed (join__set_gone). */
 #define NAMES_MAX 65536
 
 struct name_entry {
 	__u64 id;
 	__u32 pid;
-	__u32 len;
+	__u16 len; /* at most XPU_STRING_MAX */
+	__u16 counter; /* a counter's name: its own id space */
 	char *text; /* NULL: empty slot */
 };
+
+_Static_assert(XPU_STRING_MAX <= 0xffff, "a name's length fits name_entry.len");
 
 struct names {
 	struct name_entry slots[2 * NAMES_MAX];
@@ -133,18 +142,19 @@ struct names {
 
 #define NAMES_MASK (2 * NAMES_MAX - 1)
 
-static __u32 names_home(__u32 pid, __u64 id)
+static __u32 names_home(__u32 pid, __u64 id, __u16 counter)
 {
-	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full);
+	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full) ^ counter;
 
 	return (__u32)(h >> 40) & NAMES_MASK;
 }
 
-static __u32 names_slot(const struct names *t, __u32 pid, __u64 id)
+static __u32 names_slot(const struct names *t, __u32 pid, __u64 id, __u16 counter)
 {
-	__u32 i = names_home(pid, id);
+	__u32 i = names_home(pid, id, counter);
 
-	while (t->slots[i].text && (t->slots[i].pid != pid || t->slots[i].id != id))
+	while (t->slots[i].text &&
+	       (t->slots[i].pid != pid || t->slots[i].id != id || t->slots[i].counter != counter))
 		i = (i + 1) & NAMES_MASK;
 	return i;
 }
@@ -162,7 +172,7 @@ static void names__remove(struct names *t, __u32 slot)
 		for (k = (i + 1) & NAMES_MASK;; k = (k + 1) & NAMES_MASK) {
 			if (!t->slots[k].text)
 				return;
-			home = names_home(t->slots[k].pid, t->slots[k].id);
+			home = names_home(t->slots[k].pid, t->slots[k].id, t->slots[k].counter);
 			if (((k - home) & NAMES_MASK) >= ((k - i) & NAMES_MASK))
 				break;
 		}
@@ -178,7 +188,8 @@ static void names__drop_pid(__u32 pid, void *ctx);
 
 static void names__put(struct names *t, const struct xpu_string *str)
 {
-	struct name_entry *e = &t->slots[names_slot(t, str->hdr.pid, str->id)];
+	__u16 counter = str->kind == XPU_STR_COUNTER;
+	struct name_entry *e = &t->slots[names_slot(t, str->hdr.pid, str->id, counter)];
 	char *text;
 
 	if (!e->text && t->n >= NAMES_MAX) {
@@ -196,12 +207,14 @@ static void names__put(struct names *t, const struct xpu_string *str)
 		free(e->text);
 	else
 		t->n++;
-	*e = (struct name_entry){
-		.id = str->id, .pid = str->hdr.pid, .len = str->len, .text = text
-	};
+	*e = (struct name_entry){ .id = str->id,
+				  .pid = str->hdr.pid,
+				  .len = (__u16)str->len,
+				  .counter = counter,
+				  .text = text };
 }
 
-static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx);
+static const char *names__get(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx);
 
 /* Seed 000's composites, per source: filter, then sample, before the join; enrich stages
  * are applied by the join as the source's events go out. */
@@ -236,6 +249,7 @@ struct shard {
 	struct symbolizer *sym;
 	__u64 *sym_tried, *sym_live; /* bit per pid below PID_BITS */
 	__u64 *sym_again; /* read the map again on the next record: the exec's is not complete */
+	__u64 *sym_kernel; /* on this host: its kernel frames are named even without a map */
 	__u64 frames_unknown;
 	__u64 ips[XPU_WIRE_STACK_MAX];
 	const char *frame_names[XPU_WIRE_STACK_MAX];
@@ -260,25 +274,43 @@ static void pid_bit_set(__u64 *set, __u32 pid, bool on)
 		set[pid / 64] &= ~(1ull << (pid % 64));
 }
 
+/* The kept CPU sample stands for `sample` of them. A weight past 32 bits saturates (1 in 500
+ * samples at 99 Hz would weigh 5e9 ns). */
+static void sample__reweigh(void *rec, __u64 sample)
+{
+	struct xpu_cpu_sample *cs = rec;
+	__u64 w = (__u64)cs->weight * sample;
+
+	cs->weight = w > 0xffffffffull ? 0xffffffffu : (__u32)w;
+}
+
 /* A record of a source with `symbols`: read the process's map the first time it is seen, and
  * again after an exec, while it is there to read; a short-lived process keeps its names. */
 static void symbols__note(struct shard *s, const struct xpu_rec *h)
 {
-	bool exec = h->type == XPU_REC_PROC_EXEC && !(h->flags & XPU_PROC_F_FORK);
-	bool again = pid_bit(s->sym_again, h->pid) && h->type != XPU_REC_PROC_EXEC &&
-		     h->type != XPU_REC_PROC_EXIT;
+	/* a fork too: the pid may be a reused one, whose old map would name the new process */
+	bool start = h->type == XPU_REC_PROC_EXEC;
+	bool exec = start && !(h->flags & XPU_PROC_F_FORK);
+	bool again = pid_bit(s->sym_again, h->pid) && !start && h->type != XPU_REC_PROC_EXIT;
+	int err;
 
-	if (!h->pid || (!exec && !again && pid_bit(s->sym_tried, h->pid)))
+	if (!h->pid || (!start && !again && pid_bit(s->sym_tried, h->pid)))
 		return;
 	/* At exec only the program and the dynamic loader are mapped; the first sample or
 	 * launch after it reads the map again, libraries included. If the process has gone by
 	 * then, the exec's map stays: its own functions still resolve. */
-	if (exec)
+	if (start)
 		symbolizer__exec(s->sym, h->pid);
 	pid_bit_set(s->sym_again, h->pid, exec);
 	pid_bit_set(s->sym_tried, h->pid, true);
-	if (!symbolizer__capture(s->sym, h->pid))
+	err = symbolizer__capture(s->sym, h->pid);
+	if (!err)
 		pid_bit_set(s->sym_live, h->pid, true);
+	/* -ESRCH: the process is here but has no map: a kernel thread, or one exiting. Its
+	 * kernel frames can still be named; a pid that is not on this host (simulated,
+	 * replayed) keeps its addresses. */
+	if (!err || err == -ESRCH)
+		pid_bit_set(s->sym_kernel, h->pid, true);
 }
 
 /*
@@ -287,16 +319,19 @@ static void symbols__note(struct shard *s, const struct xpu_rec *h)
  * function would otherwise be named after the next function). A LAUNCH stack starts with the
  * return address into the launching function, so all of its frames are return addresses.
  */
-static void symbols__name(struct shard *s, struct xpu_cevent *ev)
+static void symbols__name(struct shard *s, struct xpu_cevent *ev, bool user)
 {
 	__u32 n = (__u32)ev->n_kernel + ev->n_user, i;
 	__u32 exact = ev->kind == XPU_REC_CPU_SAMPLE ? 1 : 0;
 
 	for (i = 0; i < n; i++)
 		s->ips[i] = ev->stack[i] - (i < exact ? 0 : 1);
-	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, ev->n_user, s->frame_names);
+	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, user ? ev->n_user : 0,
+			  s->frame_names);
+	for (i = user ? n : ev->n_kernel; i < n; i++)
+		s->frame_names[i] = NULL; /* no map: the address it is */
 	for (i = 0; i < n; i++)
-		if (!strcmp(s->frame_names[i], SYMBOLIZER_UNKNOWN))
+		if (s->frame_names[i] && !strcmp(s->frame_names[i], SYMBOLIZER_UNKNOWN))
 			s->frames_unknown++;
 	ev->frames = s->frame_names;
 }
@@ -389,11 +424,14 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 	struct xpu_cevent named;
 
 	if (s->sym && ev->stack && ev->n_kernel + ev->n_user && !ev->frames &&
-	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX &&
-	    (pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS)) {
-		named = *ev;
-		symbols__name(s, &named);
-		ev = &named;
+	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX) {
+		bool user = pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS;
+
+		if (user || (ev->n_kernel && pid_bit(s->sym_kernel, ev->pid))) {
+			named = *ev;
+			symbols__name(s, &named, user);
+			ev = &named;
+		}
 	}
 
 	if (xpu_wire_enc__add(s->enc, ev) == 0)
@@ -415,6 +453,7 @@ static void names__drop_pid(__u32 pid, void *ctx)
 		pid_bit_set(s->sym_tried, pid, false);
 		pid_bit_set(s->sym_live, pid, false);
 		pid_bit_set(s->sym_again, pid, false);
+		pid_bit_set(s->sym_kernel, pid, false);
 	}
 
 	if (!(t->pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !t->n)
@@ -428,10 +467,11 @@ static void names__drop_pid(__u32 pid, void *ctx)
 	}
 }
 
-static const char *names__get(__u32 pid, __u64 id, __u32 *len, void *ctx)
+static const char *names__get(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx)
 {
 	const struct shard *s = ctx;
-	const struct name_entry *e = &s->names->slots[names_slot(s->names, pid, id)];
+	const struct name_entry *e =
+		&s->names->slots[names_slot(s->names, pid, id, kind == XPU_STR_COUNTER)];
 
 	*len = e->text ? e->len : 0;
 	return e->text;
@@ -489,7 +529,7 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 	case XPU_REC_CPU_SAMPLE:
 		if (st->n_samples++ % st->sample)
 			break;
-		((struct xpu_cpu_sample *)rec)->weight *= st->sample;
+		sample__reweigh(rec, st->sample);
 		return true;
 	case XPU_REC_PMU_COUNTER:
 		if (st->n_readings++ % st->sample)
@@ -519,7 +559,8 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		names__put(s->names, rec);
 	if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS))
 		symbols__note(s, rec);
-	join__record_enrich(s->join, rec, size, s->now, st->enrich);
+	if (join__record_enrich(s->join, rec, size, s->now, st->enrich) == JOIN_ROUTED)
+		s->filtered++; /* shard 0 sends it: never an event here */
 }
 
 static void publish(struct shard *s)
@@ -680,6 +721,7 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.stream_idle_ns = idle * 1000000ull;
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
+	o.shard = a->self->shard;
 	{
 		const char *strategies = conf_actor__get(a->self, "strategies");
 		unsigned long long window_ms = 0;
@@ -729,7 +771,8 @@ static int open_shard(struct shard *s, struct actor *a)
 		s->sym_tried = calloc(PID_BITS / 64, sizeof(__u64));
 		s->sym_live = calloc(PID_BITS / 64, sizeof(__u64));
 		s->sym_again = calloc(PID_BITS / 64, sizeof(__u64));
-		if (!s->sym || !s->sym_tried || !s->sym_live || !s->sym_again)
+		s->sym_kernel = calloc(PID_BITS / 64, sizeof(__u64));
+		if (!s->sym || !s->sym_tried || !s->sym_live || !s->sym_again || !s->sym_kernel)
 			return -ENOMEM;
 	}
 	s->scratch = aligned_alloc(8, s->scratch_len ? s->scratch_len : 8);
@@ -789,6 +832,7 @@ static void shard__close(struct shard *s)
 	free(s->sym_tried);
 	free(s->sym_live);
 	free(s->sym_again);
+	free(s->sym_kernel);
 	if (s->names)
 		for (i = 0; i < 2 * NAMES_MAX; i++)
 			free(s->names->slots[i].text);

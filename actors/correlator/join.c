@@ -16,8 +16,11 @@
  *               touched meanwhile is requeued, so one goes between one and two idle periods
  *               after its last activity, at a cost of what is due
  *   gone[]      processes waiting out their exit grace, in exit order; when due, their
- *               streams go (a table scan, only for a process that had streams) and the
- *               gone callback drops what the shard keeps (names)
+ *               streams and counter readings go (a table scan, only for a process that had
+ *               streams) and the gone callback drops what the shard keeps (names)
+ *   ctr[]       per process with process-scope counter readings, the last CTR_READINGS
+ *               readings of each of its counters, hashed by ctr_slots[]; stack_ts[] beside
+ *               stacks[] holds when each open range began, for the counters over a range
  *
  * A queue item whose generation no longer matches its entry (the entry was matched away,
  * evicted, or reused) is skipped when it reaches the head.
@@ -25,6 +28,7 @@
 #include "actors/correlator/join.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -134,6 +138,44 @@ struct gone {
 	__u32 reserved;
 };
 
+/*
+ * Counter readings for the `counters` stage: per process (at most CTR_PIDS at once; when
+ * full, the one read least recently goes), per counter (at most CTR_PER_PID, in the order of
+ * their first reading), the last CTR_READINGS readings as (time, scaled total), sorted by
+ * time. 32 readings at the default 100 ms interval reach 3.2 s back, about as late as CUPTI
+ * delivers activity in its buffers. A process also remembers its last CTR_STARTS start/end
+ * ranges' starts (start ranges may end on another thread: the nesting stacks cannot).
+ */
+#define CTR_PIDS 1024
+#define CTR_PER_PID 16
+#define CTR_READINGS 32
+#define CTR_STARTS 16
+#define CTR_REACH 2 /* extrapolate at most this many intervals past the readings */
+
+enum ctr_role {
+	CTR_OTHER,
+	CTR_INSTRUCTIONS,
+	CTR_CYCLES,
+};
+
+struct ctr_series {
+	__u64 counter_id;
+	__u32 n; /* readings held */
+	__u32 reserved;
+	__u64 ts[CTR_READINGS];
+	double total[CTR_READINGS]; /* value * time_enabled / time_running */
+};
+
+struct ctr_proc {
+	__u32 pid; /* 0: free */
+	__u32 n; /* counters */
+	__u32 next; /* free list */
+	__u32 n_starts, next_start;
+	__u64 touched_ns; /* shard time of its last reading: the least recent goes first */
+	__u64 start_id[CTR_STARTS], start_ts[CTR_STARTS];
+	struct ctr_series s[CTR_PER_PID];
+};
+
 struct qitem {
 	__u64 deadline;
 	__u32 entry;
@@ -173,6 +215,10 @@ struct join {
 	struct gone *gone;
 	__u32 gone_head, gone_len;
 	join_gone_fn gone_fn;
+	__u64 (*stack_ts)[NEST_MAX]; /* when each of stacks[] began */
+	struct ctr_proc *ctr; /* CTR_PIDS */
+	__u32 *ctr_slots; /* 2 * CTR_PIDS: index + 1, 0 empty */
+	__u32 ctr_free, ctr_hw;
 	__u64 next_id;
 	__u64 now_ns; /* of the record being processed */
 	unsigned int enrich; /* enrich stages of the record being emitted */
@@ -446,7 +492,8 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		ev->registers = k->registers;
 		ev->shared_mem = k->static_smem + k->dynamic_smem;
 		if (j->name && k->name_id && (j->enrich & CONF_ENRICH_NAMES))
-			ev->name = j->name(k->hdr.pid, k->name_id, &ev->name_len, j->ctx);
+			ev->name = j->name(k->hdr.pid, k->name_id, XPU_STR_KERNEL, &ev->name_len,
+					   j->ctx);
 		break;
 	}
 	case XPU_REC_GPU_MEMCPY: {
@@ -484,7 +531,8 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 			ev->name = r->name;
 			ev->name_len = r->name_len;
 		} else if (j->name && r->name_id && (j->enrich & CONF_ENRICH_NAMES)) {
-			ev->name = j->name(h->pid, r->name_id, &ev->name_len, j->ctx);
+			ev->name =
+				j->name(h->pid, r->name_id, XPU_STR_RANGE, &ev->name_len, j->ctx);
 		}
 		break;
 	}
@@ -516,6 +564,26 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 		ev->sub_kind = ((const struct xpu_loss *)rec)->cause;
 		ev->value = ((const struct xpu_loss *)rec)->count;
 		break;
+	case XPU_REC_PMU_COUNTER: {
+		const struct xpu_pmu_counter *c = rec;
+
+		ev->cpu = c->cpu;
+		ev->value = c->value;
+		ev->delta = c->delta;
+		ev->sub_kind = c->scope;
+		/* enabled / running: 1 unless multiplexed; 0 for a counter that never ran (its
+		 * value says nothing); running past enabled cannot come from the kernel */
+		if (!c->time_running)
+			ev->scale = 0.0;
+		else if (c->time_running >= c->time_enabled)
+			ev->scale = 1.0;
+		else
+			ev->scale = (double)c->time_enabled / (double)c->time_running;
+		if (j->name && c->counter_id && (j->enrich & CONF_ENRICH_NAMES))
+			ev->name = j->name(h->pid, c->counter_id, XPU_STR_COUNTER, &ev->name_len,
+					   j->ctx);
+		break;
+	}
 	default:
 		break;
 	}
@@ -563,6 +631,285 @@ static void add_link(struct xpu_cevent *ev, __u32 type, __u64 target)
 		ev->links[ev->n_links++] = (struct xpu_link){ .type = type, .target = target };
 }
 
+/* ---- counters ---- */
+
+static __u32 ctr_home(__u32 pid)
+{
+	return (__u32)hash64((__u64)pid * 0x9e3779b97f4a7c15ull) & (2 * CTR_PIDS - 1);
+}
+
+/* The slot of pid's state in ctr_slots: its own, or the empty one where it belongs. */
+static __u32 ctr_slot(const struct join *j, __u32 pid)
+{
+	__u32 i = ctr_home(pid), e;
+
+	for (;; i = (i + 1) & (2 * CTR_PIDS - 1)) {
+		e = j->ctr_slots[i];
+		if (!e || j->ctr[e - 1].pid == pid)
+			return i;
+	}
+}
+
+static struct ctr_proc *ctr_find(const struct join *j, __u32 pid)
+{
+	__u32 e = j->ctr_slots[ctr_slot(j, pid)];
+
+	return e ? &j->ctr[e - 1] : NULL;
+}
+
+/* Free the state in table slot `slot`; backward-shift deletion as for keys. */
+static void ctr_remove_slot(struct join *j, __u32 slot)
+{
+	__u32 mask = 2 * CTR_PIDS - 1, i = slot, k, e = j->ctr_slots[slot] - 1, home;
+
+	j->ctr[e].pid = 0;
+	j->ctr[e].next = j->ctr_free;
+	j->ctr_free = e;
+	j->st.counter_pids--;
+	for (;;) {
+		j->ctr_slots[i] = 0;
+		for (k = (i + 1) & mask;; k = (k + 1) & mask) {
+			e = j->ctr_slots[k];
+			if (!e)
+				return;
+			home = ctr_home(j->ctr[e - 1].pid);
+			if (((k - home) & mask) >= ((k - i) & mask))
+				break;
+		}
+		j->ctr_slots[i] = e;
+		i = k;
+	}
+}
+
+/* pid's state, made when it has none; when every one is taken, the process read least
+ * recently goes (its exit was never seen, or it stopped being counted). */
+static struct ctr_proc *ctr_get(struct join *j, __u32 pid)
+{
+	__u32 slot = ctr_slot(j, pid), e = j->ctr_slots[slot], i, oldest = 0;
+	struct ctr_proc *p;
+
+	if (e)
+		return &j->ctr[e - 1];
+	if (j->ctr_free == NIL && j->ctr_hw == CTR_PIDS) {
+		for (i = 1; i < CTR_PIDS; i++) /* a scan, only when a new process finds it full */
+			if (j->ctr[i].touched_ns < j->ctr[oldest].touched_ns)
+				oldest = i;
+		ctr_remove_slot(j, ctr_slot(j, j->ctr[oldest].pid));
+		j->st.counter_pids_evicted++;
+		slot = ctr_slot(j, pid); /* the table changed */
+	}
+	if (j->ctr_free != NIL) {
+		e = j->ctr_free;
+		j->ctr_free = j->ctr[e].next;
+	} else {
+		e = j->ctr_hw++;
+	}
+	p = &j->ctr[e];
+	p->pid = pid;
+	p->n = p->n_starts = p->next_start = 0;
+	p->touched_ns = j->now_ns;
+	j->ctr_slots[slot] = e + 1;
+	j->st.counter_pids++;
+	return p;
+}
+
+static void ctr_drop_pid(struct join *j, __u32 pid)
+{
+	__u32 slot = ctr_slot(j, pid);
+
+	if (j->ctr_slots[slot])
+		ctr_remove_slot(j, slot);
+}
+
+/* Keep one process-scope reading. Its total is perf's estimate for the whole time the
+ * counter was enabled (value * enabled / running); a counter that never ran has none. */
+static void ctr_reading(struct join *j, const struct xpu_pmu_counter *c)
+{
+	__u64 t = c->hdr.ts_ns;
+	double total = (double)c->value;
+	struct ctr_series *s;
+	struct ctr_proc *p;
+	__u32 i, k;
+
+	if (c->scope != XPU_PMU_SCOPE_PROCESS || !c->hdr.pid)
+		return;
+	if (!c->time_running) {
+		j->st.readings_dropped++;
+		return;
+	}
+	if (c->time_running < c->time_enabled)
+		total *= (double)c->time_enabled / (double)c->time_running;
+	p = ctr_get(j, c->hdr.pid);
+	p->touched_ns = j->now_ns;
+	for (i = 0; i < p->n && p->s[i].counter_id != c->counter_id; i++)
+		;
+	if (i == p->n) {
+		if (p->n == CTR_PER_PID) {
+			j->st.readings_dropped++;
+			return;
+		}
+		p->s[i].counter_id = c->counter_id;
+		p->s[i].n = 0;
+		p->n++;
+	}
+	s = &p->s[i];
+	for (k = 0; k < s->n && s->ts[k] < t; k++)
+		;
+	if (k < s->n && s->ts[k] == t) { /* the same reading again */
+		s->total[k] = total;
+	} else if (s->n == CTR_READINGS) {
+		if (!k) { /* older than every reading held */
+			j->st.readings_dropped++;
+			return;
+		}
+		k--; /* the oldest goes */
+		memmove(s->ts, s->ts + 1, k * sizeof(s->ts[0]));
+		memmove(s->total, s->total + 1, k * sizeof(s->total[0]));
+	} else {
+		memmove(s->ts + k + 1, s->ts + k, (s->n - k) * sizeof(s->ts[0]));
+		memmove(s->total + k + 1, s->total + k, (s->n - k) * sizeof(s->total[0]));
+		s->n++;
+	}
+	s->ts[k] = t;
+	s->total[k] = total;
+	j->st.readings++;
+}
+
+/*
+ * A counter's total at t: interpolated between the readings around t; past the newest (or
+ * before the oldest) reading, extrapolated at the rate of the interval next to it, at most
+ * CTR_REACH such intervals out, and *estimated set. false: fewer than two readings, or t
+ * farther out.
+ */
+static bool series_at(const struct ctr_series *s, __u64 t, double *total, bool *estimated)
+{
+	__u32 n = s->n, i;
+	__u64 span, out;
+	double rate;
+
+	if (n < 2)
+		return false;
+	if (t > s->ts[n - 1] || t < s->ts[0]) {
+		i = t > s->ts[n - 1] ? n - 1 : 1; /* the interval [i - 1, i] next to t */
+		span = s->ts[i] - s->ts[i - 1];
+		out = t > s->ts[n - 1] ? t - s->ts[n - 1] : s->ts[0] - t;
+		if (out / CTR_REACH > span)
+			return false;
+		rate = (s->total[i] - s->total[i - 1]) / (double)span;
+		if (!(rate > 0)) /* multiplexing estimates may go back a little */
+			rate = 0;
+		*total = t > s->ts[n - 1] ? s->total[n - 1] + rate * (double)out :
+					    s->total[0] - rate * (double)out;
+		*estimated = true;
+		return true;
+	}
+	for (i = 1; s->ts[i] < t; i++) /* ts[0] <= t <= ts[n - 1]: ends at n - 1 at most */
+		;
+	*total = s->total[i - 1] + (s->total[i] - s->total[i - 1]) * (double)(t - s->ts[i - 1]) /
+					   (double)(s->ts[i] - s->ts[i - 1]);
+	return true;
+}
+
+/* "cycles:u" is cycles with a modifier: the part before ':' says what it counts. */
+static enum ctr_role ctr_role(const char *name, __u32 len)
+{
+	const char *colon = memchr(name, ':', len);
+	__u32 n = colon ? (__u32)(colon - name) : len;
+
+	if (n == 12 && !memcmp(name, "instructions", 12))
+		return CTR_INSTRUCTIONS;
+	if ((n == 6 && !memcmp(name, "cycles", 6)) || (n == 10 && !memcmp(name, "cpu-cycles", 10)))
+		return CTR_CYCLES;
+	return CTR_OTHER;
+}
+
+/*
+ * The counters stage: ev gets the deltas of its process's counters over [start, end], at most
+ * XPU_WIRE_COUNTERS_MAX of them: instructions first, cycles next (IPC comes from that pair),
+ * then the others in the order of their first reading. Counters travel by name, so one whose
+ * STRING record never came is left out; so is one without readings near the window.
+ */
+static void counters_attach(struct join *j, struct xpu_cevent *ev, __u64 start, __u64 end)
+{
+	static const int pass_role[3] = { CTR_INSTRUCTIONS, CTR_CYCLES, -1 };
+	const char *names[CTR_PER_PID];
+	__u32 lens[CTR_PER_PID], i, pass, k = 0;
+	enum ctr_role roles[CTR_PER_PID];
+	bool taken[CTR_PER_PID] = { false }, estimated = false;
+	double by_role[3] = { -1, -1, -1 }, t0, t1, d;
+	struct ctr_proc *p;
+
+	if (!(j->enrich & CONF_ENRICH_COUNTERS) || !j->name || end <= start ||
+	    !(p = ctr_find(j, ev->pid)))
+		return;
+	for (i = 0; i < p->n; i++) {
+		names[i] = j->name(ev->pid, p->s[i].counter_id, XPU_STR_COUNTER, &lens[i], j->ctx);
+		if (!names[i] || !lens[i] || lens[i] > XPU_WIRE_COUNTER_NAME_MAX)
+			taken[i] = true; /* cannot travel */
+		else
+			roles[i] = ctr_role(names[i], lens[i]);
+	}
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < p->n && k < XPU_WIRE_COUNTERS_MAX; i++) {
+			bool e = false;
+
+			if (taken[i] || (pass < 2 && (int)roles[i] != pass_role[pass]))
+				continue;
+			taken[i] = true;
+			if (!series_at(&p->s[i], start, &t0, &e) ||
+			    !series_at(&p->s[i], end, &t1, &e))
+				continue;
+			d = t1 > t0 ? t1 - t0 : 0;
+			if (!isfinite(d))
+				continue;
+			ev->counters[k++] = (struct xpu_wire_counter){ .name = names[i],
+								       .name_len = lens[i],
+								       .delta = d };
+			estimated |= e;
+			if (pass < 2) { /* one instructions, one cycles; more count as others */
+				by_role[pass] = d;
+				break;
+			}
+		}
+	}
+	if (!k)
+		return;
+	ev->n_counters = k;
+	if (by_role[0] >= 0 && by_role[1] > 0)
+		ev->ipc = by_role[0] / by_role[1];
+	ev->counter_flags = estimated ? XPU_COUNTERS_F_ESTIMATED : 0;
+	j->st.counted++;
+	j->st.counted_estimated += estimated;
+}
+
+/* A start/end range of a process with counters: its start, for the counters over it. */
+static void ctr_range_start(struct join *j, const struct xpu_cevent *ev)
+{
+	struct ctr_proc *p = ctr_find(j, ev->pid);
+
+	if (!p || !(j->enrich & CONF_ENRICH_COUNTERS))
+		return;
+	p->start_id[p->next_start] = ev->correlation_id;
+	p->start_ts[p->next_start] = ev->ts_ns;
+	p->next_start = (p->next_start + 1) % CTR_STARTS;
+	if (p->n_starts < CTR_STARTS)
+		p->n_starts++;
+}
+
+static void ctr_range_end(struct join *j, struct xpu_cevent *ev)
+{
+	struct ctr_proc *p = ctr_find(j, ev->pid);
+	__u32 i;
+
+	for (i = 0; p && i < p->n_starts; i++) {
+		if (!p->start_ts[i] || p->start_id[i] != ev->correlation_id)
+			continue;
+		counters_attach(j, ev, p->start_ts[i], ev->ts_ns);
+		p->start_ts[i] = 0; /* taken: a second end finds no start */
+		return;
+	}
+}
+
 /* A CPU-side event (API call, launch, sample) inside the thread's open ranges. */
 static void nest_annotate(struct join *j, struct xpu_cevent *ev)
 {
@@ -591,10 +938,12 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 		nest_annotate(j, ev);
 		if (!ev->root_id)
 			ev->root_id = ev->id; /* an outermost range is its own root */
-		if (t->depth < NEST_MAX)
+		if (t->depth < NEST_MAX) {
+			j->stack_ts[t - j->threads][t->depth] = ev->ts_ns;
 			stack_of(j, t)[t->depth++] = ev->id;
-		else
+		} else {
 			j->st.nest_lost++;
+		}
 	} else if (ev->sub_kind == XPU_RANGE_POP) {
 		t = thread_get(j, ev->pid, ev->tid, false);
 		if (!t || !t->depth) {
@@ -606,8 +955,13 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 		ev->parent_id = t->depth ? stack_of(j, t)[t->depth - 1] : 0;
 		ev->corr_type = XPU_CORR_NESTING;
 		ev->confidence = 1.0f;
+		counters_attach(j, ev, j->stack_ts[t - j->threads][t->depth], ev->ts_ns);
 	} else {
 		nest_annotate(j, ev);
+		if (ev->sub_kind == XPU_RANGE_START)
+			ctr_range_start(j, ev);
+		else if (ev->sub_kind == XPU_RANGE_END)
+			ctr_range_end(j, ev);
 	}
 }
 
@@ -889,11 +1243,13 @@ static void gone_pop(struct join *j)
 	j->gone_head = (j->gone_head + 1) % GONE_MAX;
 	j->gone_len--;
 	stream_drop_pid(j, pid);
+	ctr_drop_pid(j, pid);
 	if (j->gone_fn)
 		j->gone_fn(pid, j->ctx);
 }
 
-/* A process exited: its streams and names go once its exit grace has passed. */
+/* A process exited: its streams, counter readings and names go once its exit grace has
+ * passed. */
 static void gone_push(struct join *j, __u32 pid, __u64 deadline)
 {
 	if (j->gone_len == GONE_MAX)
@@ -909,6 +1265,8 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 	struct xpu_cevent ev;
 
 	to_cevent(j, &ev, rec, id);
+	if (ev.kind == XPU_REC_GPU_KERNEL)
+		counters_attach(j, &ev, ev.ts_ns, ev.end_ns);
 	if (e && (e->flags & (F_LAUNCH | F_API))) {
 		ev.corr_type = XPU_CORR_EXACT_ID;
 		ev.confidence = 1.0f;
@@ -1188,11 +1546,18 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 {
 	const struct xpu_rec *h = rec;
 	struct xpu_cevent ev;
-	__u64 id = j->next_id++;
+	__u64 id;
 
 	j->st.in++;
 	j->enrich = enrich;
 	j->now_ns = now_ns;
+	/* The PMU source writes a CPU's reading into every shard's ring: one shard sends it. */
+	if (h->type == XPU_REC_PMU_COUNTER && j->opts.shard &&
+	    ((const struct xpu_pmu_counter *)rec)->scope == XPU_PMU_SCOPE_CPU) {
+		j->st.counters_routed++;
+		return JOIN_ROUTED;
+	}
+	id = j->next_id++;
 	switch (h->type) {
 	case XPU_REC_LAUNCH:
 	case XPU_REC_CUDA_API:
@@ -1206,6 +1571,8 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 		break;
 	default:
 		to_cevent(j, &ev, rec, id);
+		if (h->type == XPU_REC_PMU_COUNTER)
+			ctr_reading(j, rec);
 		if (h->type == XPU_REC_RANGE)
 			nest_range(j, &ev);
 		else if (h->type == XPU_REC_CPU_SAMPLE) {
@@ -1322,9 +1689,13 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->stream_q.items = calloc(2ull * j->opts.max_streams, sizeof(struct qitem));
 	j->stream_pids = calloc(65536 / 64, sizeof(*j->stream_pids));
 	j->gone = calloc(GONE_MAX, sizeof(*j->gone));
+	j->stack_ts = calloc(2 * THREADS_MAX, sizeof(*j->stack_ts));
+	j->ctr = calloc(CTR_PIDS, sizeof(*j->ctr));
+	j->ctr_slots = calloc(2 * CTR_PIDS, sizeof(*j->ctr_slots));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
 	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks || !j->streams ||
-	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone || !j->recent) {
+	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone || !j->recent ||
+	    !j->stack_ts || !j->ctr || !j->ctr_slots) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
@@ -1332,7 +1703,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->ttl_q.cap = j->exit_q.cap = j->linger_q.cap = 2 * opts->max_pending;
 	/* Free lists start empty and slots are first taken in order (hw_*): nothing is
 	 * touched up front, so a restarted shard is ready in milliseconds whatever the bounds. */
-	j->free_entry = j->free_wait = j->free_stream = NIL;
+	j->free_entry = j->free_wait = j->free_stream = j->ctr_free = NIL;
 	j->stream_q.cap = 2 * j->opts.max_streams;
 
 	return j;
@@ -1362,5 +1733,8 @@ void join__free(struct join *j)
 	free(j->stream_q.items);
 	free(j->stream_pids);
 	free(j->gone);
+	free(j->stack_ts);
+	free(j->ctr);
+	free(j->ctr_slots);
 	free(j);
 }

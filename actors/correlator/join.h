@@ -17,7 +17,13 @@
  *   - per (pid, device, stream), the last few activities by start time (seed 002): a kernel,
  *     copy or memset links same_stream_prev to the one before it on its stream, whatever the
  *     arrival order within that window; overlaps on a stream are counted. Stream state is
- *     dropped after the process's exit grace or stream_idle_ns without activity.
+ *     dropped after the process's exit grace or stream_idle_ns without activity;
+ *   - per process, the last readings of each of its process-scope counters (PMU_COUNTER): a
+ *     GPU kernel and a range end (pop, end) get the deltas of up to XPU_WIRE_COUNTERS_MAX of
+ *     them over their window, interpolated between readings (docs/correlator.md); dropped
+ *     after the process's exit grace;
+ *   - a CPU-scope counter reading reaches every shard (the PMU source writes it into every
+ *     ring): only shard 0 sends it on, so sinks see each reading once.
  *
  * State is bounded: at most max_pending keys; each expires ttl_ns after it was created,
  * linger_ns after its first match (a CUDA graph launch has many kernels on one correlation
@@ -47,6 +53,7 @@ struct join_opts {
 			       * began at most this long before it (confidence 0.5) */
 	__u32 max_streams; /* (pid, device, stream) states held at once; 0: 16384 */
 	__u64 stream_idle_ns; /* a stream without activity this long is dropped; 0: 60 s */
+	__u32 shard; /* this shard's number: CPU-scope counter readings go out from shard 0 */
 };
 
 struct join_stats {
@@ -68,6 +75,13 @@ struct join_stats {
 	__u64 stream_unordered; /* activity older than the stream's window: no same_stream_prev */
 	__u64 pending; /* keys held now */
 	__u64 waiting; /* GPU records waiting now */
+	__u64 readings; /* process-scope counter readings kept for the counters stage */
+	__u64 readings_dropped; /* not kept: counter never ran, past the bounds, or too old */
+	__u64 counter_pids; /* processes with counter readings held now */
+	__u64 counter_pids_evicted; /* processes whose readings went to make room */
+	__u64 counted; /* events that went out with counters */
+	__u64 counted_estimated; /* of which some delta was extrapolated */
+	__u64 counters_routed; /* CPU-scope readings not sent: shard 0 sends them */
 };
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
@@ -79,12 +93,14 @@ typedef void (*join_gone_fn)(__u32 pid, void *ctx);
 /* join__set_gone - be told when a process's exit grace has passed (optional). */
 void join__set_gone(struct join *j, join_gone_fn fn);
 
-/* Looks up the text of STRING id of process pid (kernel and range names travel once as
- * STRING records); returns NULL when unknown. The text must stay valid until the emit
- * callback of the event returns. */
-typedef const char *(*join_name_fn)(__u32 pid, __u64 id, __u32 *len, void *ctx);
+/* Looks up the text of STRING id of process pid (kernel, range and counter names travel once
+ * as STRING records); kind is the XPU_STR_* the record refers to (XPU_STR_KERNEL,
+ * XPU_STR_RANGE, XPU_STR_COUNTER). Returns NULL when unknown. The text must stay valid until
+ * the emit callback of the event returns. */
+typedef const char *(*join_name_fn)(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx);
 
-/* join__set_names - resolve GPU_KERNEL name_id and RANGE name_id through fn (optional). */
+/* join__set_names - resolve GPU_KERNEL name_id, RANGE name_id and PMU_COUNTER counter_id
+ * through fn (optional; without it counters are never attached: they travel by name). */
 void join__set_names(struct join *j, join_name_fn fn);
 
 /* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is reserved up front
@@ -93,19 +109,25 @@ void join__set_names(struct join *j, join_name_fn fn);
 struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx);
 void join__free(struct join *j);
 
+/* join__record's return for a CPU-scope counter reading on a shard other than 0: not sent
+ * (and no event id taken), because shard 0 sends the same reading. */
+#define JOIN_ROUTED 1
+
 /*
  * join__record - take one validated record (xpu_rec__validate passed). now_ns is the
  * shard's clock (CLOCK_MONOTONIC at processing, never decreasing from call to call), which
- * TTLs are measured on. Emits zero or
- * more events before it returns. Returns 0.
+ * TTLs are measured on. Emits zero or more events before it returns. Returns 0, or
+ * JOIN_ROUTED (the record will never go out from this shard: a caller that accounts for
+ * every record counts it apart).
  */
 int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns);
 
 /*
  * join__record_enrich - as join__record, with the enrich stages of the record's source
- * (CONF_ENRICH_* bits of common/config.h): NAMES resolves kernel and range names, STACKS
- * attaches the launch stack to GPU activity, STREAMS adds same_stream_prev links.
- * join__record is this with every stage.
+ * (CONF_ENRICH_* bits of common/config.h): NAMES resolves kernel, range and counter names,
+ * STACKS attaches the launch stack to GPU activity, STREAMS adds same_stream_prev links,
+ * COUNTERS attaches counter deltas to GPU kernels and range ends. Counter readings are kept
+ * whatever their own source's stages. join__record is this with every stage.
  */
 int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_ns,
 			unsigned int enrich);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "tests/tap.h"
 
 #define MAX_EVENTS 400000
@@ -643,6 +644,282 @@ static void test_samples(void)
 	join__free(j);
 }
 
+/* ---- counters ---- */
+
+/* Counter names as STRING records of kind counter would give them; id 6 has none. Kernel
+ * and range ids name nothing: the ids of the two spaces must not mix. */
+static const char *counter_name(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx)
+{
+	static const char *const names[] = { NULL,	     "instructions", "cycles",
+					     "cache-misses", "task-clock",   "page-faults" };
+	(void)pid;
+	(void)ctx;
+	*len = 0;
+	if (kind != XPU_STR_COUNTER || id >= sizeof(names) / sizeof(names[0]) || !names[id])
+		return NULL;
+	*len = (__u32)strlen(names[id]);
+	return names[id];
+}
+
+static void *reading(__u32 pid, __u64 id, __u64 ts, __u64 value, __u64 enabled, __u64 running)
+{
+	struct xpu_pmu_counter *c = (void *)buf;
+
+	xpu_rec__init(c, XPU_REC_PMU_COUNTER, sizeof(*c), ts, pid, pid);
+	c->counter_id = id;
+	c->value = value;
+	c->delta = value / 2;
+	c->time_enabled = enabled;
+	c->time_running = running;
+	c->cpu = XPU_PMU_NO_CPU;
+	c->scope = XPU_PMU_SCOPE_PROCESS;
+	return buf;
+}
+
+static void *kernel_at(__u32 pid, __u64 start, __u64 end)
+{
+	struct xpu_gpu_kernel *k = kernel(pid, 0); /* no correlation id: out at once */
+
+	k->hdr.ts_ns = k->start_ns = start;
+	k->end_ns = end;
+	return buf;
+}
+
+static struct join *counters_join(__u32 shard)
+{
+	struct join_opts o = { .ttl_ns = 1000000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 100,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .shard = shard };
+	struct join *j;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	join__set_names(j, counter_name);
+	join__set_gone(j, on_gone);
+	return j;
+}
+
+/* The last event's counter called name: its delta, or -1 when it has none. */
+static double counter_of(const char *name)
+{
+	const struct xpu_cevent *ev = &out.ev[out.n - 1];
+	__u32 i;
+
+	for (i = 0; i < ev->n_counters; i++)
+		if (ev->counters[i].name_len == strlen(name) &&
+		    !memcmp(ev->counters[i].name, name, ev->counters[i].name_len))
+			return ev->counters[i].delta;
+	return -1;
+}
+
+static bool near(double got, double want)
+{
+	bool ok = got > want - 1e-6 && got < want + 1e-6;
+
+	if (!ok)
+		tap_diag("got %.9g, want %.9g", got, want);
+	return ok;
+}
+
+/*
+ * Readings of pid 7, times 1000, 2000, 3000: instructions 0, 1000, 3000; cycles 0, 2000,
+ * 4000; cache-misses counted half the time (scaled x2) 0, 200, 400 from raw 0, 100, 200.
+ */
+static void counters_readings(struct join *j, __u32 pid)
+{
+	static const __u64 insn[3] = { 0, 1000, 3000 }, cyc[3] = { 0, 2000, 4000 };
+	__u32 i;
+
+	for (i = 0; i < 3; i++) {
+		offer(j, reading(pid, 3, 1000 * (i + 1), 100 * i, 1000 * (i + 1), 500 * (i + 1)),
+		      1);
+		offer(j, reading(pid, 1, 1000 * (i + 1), insn[i], 1, 1), 1);
+		offer(j, reading(pid, 2, 1000 * (i + 1), cyc[i], 1, 1), 1);
+	}
+}
+
+static void test_counters(void)
+{
+	const struct xpu_cevent *ev;
+	struct join_stats st;
+	struct join *j = counters_join(0);
+	__u64 id;
+
+	counters_readings(j, 7);
+	ev = &out.ev[out.n - 1];
+	tap_ok(ev->kind == XPU_REC_PMU_COUNTER && ev->name_len == 6 &&
+		       !memcmp(ev->name, "cycles", 6) && ev->value == 4000 && ev->delta == 2000 &&
+		       ev->scale == 1.0 && ev->sub_kind == XPU_PMU_SCOPE_PROCESS &&
+		       ev->cpu == XPU_PMU_NO_CPU && ev->n_counters == 0,
+	       "a reading goes out with its counter's name, total, delta, scale, scope, cpu");
+	tap_ok(out.ev[0].scale == 2.0, "scale: time_enabled / time_running of a multiplexed one");
+	offer(j, reading(7, 1, 500, 0, 0, 0), 1);
+	tap_ok(out.ev[out.n - 1].scale == 0.0, "scale 0: a counter that never ran");
+	offer(j, reading(7, 1, 600, 5, 10, 20), 1);
+	tap_ok(out.ev[out.n - 1].scale == 1.0, "scale 1: running past enabled cannot be");
+	join__free(j);
+
+	j = counters_join(0);
+	counters_readings(j, 7);
+	offer(j, kernel_at(7, 1500, 2500), 2);
+	ev = &out.ev[out.n - 1];
+	tap_ok(ev->n_counters == 3 && ev->counters[0].name_len == 12 &&
+		       !memcmp(ev->counters[0].name, "instructions", 12) &&
+		       ev->counters[1].name_len == 6 && !memcmp(ev->counters[1].name, "cycles", 6),
+	       "a kernel gets the process's counters: instructions, cycles, then the others");
+	tap_ok(near(counter_of("instructions"), 1500) && near(counter_of("cycles"), 2000) &&
+		       near(ev->ipc, 0.75) && ev->counter_flags == 0,
+	       "interpolated at both ends: 500 -> 2000 instructions, 1000 -> 3000 cycles, IPC 0.75");
+	tap_ok(near(counter_of("cache-misses"), 200),
+	       "a multiplexed counter's delta is scaled by enabled / running");
+	offer(j, kernel_at(7, 2500, 3500), 3);
+	ev = &out.ev[out.n - 1];
+	tap_ok(near(counter_of("instructions"), 2000) && near(counter_of("cycles"), 2000) &&
+		       near(ev->ipc, 1.0) && ev->counter_flags == XPU_COUNTERS_F_ESTIMATED,
+	       "past the newest reading: the last interval's rate, marked estimated");
+	offer(j, kernel_at(7, 500, 1500), 4);
+	tap_ok(near(counter_of("instructions"), 1000) &&
+		       out.ev[out.n - 1].counter_flags == XPU_COUNTERS_F_ESTIMATED,
+	       "before the oldest: the first interval's rate, estimated");
+	offer(j, kernel_at(7, 3000, 5000), 5);
+	tap_ok(near(counter_of("cycles"), 4000), "two intervals out is still reached");
+	offer(j, kernel_at(7, 4000, 6000), 6);
+	tap_ok(out.ev[out.n - 1].n_counters == 0 && out.ev[out.n - 1].ipc == 0,
+	       "farther out than two intervals: nothing attached");
+	offer(j, kernel_at(8, 1500, 2500), 7);
+	tap_ok(out.ev[out.n - 1].n_counters == 0 && out.ev[out.n - 1].counter_flags == 0,
+	       "a process without readings: nothing attached");
+	offer(j, kernel_at(7, 2000, 2000), 8);
+	tap_eq_u64(out.ev[out.n - 1].n_counters, 0, "an instant has no window: nothing");
+	join__record_enrich(j, kernel_at(7, 1500, 2500), sizeof(struct xpu_gpu_kernel), 9,
+			    CONF_ENRICH_ALL & ~CONF_ENRICH_COUNTERS);
+	tap_eq_u64(out.ev[out.n - 1].n_counters, 0, "a source without the counters stage: none");
+
+	/* an older reading arrives late: it is put in its place */
+	offer(j, reading(7, 1, 1500, 100, 1, 1), 10);
+	offer(j, kernel_at(7, 1250, 1750), 11);
+	tap_ok(near(counter_of("instructions"), 500),
+	       "a late reading is used in time order: 50 at 1250, 550 at 1750");
+
+	/* ranges: a pop counts from its push, an end from its start (on another thread) */
+	xpu_range__build(buf, sizeof(buf), 1200, 7, 70, XPU_RANGE_PUSH, 0, 0, 0, "step", 4);
+	offer(j, buf, 12);
+	xpu_range__build(buf, sizeof(buf), 2800, 7, 70, XPU_RANGE_POP, 0, 0, 0, NULL, 0);
+	offer(j, buf, 13);
+	tap_ok(near(counter_of("cycles"), 3600 - 400) && out.ev[out.n - 1].n_counters == 3,
+	       "a range pop: the counters from its push to it");
+	xpu_range__build(buf, sizeof(buf), 1100, 7, 71, XPU_RANGE_START, 77, 0, 0, "io", 2);
+	offer(j, buf, 14);
+	tap_eq_u64(out.ev[out.n - 1].n_counters, 0, "a range start has no window yet");
+	xpu_range__build(buf, sizeof(buf), 2900, 7, 72, XPU_RANGE_END, 77, 0, 0, NULL, 0);
+	offer(j, buf, 15);
+	tap_ok(near(counter_of("cycles"), 3800 - 200), "a range end: from its start to it");
+	offer(j, buf, 16);
+	tap_eq_u64(out.ev[out.n - 1].n_counters, 0, "a second end of it finds no start");
+
+	/* exit grace: the readings stay for late GPU records, then go */
+	offer(j, proc_exit(7), 20);
+	join__expire(j, 119);
+	offer(j, kernel_at(7, 1500, 2500), 119);
+	join__stats(j, &st);
+	tap_ok(out.ev[out.n - 1].n_counters == 3 && st.counter_pids == 1,
+	       "within the exit grace a late kernel still gets its counters");
+	n_gone = 0;
+	join__expire(j, 120);
+	join__stats(j, &st);
+	offer(j, kernel_at(7, 1500, 2500), 121);
+	tap_ok(st.counter_pids == 0 && n_gone == 1 && out.ev[out.n - 1].n_counters == 0,
+	       "after it the process's readings are gone (with its names)");
+	tap_ok(st.counted == 8 && st.counted_estimated == 3 && st.readings == 10,
+	       "counted: events with counters, estimates, readings kept (%llu, %llu, %llu)",
+	       (unsigned long long)st.counted, (unsigned long long)st.counted_estimated,
+	       (unsigned long long)st.readings);
+	join__free(j);
+
+	/* a reading of an unnamed counter, the cap at 4, and the order of first reading */
+	j = counters_join(0);
+	offer(j, reading(9, 6, 1000, 0, 1, 1), 1); /* no name: never attached */
+	offer(j, reading(9, 5, 1000, 0, 1, 1), 1);
+	offer(j, reading(9, 4, 1000, 0, 1, 1), 1);
+	offer(j, reading(9, 3, 1000, 0, 1, 1), 1);
+	offer(j, reading(9, 2, 1000, 0, 1, 1), 1);
+	offer(j, reading(9, 1, 1000, 0, 1, 1), 1);
+	offer(j, reading(9, 6, 2000, 10, 1, 1), 1);
+	offer(j, reading(9, 5, 2000, 20, 1, 1), 1);
+	offer(j, reading(9, 4, 2000, 30, 1, 1), 1);
+	offer(j, reading(9, 3, 2000, 40, 1, 1), 1);
+	offer(j, reading(9, 2, 2000, 50, 1, 1), 1);
+	offer(j, reading(9, 1, 2000, 60, 1, 1), 1);
+	offer(j, kernel_at(9, 1000, 2000), 2);
+	ev = &out.ev[out.n - 1];
+	tap_ok(ev->n_counters == 4 && near(ev->counters[0].delta, 60) &&
+		       near(ev->counters[1].delta, 50) && near(ev->counters[2].delta, 20) &&
+		       near(ev->counters[3].delta, 30) && near(ev->ipc, 1.2),
+	       "at most 4: instructions, cycles, then page-faults and task-clock as first read");
+	join__free(j);
+
+	/* history bounds: 32 readings a counter; one older than all of them is not kept */
+	j = counters_join(0);
+	for (id = 0; id < 40; id++)
+		offer(j, reading(11, 1, 1000 * (id + 1), 10 * id, 1, 1), 1);
+	offer(j, reading(11, 1, 500, 0, 1, 1), 1);
+	offer(j, reading(11, 2, 1000, 0, 1, 1), 1);
+	offer(j, kernel_at(11, 1000, 2000), 2);
+	tap_eq_u64(out.ev[out.n - 1].n_counters, 0,
+		   "the oldest readings went: a window before the kept ones gets nothing");
+	offer(j, kernel_at(11, 39000, 40000), 3);
+	join__stats(j, &st);
+	tap_ok(near(counter_of("instructions"), 10) && st.readings_dropped == 1 &&
+		       counter_of("cycles") < 0,
+	       "the newest are there; a counter with one reading has no rate yet");
+	for (id = 0; id < 1024; id++) /* CTR_PIDS is 1024: with pid 11, one too many */
+		offer(j, reading(1000 + (__u32)id, 1, 1000, 0, 1, 1), 2 + id);
+	join__stats(j, &st);
+	offer(j, kernel_at(11, 39000, 40000), 3000);
+	tap_ok(st.counter_pids == 1024 && st.counter_pids_evicted == 1 &&
+		       out.ev[out.n - 1].n_counters == 0,
+	       "at most 1024 processes: the one read least recently (pid 11) makes room");
+	join__free(j);
+}
+
+/* The PMU source writes a CPU's reading into every shard's ring: shard 0 sends it, the others
+ * do not (nor take an event id for it); process-scope readings go out where they arrive. */
+static void test_counters_routing(void)
+{
+	struct xpu_pmu_counter *c;
+	struct join_stats st;
+	struct join *j;
+	__u32 shard;
+	int ret;
+
+	for (shard = 0; shard < 2; shard++) {
+		j = counters_join(shard);
+		c = reading(0, 2, 1000, 77, 10, 5);
+		c->hdr.tid = 0;
+		c->cpu = 3;
+		c->scope = XPU_PMU_SCOPE_CPU;
+		ret = join__record(j, c, c->hdr.size, 1);
+		join__stats(j, &st);
+		if (!shard)
+			tap_ok(ret == 0 && out.n == 1 && out.ev[0].cpu == 3 &&
+				       out.ev[0].sub_kind == XPU_PMU_SCOPE_CPU &&
+				       out.ev[0].value == 77 && out.ev[0].scale == 2.0 &&
+				       out.ev[0].pid == 0 && st.counters_routed == 0,
+			       "shard 0 sends a CPU's reading");
+		else
+			tap_ok(ret == JOIN_ROUTED && out.n == 0 && st.counters_routed == 1 &&
+				       join__next_id(j) == 1,
+			       "shard 1 does not, and says so (JOIN_ROUTED, no id taken)");
+		offer(j, reading(5, 1, 1000, 1, 1, 1), 2);
+		tap_ok(out.n == (shard ? 1u : 2u) && out.ev[out.n - 1].pid == 5,
+		       "shard %u sends a process's reading", shard);
+		join__free(j);
+	}
+}
+
 int main(void)
 {
 	struct join_opts bad = { 0 };
@@ -658,5 +935,7 @@ int main(void)
 	test_timestamp();
 	test_streams();
 	test_samples();
+	test_counters();
+	test_counters_routing();
 	return tap_done();
 }

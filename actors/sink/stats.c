@@ -18,6 +18,11 @@
  *		       this sink received
  *	sm_active      per device and per process, the merged kernel time over the run and
  *		       per window (sm_active.h, seed 002)
+ *	counters       PMU counter readings: per counter name, system-wide (summed over CPUs)
+ *		       and for the top processes, the scaled total, its rate, how much of the
+ *		       time it really counted (multiplexing) and the ratios derived from pairs
+ *		       (IPC, miss rates, faults and switches per second); and per kernel name
+ *		       the mean IPC and instructions the correlator attached to its runs
  *
  * Everything is accumulated in memory, in bounded space, and written whole at stop through
  * out.h (a complete file or the previous one, never half of one). With interval_s = N the
@@ -33,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actors/sink/clock_sync.h"
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sink.h"
@@ -66,6 +73,10 @@
 #define CPU_TOP_PROCESSES 10
 #define CPU_TOP_FUNCTIONS 20
 #define HEX_FRAME_MAX 19 /* "0x" and 16 hex digits: a frame without a name */
+#define CTR_NAMES_MAX 256 /* counter names kept apart; readings of others are only counted */
+#define CTR_GROUPS_MAX 8192 /* (name, process or system) pairs kept apart, the same */
+#define CTR_TOP_PROCESSES 10
+#define CTR_SYSTEM UINT32_MAX /* the owner of system-wide (CPU-scope) readings */
 
 static const char *const copy_names[COPY_SLOTS] = {
 	"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -104,11 +115,20 @@ struct period {
 	__u64 cpu_no_stack; /* samples without frames (none taken, or no room to decode them) */
 };
 
+/* The counters the correlator attached to a kernel name's runs, over a period. */
+struct kctr {
+	__u64 runs; /* runs with counters */
+	__u64 estimated; /* of which extrapolated past the readings */
+	__u64 ipc_runs, insn_runs; /* runs with an IPC, with instructions */
+	double ipc_sum, insn_sum;
+};
+
 struct kstat {
 	char *name; /* NULL: a kernel without a name */
 	__u32 len;
 	__u64 hash;
 	struct sketch run, cur;
+	struct kctr ctr_run, ctr_cur;
 };
 
 /* Recent CUDA_API and LAUNCH events by (producer, id): linear probing, the oldest entry
@@ -182,6 +202,37 @@ struct cpu {
 	__u64 threads_over; /* samples of threads past CPU_THREADS_MAX: not in the counts */
 };
 
+/* PMU readings of one counter name, of one process or of the whole system, over a period. */
+struct ctr_acc {
+	__u64 readings;
+	__u64 counted; /* readings of a counter that ran (scale > 0) */
+	double total; /* the sum of their deltas, each times its scale */
+	double running_sum, running_min; /* time_running / time_enabled of the counted ones */
+};
+
+struct ctr_group {
+	__u32 name; /* index + 1 in counters.names; 0: an empty slot */
+	__u32 owner; /* the pid, or CTR_SYSTEM */
+	struct ctr_acc run, cur;
+};
+
+struct ctr_name {
+	char *name; /* a copy; NULL with len 0: readings without a name */
+	__u32 len;
+	__u64 hash;
+};
+
+/* The counters section's tables: names in order of arrival (at most CTR_NAMES_MAX), groups
+ * by (name, owner) in an open-addressing table made at the first reading (at most
+ * CTR_GROUPS_MAX, at most half full). */
+struct counters {
+	struct ctr_name names[CTR_NAMES_MAX];
+	__u32 n_names;
+	struct ctr_group *groups; /* 2 * CTR_GROUPS_MAX slots */
+	__u32 n_groups;
+	__u64 over; /* readings past either limit: in no group */
+};
+
 /* A growable text buffer: a JSON document or a report is built here, then written. */
 struct text {
 	char *p;
@@ -205,8 +256,10 @@ struct stats {
 
 	struct launch_map launches;
 	struct cpu cpu;
+	struct counters ctr;
 	struct sm_active *sm;
 	struct xpu_wire_seq seq;
+	struct sink_clocks clocks; /* a model per other clock, from the CLOCK_SYNC events */
 
 	__u64 interval_start, last_interval, n_intervals;
 	__u64 next_window; /* ordinal of the first window not yet in an interval line */
@@ -518,6 +571,124 @@ static void queue_delay(struct stats *st, __u32 producer, const struct xpu_ceven
 		st->sketch_nomem++;
 }
 
+/* ---- counters ------------------------------------------------------------------------ */
+
+/* "cycles:u" counts cycles: the part of a name before ':' says what it counts. */
+static bool ctr_is(const char *name, __u32 len, const char *what)
+{
+	const char *colon = memchr(name, ':', len);
+	size_t n = colon ? (size_t)(colon - name) : len;
+
+	return n == strlen(what) && !memcmp(name, what, n);
+}
+
+/* The index + 1 of a counter name, made when new; 0 past CTR_NAMES_MAX or without memory. */
+static __u32 ctr_name_of(struct counters *c, const char *name, __u32 len)
+{
+	__u64 h = hash_name(name, len);
+	__u32 i;
+
+	for (i = 0; i < c->n_names; i++)
+		if (c->names[i].hash == h && c->names[i].len == len &&
+		    (!len || !memcmp(c->names[i].name, name, len)))
+			return i + 1;
+	if (c->n_names == CTR_NAMES_MAX)
+		return 0;
+	if (len) {
+		c->names[i].name = malloc(len);
+		if (!c->names[i].name)
+			return 0;
+		memcpy(c->names[i].name, name, len);
+	}
+	c->names[i].len = len;
+	c->names[i].hash = h;
+	c->n_names++;
+	return i + 1;
+}
+
+static __u32 ctr_home(__u32 name, __u32 owner)
+{
+	return (__u32)xpu_mix64((__u64)name << 32 | owner) & (2 * CTR_GROUPS_MAX - 1);
+}
+
+/* The group of (name, owner): found, made (create), or NULL. */
+static struct ctr_group *ctr_group_of(struct counters *c, __u32 name, __u32 owner, bool create)
+{
+	__u32 i;
+
+	if (!c->groups)
+		return NULL;
+	for (i = ctr_home(name, owner);; i = (i + 1) & (2 * CTR_GROUPS_MAX - 1)) {
+		struct ctr_group *g = &c->groups[i];
+
+		if (g->name == name && g->owner == owner)
+			return g;
+		if (!g->name) {
+			if (!create || c->n_groups == CTR_GROUPS_MAX)
+				return NULL;
+			g->name = name;
+			g->owner = owner;
+			c->n_groups++;
+			return g;
+		}
+	}
+}
+
+/* A PMU reading: its scaled delta to its counter, system-wide (CPU scope) or its process's
+ * (process and thread scope). */
+static void pmu_reading(struct stats *st, const struct xpu_cevent *e)
+{
+	struct counters *c = &st->ctr;
+	struct ctr_group *g = NULL;
+	struct ctr_acc *a;
+	__u32 name;
+	double ratio;
+
+	if (!c->groups)
+		c->groups = calloc(2 * CTR_GROUPS_MAX, sizeof(*c->groups));
+	name = ctr_name_of(c, e->name, e->name_len);
+	if (name)
+		g = ctr_group_of(c, name, e->sub_kind == XPU_PMU_SCOPE_CPU ? CTR_SYSTEM : e->pid,
+				 true);
+	if (!g) {
+		c->over++;
+		return;
+	}
+	a = &g->cur;
+	a->readings++;
+	/* scale 0: the counter never ran, its value says nothing (docs/wire.md) */
+	if (!(e->scale > 0) || !isfinite(e->scale) || !isfinite((double)e->delta * e->scale))
+		return;
+	ratio = e->scale >= 1 ? 1 / e->scale : 1;
+	if (!a->counted || ratio < a->running_min)
+		a->running_min = ratio;
+	a->running_sum += ratio;
+	a->total += (double)e->delta * e->scale;
+	a->counted++;
+}
+
+/* The counters the correlator attached to a kernel run, to its name's means. */
+static void kernel_counters(struct kstat *k, const struct xpu_cevent *e)
+{
+	__u32 i;
+
+	if (!e->n_counters)
+		return;
+	k->ctr_cur.runs++;
+	k->ctr_cur.estimated += !!(e->counter_flags & XPU_COUNTERS_F_ESTIMATED);
+	if (e->ipc > 0 && isfinite(e->ipc)) {
+		k->ctr_cur.ipc_runs++;
+		k->ctr_cur.ipc_sum += e->ipc;
+	}
+	for (i = 0; i < e->n_counters && i < XPU_WIRE_COUNTERS_MAX; i++) {
+		if (!ctr_is(e->counters[i].name, e->counters[i].name_len, "instructions"))
+			continue;
+		k->ctr_cur.insn_runs++;
+		k->ctr_cur.insn_sum += e->counters[i].delta;
+		break;
+	}
+}
+
 static void kernel(struct stats *st, __u32 producer, const struct xpu_cevent *e)
 {
 	struct kstat *k = kernel_of(st, e->name, e->name_len);
@@ -527,6 +698,7 @@ static void kernel(struct stats *st, __u32 producer, const struct xpu_cevent *e)
 	st->cur.kernel_ns += d;
 	if (sketch__add(&k->cur, d))
 		st->sketch_nomem++;
+	kernel_counters(k, e);
 	queue_delay(st, producer, e);
 	if (d) {
 		/* errors are counted inside: the statistic goes on without that interval */
@@ -782,6 +954,12 @@ static void stats_batch(void *state, const struct xpu_wire_batch *b, const struc
 		case XPU_REC_CPU_SAMPLE:
 			cpu_sample(st, e);
 			break;
+		case XPU_REC_PMU_COUNTER:
+			pmu_reading(st, e);
+			break;
+		case XPU_REC_CLOCK_SYNC:
+			sink_clocks__add(&st->clocks, e); /* a bad bracket is counted there */
+			break;
 		case XPU_REC_LOSS:
 			p->loss_records++;
 			p->lost_by_cause[e->sub_kind < XPU_LOSS_CAUSE_MAX ? e->sub_kind : 0] +=
@@ -822,6 +1000,36 @@ static void cpu__merge(struct cpu *c)
 	for (i = 0; c->threads && i <= c->thread_mask; i++) {
 		c->threads[i].run |= c->threads[i].cur;
 		c->threads[i].cur = false;
+	}
+}
+
+static void kctr_merge(struct kctr *run, struct kctr *cur)
+{
+	run->runs += cur->runs;
+	run->estimated += cur->estimated;
+	run->ipc_runs += cur->ipc_runs;
+	run->insn_runs += cur->insn_runs;
+	run->ipc_sum += cur->ipc_sum;
+	run->insn_sum += cur->insn_sum;
+	*cur = (struct kctr){ 0 };
+}
+
+static void ctr_merge(struct counters *c)
+{
+	__u32 i;
+
+	for (i = 0; c->groups && i < 2 * CTR_GROUPS_MAX; i++) {
+		struct ctr_acc *r = &c->groups[i].run, *a = &c->groups[i].cur;
+
+		if (!c->groups[i].name)
+			continue;
+		if (a->counted && (!r->counted || a->running_min < r->running_min))
+			r->running_min = a->running_min;
+		r->readings += a->readings;
+		r->counted += a->counted;
+		r->total += a->total;
+		r->running_sum += a->running_sum;
+		*a = (struct ctr_acc){ 0 };
 	}
 }
 
@@ -874,7 +1082,10 @@ static void period_merge(struct stats *st)
 		if (sketch__merge(&st->kernels[i]->run, &st->kernels[i]->cur))
 			st->sketch_nomem++;
 		sketch__reset(&st->kernels[i]->cur);
+		kctr_merge(&st->kernels[i]->ctr_run, &st->kernels[i]->ctr_cur);
 	}
+	kctr_merge(&st->other.ctr_run, &st->other.ctr_cur);
+	ctr_merge(&st->ctr);
 	if (sketch__merge(&st->other.run, &st->other.cur))
 		st->sketch_nomem++;
 	sketch__reset(&st->other.cur);
@@ -1205,6 +1416,320 @@ static void put_cpu(struct text *t, const struct stats *st, const struct period 
 	free(procs);
 }
 
+/* ---- counters section ---------------------------------------------------------------- */
+
+/* Ratios derived from pairs of counters (the first of each list of perf's aliases that was
+ * counted), and rates per second of the span. */
+static const char *const ctr_insn[] = { "instructions", NULL };
+static const char *const ctr_cycles[] = { "cycles", "cpu-cycles", NULL };
+static const char *const ctr_cache_misses[] = { "cache-misses", NULL };
+static const char *const ctr_cache_refs[] = { "cache-references", NULL };
+static const char *const ctr_branch_misses[] = { "branch-misses", NULL };
+static const char *const ctr_branches[] = { "branch-instructions", "branches", NULL };
+static const char *const ctr_faults[] = { "page-faults", "faults", NULL };
+static const char *const ctr_switches[] = { "context-switches", "cs", NULL };
+
+static const struct {
+	const char *key, *text;
+	const char *const *num, *const *den; /* den NULL: num per second */
+	double mult;
+} ctr_derived[] = {
+	{ "ipc", "IPC", ctr_insn, ctr_cycles, 1 },
+	{ "cache_miss_pct", "cache misses %", ctr_cache_misses, ctr_cache_refs, 100 },
+	{ "branch_miss_pct", "branch misses %", ctr_branch_misses, ctr_branches, 100 },
+	{ "page_faults_per_s", "page faults/s", ctr_faults, NULL, 1 },
+	{ "context_switches_per_s", "context switches/s", ctr_switches, NULL, 1 },
+};
+
+/* Counters are ranked processes by the first of these they have, else by the first name. */
+static const char *const ctr_rank_names[] = { "cycles",	   "cpu-cycles",   "task-clock",
+					      "cpu-clock", "instructions", NULL };
+
+static const struct ctr_acc *ctr_acc(const struct ctr_group *g, bool run)
+{
+	return run ? &g->run : &g->cur;
+}
+
+/* owner's counts of name index + 1 `name` in the period; NULL when it has no reading. */
+static const struct ctr_acc *ctr_get(const struct stats *st, __u32 name, __u32 owner, bool run)
+{
+	const struct ctr_group *g = ctr_group_of((struct counters *)&st->ctr, name, owner, false);
+
+	return g && ctr_acc(g, run)->readings ? ctr_acc(g, run) : NULL;
+}
+
+/* The index + 1 of a name exactly so, or 0. */
+static __u32 ctr_name_index(const struct counters *c, const char *name)
+{
+	size_t len = strlen(name);
+	__u32 i;
+
+	for (i = 0; i < c->n_names; i++)
+		if (c->names[i].len == len && !memcmp(c->names[i].name, name, len))
+			return i + 1;
+	return 0;
+}
+
+/* The total of the first of aliases that owner counted in the period; false if none. */
+static bool ctr_total(const struct stats *st, const char *const *aliases, __u32 owner, bool run,
+		      double *total)
+{
+	const struct ctr_acc *a;
+
+	for (; *aliases; aliases++) {
+		a = ctr_get(st, ctr_name_index(&st->ctr, *aliases), owner, run);
+		if (a && a->counted) {
+			*total = a->total;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Derived ratio i of owner's counters: false when a counter of it is missing. */
+static bool ctr_ratio(const struct stats *st, size_t i, __u32 owner, bool run, __u64 span,
+		      double *v)
+{
+	double num, den;
+
+	if (!ctr_total(st, ctr_derived[i].num, owner, run, &num))
+		return false;
+	if (!ctr_derived[i].den) {
+		*v = span ? num * 1e9 / (double)span : 0;
+		return true;
+	}
+	if (!ctr_total(st, ctr_derived[i].den, owner, run, &den) || !(den > 0))
+		return false;
+	*v = num / den * ctr_derived[i].mult;
+	return true;
+}
+
+static double ctr_rate(const struct ctr_acc *a, __u64 span)
+{
+	return span ? a->total * 1e9 / (double)span : 0;
+}
+
+static double ctr_running_mean(const struct ctr_acc *a)
+{
+	return a->counted ? a->running_sum / (double)a->counted : 0;
+}
+
+static void put_ctr_name(struct text *t, const struct counters *c, __u32 name)
+{
+	const struct ctr_name *n = &c->names[name - 1];
+
+	if (!n->len)
+		put(t, "\"[unnamed counter]\"");
+	else
+		put_json_str(t, n->name, n->len);
+}
+
+/* Names in byte order, "[unnamed counter]" (len 0) first: the file's order. */
+static int ctr_name_cmp(const struct counters *c, __u32 a, __u32 b)
+{
+	const struct ctr_name *x = &c->names[a - 1], *y = &c->names[b - 1];
+	__u32 n = x->len < y->len ? x->len : y->len;
+	int d = n ? memcmp(x->name, y->name, n) : 0;
+
+	return d ? d : (x->len > y->len) - (x->len < y->len);
+}
+
+/* The name indices + 1 owner has readings of in the period, sorted; their count. */
+static __u32 ctr_names_of(const struct stats *st, __u32 owner, bool run, __u32 *out)
+{
+	const struct counters *c = &st->ctr;
+	__u32 i, j, n = 0;
+
+	for (i = 1; i <= c->n_names; i++) {
+		if (!ctr_get(st, i, owner, run))
+			continue;
+		for (j = n++; j && ctr_name_cmp(c, out[j - 1], i) > 0; j--) /* insertion sort */
+			out[j] = out[j - 1];
+		out[j] = i;
+	}
+	return n;
+}
+
+/* owner's counters as the elements of a JSON list, each on its own line at indent, and the
+ * list's closing bracket on a line of its own at close (on the same line when empty). */
+static void put_ctr_rows(struct text *t, const struct stats *st, __u32 owner, bool run, __u64 span,
+			 const char *indent, const char *close)
+{
+	__u32 names[CTR_NAMES_MAX], n = ctr_names_of(st, owner, run, names), i;
+
+	for (i = 0; i < n; i++) {
+		const struct ctr_acc *a = ctr_get(st, names[i], owner, run);
+
+		put(t, "%s\n%s{\"name\": ", i ? "," : "", indent);
+		put_ctr_name(t, &st->ctr, names[i]);
+		put(t,
+		    ", \"readings\": %" PRIu64 ", \"not_counted\": %" PRIu64 ", \"total\": %.3f"
+		    ", \"rate_per_s\": %.3f, \"running_min_pct\": %.3f, \"running_mean_pct\": %.3f}",
+		    (uint64_t)a->readings, (uint64_t)(a->readings - a->counted), a->total,
+		    ctr_rate(a, span), a->counted ? 100 * a->running_min : 0.0,
+		    100 * ctr_running_mean(a));
+	}
+	put(t, "%s%s]", n ? "\n" : "", n ? close : "");
+}
+
+static void put_ctr_derived(struct text *t, const struct stats *st, __u32 owner, bool run,
+			    __u64 span)
+{
+	size_t i;
+	double v;
+	int n = 0;
+
+	put(t, "{");
+	for (i = 0; i < sizeof(ctr_derived) / sizeof(ctr_derived[0]); i++)
+		if (ctr_ratio(st, i, owner, run, span, &v))
+			put(t, "%s\"%s\": %.6f", n++ ? ", " : "", ctr_derived[i].key, v);
+	put(t, "}");
+}
+
+struct ctr_prow {
+	__u32 pid;
+	double rank; /* the total of the rank_by counter, -1 without it */
+};
+
+static int ctr_prow_cmp(const void *x, const void *y)
+{
+	const struct ctr_prow *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank > b->rank ? -1 : 1;
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* The processes with readings in the period, ranked by rank_by's total (most first), then
+ * pid; NULL and n = 0 without memory. *rank_by: the name index + 1 used, 0 none. */
+static int ctr_prow_pid_cmp(const void *x, const void *y)
+{
+	const struct ctr_prow *a = x, *b = y;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+static struct ctr_prow *ctr_processes(const struct stats *st, bool run, __u32 *n, __u32 *rank_by)
+{
+	const size_t n_rank = sizeof(ctr_rank_names) / sizeof(ctr_rank_names[0]) - 1;
+	const struct counters *c = &st->ctr;
+	struct ctr_prow *rows = malloc(((size_t)c->n_groups + 1) * sizeof(*rows));
+	__u32 i, k, m = 0, prio[CTR_NAMES_MAX + 1];
+	const struct ctr_acc *a;
+
+	*n = 0;
+	*rank_by = 0;
+	if (!rows)
+		return NULL;
+	/* a name's place in ctr_rank_names; n_rank for the others, which rank by name */
+	for (i = 1; i <= c->n_names; i++)
+		prio[i] = (__u32)n_rank;
+	for (k = 0; k < n_rank; k++)
+		if ((i = ctr_name_index(c, ctr_rank_names[k])) && prio[i] > k)
+			prio[i] = k;
+	for (i = 0; c->groups && i < 2 * CTR_GROUPS_MAX; i++) {
+		const struct ctr_group *g = &c->groups[i];
+
+		if (!g->name || g->owner == CTR_SYSTEM || !ctr_acc(g, run)->readings)
+			continue;
+		rows[m++] = (struct ctr_prow){ .pid = g->owner, .rank = -1 };
+		if (ctr_acc(g, run)->counted &&
+		    (!*rank_by || prio[g->name] < prio[*rank_by] ||
+		     (prio[g->name] == prio[*rank_by] && ctr_name_cmp(c, g->name, *rank_by) < 0)))
+			*rank_by = g->name;
+	}
+	/* a row per process: its groups were one each */
+	qsort(rows, m, sizeof(*rows), ctr_prow_pid_cmp);
+	for (i = 0, k = 0; i < m; i++)
+		if (!k || rows[k - 1].pid != rows[i].pid)
+			rows[k++] = rows[i];
+	m = k;
+	for (i = 0; i < m && *rank_by; i++) {
+		a = ctr_get(st, *rank_by, rows[i].pid, run);
+		if (a && a->counted)
+			rows[i].rank = a->total;
+	}
+	qsort(rows, m, sizeof(*rows), ctr_prow_cmp);
+	*n = m;
+	return rows;
+}
+
+static const struct kctr *kctr_of(const struct kstat *k, bool run)
+{
+	return run ? &k->ctr_run : &k->ctr_cur;
+}
+
+/* The counters of a period as the member "counters". span: the period's, for the rates. */
+static void put_counters(struct text *t, const struct stats *st, const struct period *p, bool run)
+{
+	const struct counters *c = &st->ctr;
+	__u64 span = p->first_ns ? p->last_ns - p->first_ns : 0, readings = 0, counted = 0;
+	__u32 i, n, n_procs, rank_by, names = 0, names_seen[CTR_NAMES_MAX] = { 0 };
+	struct ctr_prow *procs;
+	struct krow *rows;
+
+	for (i = 0; c->groups && i < 2 * CTR_GROUPS_MAX; i++) {
+		const struct ctr_acc *a = ctr_acc(&c->groups[i], run);
+
+		if (!c->groups[i].name || !a->readings)
+			continue;
+		readings += a->readings;
+		counted += a->counted;
+		names += !names_seen[c->groups[i].name - 1]++;
+	}
+	procs = ctr_processes(st, run, &n_procs, &rank_by);
+	if (!procs)
+		t->failed = true;
+	put(t,
+	    "  \"counters\": {\"readings\": %" PRIu64 ", \"not_counted\": %" PRIu64
+	    ", \"names\": %u, \"processes\": %u,\n  \"system\": [",
+	    (uint64_t)readings, (uint64_t)(readings - counted), names, n_procs);
+	put_ctr_rows(t, st, CTR_SYSTEM, run, span, "    ", "  ");
+	put(t, ",\n  \"system_derived\": ");
+	put_ctr_derived(t, st, CTR_SYSTEM, run, span);
+	put(t, ",\n  \"rank_by\": ");
+	if (rank_by)
+		put_ctr_name(t, c, rank_by);
+	else
+		put(t, "null");
+	put(t, ",\n  \"top_processes\": [");
+	for (i = 0; i < n_procs && i < CTR_TOP_PROCESSES; i++) {
+		put(t, "%s\n    {\"pid\": %u, \"counters\": [", i ? "," : "", procs[i].pid);
+		put_ctr_rows(t, st, procs[i].pid, run, span, "      ", "    ");
+		put(t, ", \"derived\": ");
+		put_ctr_derived(t, st, procs[i].pid, run, span);
+		put(t, "}");
+	}
+	put(t, "%s],\n  \"kernels\": [", i ? "\n  " : "");
+	free(procs);
+	rows = kernel_rows(st, run, &n);
+	if (!rows)
+		t->failed = true;
+	for (i = 0, names = 0; i < n; i++) {
+		const struct kctr *k = kctr_of(rows[i].k, run);
+
+		if (!k->runs)
+			continue;
+		put(t, "%s\n    {\"name\": ", names++ ? "," : "");
+		put_kernel_name(t, st, rows[i].k);
+		put(t,
+		    ", \"runs\": %" PRIu64 ", \"with_counters\": %" PRIu64
+		    ", \"estimated\": %" PRIu64 ", \"ipc_runs\": %" PRIu64
+		    ", \"ipc_mean\": %.6f, \"instructions_runs\": %" PRIu64
+		    ", \"instructions_mean\": %.3f}",
+		    (uint64_t)rows[i].s->count, (uint64_t)k->runs, (uint64_t)k->estimated,
+		    (uint64_t)k->ipc_runs, k->ipc_runs ? k->ipc_sum / (double)k->ipc_runs : 0.0,
+		    (uint64_t)k->insn_runs,
+		    k->insn_runs ? k->insn_sum / (double)k->insn_runs : 0.0);
+	}
+	free(rows);
+	put(t,
+	    "%s],\n  \"limits\": {\"max_names\": %u, \"max_groups\": %u, \"names\": %u"
+	    ", \"groups\": %u, \"readings_over_max\": %" PRIu64 "}},\n",
+	    names ? "\n  " : "", CTR_NAMES_MAX, CTR_GROUPS_MAX, c->n_names, c->n_groups,
+	    (uint64_t)c->over);
+}
+
 /* Stage of each loss cause: where in the pipeline the records were dropped. */
 static const char *loss_stage(__u32 cause)
 {
@@ -1326,6 +1851,7 @@ static void put_period(struct text *t, const struct stats *st, const struct peri
 	    "\"transport\": %" PRIu64 "}, \"sequence\": {\"events_missed\": %" PRIu64
 	    ", \"rewinds\": %" PRIu64 "}},\n",
 	    (uint64_t)p->missed, (uint64_t)p->missed, (uint64_t)p->rewinds);
+	put_counters(t, st, p, run);
 }
 
 /* The part of window [start, start + len) inside the run's span: the denominator of its
@@ -1444,7 +1970,22 @@ static void put_limits(struct text *t, const struct stats *st)
 	    (uint64_t)st->sketch_nomem);
 }
 
-static void put_json(struct text *t, const struct stats *st, bool final)
+/* The sync metadata (seed 004, docs/clock.md): a model per other clock, or the statement
+ * that every source stamps CLOCK_MONOTONIC. */
+static void put_clock_sync(struct text *t, struct stats *st)
+{
+	char *json = malloc(SINK_CLOCKS_JSON_MAX);
+
+	if (!json || sink_clocks__json(&st->clocks, json, SINK_CLOCKS_JSON_MAX) < 0) {
+		t->failed = true;
+		free(json);
+		return;
+	}
+	put(t, ",\n  \"clock_sync\": %s", json);
+	free(json);
+}
+
+static void put_json(struct text *t, struct stats *st, bool final)
 {
 	put(t,
 	    "{\n  \"xpusup_stats\": %d,\n  \"final\": %s,\n"
@@ -1453,6 +1994,7 @@ static void put_json(struct text *t, const struct stats *st, bool final)
 	put_period(t, st, &st->run, true);
 	put_limits(t, st);
 	put_sm_active(t, st, st->run.first_ns, st->run.last_ns, final, UINT64_MAX);
+	put_clock_sync(t, st);
 	put(t, "\n}\n");
 }
 
@@ -1706,6 +2248,104 @@ static void put_text_gpu(struct text *t, const struct stats *st, bool final)
 		    p->gpu_by_type[i] ? p->conf_by_type[i] / (double)p->gpu_by_type[i] : 0.0);
 }
 
+/* A counter's name on a line of the report. */
+static void put_text_ctr_name(struct text *t, const struct counters *c, __u32 name)
+{
+	const struct ctr_name *n = &c->names[name - 1];
+
+	if (n->len)
+		put_text_name(t, n->name, n->len);
+	else
+		put(t, "[unnamed counter]");
+}
+
+/* owner's counters as table rows, and the ratios derived from them on one line. */
+static void put_text_ctr_owner(struct text *t, const struct stats *st, __u32 owner, __u64 span)
+{
+	__u32 names[CTR_NAMES_MAX], n = ctr_names_of(st, owner, true, names), i;
+	size_t d;
+	double v;
+	int any = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct ctr_acc *a = ctr_get(st, names[i], owner, true);
+
+		put(t, "  %16.6g %14.6g %9.1f / %-6.1f ", a->total, ctr_rate(a, span),
+		    a->counted ? 100 * a->running_min : 0.0, 100 * ctr_running_mean(a));
+		put_text_ctr_name(t, &st->ctr, names[i]);
+		put(t, "%s\n", a->counted < a->readings ? " (some readings not counted)" : "");
+	}
+	for (d = 0; d < sizeof(ctr_derived) / sizeof(ctr_derived[0]); d++)
+		if (ctr_ratio(st, d, owner, true, span, &v))
+			put(t, "%s%s %.3f", any++ ? ", " : "  ", ctr_derived[d].text, v);
+	if (any)
+		put(t, "\n");
+}
+
+/* PMU counters of the run: system-wide, the top processes, and what kernels carried. */
+static void put_text_counters(struct text *t, const struct stats *st)
+{
+	const struct period *p = &st->run;
+	__u64 span = p->first_ns ? p->last_ns - p->first_ns : 0;
+	__u32 i, n, n_procs, rank_by, shown, names[CTR_NAMES_MAX];
+	struct ctr_prow *procs;
+	struct krow *rows;
+	char a[32];
+
+	procs = ctr_processes(st, true, &n_procs, &rank_by);
+	if (!procs)
+		t->failed = true;
+	put(t, "\nCounters: %" PRIu64 " readings; rates per second of the %s span\n",
+	    (uint64_t)p->by_kind[XPU_REC_PMU_COUNTER], human_ns(a, sizeof(a), (double)span));
+	put(t, "  %16s %14s %18s  %s\n", "total", "per s", "running min/mean %", "counter");
+	if (ctr_names_of(st, CTR_SYSTEM, true, names)) {
+		put(t, "System-wide (all CPUs)\n");
+		put_text_ctr_owner(t, st, CTR_SYSTEM, span);
+	}
+	for (i = 0; i < n_procs && i < CTR_TOP_PROCESSES; i++) {
+		if (!i) {
+			put(t, "Top processes by ");
+			if (rank_by)
+				put_text_ctr_name(t, &st->ctr, rank_by);
+			else
+				put(t, "pid");
+			put(t, "\n");
+		}
+		put(t, "pid %u\n", procs[i].pid);
+		put_text_ctr_owner(t, st, procs[i].pid, span);
+	}
+	if (n_procs > CTR_TOP_PROCESSES)
+		put(t, "  ... %u more processes\n", n_procs - CTR_TOP_PROCESSES);
+	free(procs);
+	if (st->ctr.over)
+		put(t, "  %" PRIu64 " readings past the first %u names or %u groups, in no row\n",
+		    (uint64_t)st->ctr.over, CTR_NAMES_MAX, CTR_GROUPS_MAX);
+
+	rows = kernel_rows(st, true, &n);
+	if (!rows)
+		t->failed = true;
+	for (i = 0, shown = 0; i < n && shown < TEXT_ROWS_MAX; i++) {
+		const struct kctr *k = &rows[i].k->ctr_run;
+
+		if (!k->runs)
+			continue;
+		if (!shown++)
+			put(t, "\nKernels with counters (means per run)\n%10s %10s %10s %14s  %s\n",
+			    "runs", "estimated", "IPC", "instructions", "name");
+		put(t, "%10" PRIu64 " %10" PRIu64 " %10.3f %14.6g  ", (uint64_t)k->runs,
+		    (uint64_t)k->estimated, k->ipc_runs ? k->ipc_sum / (double)k->ipc_runs : 0.0,
+		    k->insn_runs ? k->insn_sum / (double)k->insn_runs : 0.0);
+		if (rows[i].k == &st->other)
+			put(t, "[other kernels]");
+		else if (!rows[i].k->len)
+			put(t, "[unnamed kernel]");
+		else
+			put_text_name(t, rows[i].k->name, rows[i].k->len);
+		put(t, "\n");
+	}
+	free(rows);
+}
+
 static void put_text(struct text *t, const struct stats *st, bool final)
 {
 	const struct period *p = &st->run;
@@ -1722,6 +2362,8 @@ static void put_text(struct text *t, const struct stats *st, bool final)
 		put_text_gpu(t, st, final);
 	else
 		put(t, "\nGPU: no activity recorded\n");
+	if (p->by_kind[XPU_REC_PMU_COUNTER])
+		put_text_counters(t, st);
 
 	for (i = 0; i < XPU_LOSS_CAUSE_MAX; i++)
 		lost += p->lost_by_cause[i];
@@ -1940,6 +2582,9 @@ static void stats_free(void *state)
 	free(st->cpu.fns);
 	free(st->cpu.procs);
 	free(st->cpu.threads);
+	for (i = 0; i < st->ctr.n_names; i++)
+		free(st->ctr.names[i].name);
+	free(st->ctr.groups);
 	sketch__free(&st->other.run);
 	sketch__free(&st->other.cur);
 	sketch__free(&st->run.queue);
@@ -1949,6 +2594,7 @@ static void stats_free(void *state)
 	free(st->launches.slots);
 	free(st->launches.fifo);
 	sm_active__free(st->sm);
+	sink_clocks__free(&st->clocks);
 	text_free(&st->pending);
 	free(st);
 }

@@ -811,6 +811,263 @@ static void test_cpu_processes(void)
 	files_free();
 }
 
+/* ---- sync metadata ------------------------------------------------------------------- */
+
+static struct xpu_cevent clock_reading(__u32 clock, __u64 ref_before, __u64 other, __u64 width)
+{
+	return (struct xpu_cevent){ .kind = XPU_REC_CLOCK_SYNC,
+				    .pid = 7,
+				    .tid = 7,
+				    .sub_kind = clock,
+				    .ts_ns = ref_before,
+				    .value = other,
+				    .end_ns = ref_before + width };
+}
+
+/* CLOCK_SYNC events into a model per other clock in stats.json; none: CLOCK_MONOTONIC. */
+static void test_clock_sync(void)
+{
+	struct xpu_cevent ev[21];
+	struct stats *st = cpu_open();
+	char why[256];
+	__u32 i;
+
+	ev[0] = cpu_event(10, 11, "app", 100, NULL, NULL, 0, 0);
+	cpu_feed(st, ev, 1);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"),
+			   "\"clock_sync\": {\"all\":{\"source\":\"all sources stamp "
+			   "CLOCK_MONOTONIC\",\"target\":\"CLOCK_MONOTONIC\",\"slope\":1,"
+			   "\"intercept_ns\":0,\"error_ns\":0,"),
+	       "no CLOCK_SYNC: every source stamps CLOCK_MONOTONIC, error 0");
+	fmt_stats.free(st);
+	files_free();
+
+	/* CLOCK_REALTIME at 1.7e18 ns read in the middle of 1 us brackets, once a second; a
+	 * remote clock running 7 % fast */
+	st = cpu_open();
+	for (i = 0; i < 10; i++) {
+		ev[2 * i] = clock_reading(XPU_CLOCK_REALTIME, 5000000000ull + i * 1000000000ull,
+					  1700000000000000000ull + i * 1000000000ull + 500, 1000);
+		ev[2 * i + 1] = clock_reading(XPU_CLOCK_REMOTE, 5000000000ull + i * 1000000000ull,
+					      1000000000ull + i * 1070000000ull, 1000);
+	}
+	ev[20] = clock_reading(XPU_CLOCK_REALTIME, 6000, 1, 0);
+	ev[20].end_ns = 5000; /* ends before it begins: refused */
+	cpu_feed(st, ev, 21);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"),
+			   "\"CLOCK_REALTIME\":{\"source\":\"CLOCK_REALTIME\",\"target\":"
+			   "\"CLOCK_MONOTONIC\",\"slope\":1,\"intercept_ns\":-1699999995000000000,"
+			   "\"error_ns\":501,") &&
+		       has(file_text("mem/stats.json"), "\"samples\":10,\"tightest_ns\":1000,"),
+	       "CLOCK_REALTIME: its offset exactly, the error half a bracket");
+	tap_ok(has(file_text("mem/stats.json"), "\"readings\":11,\"refused\":1}") &&
+		       has(file_text("mem/stats.json"), "\"flags\":[\"skew\"],\"message\":"
+							"\"clock skew of remote against") &&
+		       !has(file_text("mem/stats.json"), "\"all\":"),
+	       "a bad bracket is refused; 7 %% skew is flagged, naming the clock");
+	fmt_stats.free(st);
+	files_free();
+}
+
+/* ---- counters section ---------------------------------------------------------------- */
+
+static struct xpu_cevent pmu(__u32 pid, __u32 cpu, __u32 scope, const char *name, __u64 ts,
+			     __u64 delta, double scale)
+{
+	return (struct xpu_cevent){ .kind = XPU_REC_PMU_COUNTER,
+				    .pid = pid,
+				    .tid = pid,
+				    .cpu = cpu,
+				    .ts_ns = ts,
+				    .value = delta * 10,
+				    .delta = delta,
+				    .scale = scale,
+				    .sub_kind = scope,
+				    .name = name,
+				    .name_len = name ? (__u32)strlen(name) : 0 };
+}
+
+#define S1 1000000000ull /* one second, the span of the readings below */
+
+/* Readings at 1 s and 2 s: two CPUs' cycles (one of them counted half the time, scale 2) and
+ * instructions; pid 10's software and cache counters; pid 20's cycles, a counter that never
+ * ran and one without a name. A kernel of pid 20 with counters attached, one of its runs
+ * extrapolated. */
+static __u32 counters_events(struct xpu_cevent *ev)
+{
+	static const struct xpu_wire_counter kc[3] = {
+		{ .name = "instructions", .name_len = 12, .delta = 3000 },
+		{ .name = "cycles", .name_len = 6, .delta = 2000 },
+		{ .name = "cache-misses:u", .name_len = 14, .delta = 5 }
+	};
+	__u32 n = 0, r;
+
+	for (r = 1; r <= 2; r++) {
+		__u64 ts = r * S1;
+
+		ev[n++] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "cycles", ts, 1000, 1.0);
+		ev[n++] = pmu(0, 1, XPU_PMU_SCOPE_CPU, "cycles", ts, 1000, 2.0);
+		ev[n++] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "instructions", ts, 3000, 1.0);
+		ev[n++] =
+			pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "page-faults", ts, 50, 1.0);
+		ev[n++] = pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "context-switches", ts, 7,
+			      1.0);
+		ev[n++] = pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "cache-references", ts,
+			      1000, 1.0);
+		ev[n++] =
+			pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "cache-misses", ts, 10, 1.0);
+		ev[n++] = pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "branches", ts, 400, 1.0);
+		ev[n++] =
+			pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_THREAD, "branch-misses", ts, 4, 1.0);
+		ev[n++] = pmu(10, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "cycles", ts, 100, 1.0);
+		ev[n++] = pmu(20, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "cycles", ts, 500, 1.0);
+	}
+	ev[n++] = pmu(20, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, "task-clock", S1, 0, 0.0);
+	ev[n++] = pmu(20, XPU_PMU_NO_CPU, XPU_PMU_SCOPE_PROCESS, NULL, S1, 5, 1.0);
+	for (r = 0; r < 2; r++) {
+		ev[n] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+					     .pid = 20,
+					     .ts_ns = S1 + S1 / 4,
+					     .end_ns = S1 + S1 / 2,
+					     .name = "gemm",
+					     .name_len = 4,
+					     .n_counters = 3,
+					     .ipc = r ? 1.0 : 2.0,
+					     .counter_flags = r ? XPU_COUNTERS_F_ESTIMATED : 0 };
+		memcpy(ev[n].counters, kc, sizeof(kc));
+		ev[n++].counters[0].delta = r ? 1000 : 3000;
+	}
+	ev[n++] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+				       .pid = 20,
+				       .ts_ns = S1 + S1 / 4,
+				       .end_ns = S1 + S1 / 2,
+				       .name = "relu",
+				       .name_len = 4 };
+	return n;
+}
+
+static void test_counters(void)
+{
+	struct xpu_cevent ev[32];
+	__u32 n = counters_events(ev);
+	struct stats *st = cpu_open();
+	const char *json, *txt;
+	struct text t = { 0 };
+	char why[256];
+
+	cpu_feed(st, ev, n);
+	put_counters(&t, st, &st->cur, false);
+	tap_ok(t.p && has(t.p,
+			  "\"counters\": {\"readings\": 24, \"not_counted\": 1, \"names\": 10, "
+			  "\"processes\": 2,"),
+	       "an interval's counters: readings, those of a counter that never ran, names");
+	if (tap_failed_)
+		tap_diag("%s", t.p);
+	text_free(&t);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish");
+	json = file_text("mem/stats.json");
+	txt = file_text("mem/stats.txt");
+	tap_ok(has(json,
+		   "\"system\": [\n    {\"name\": \"cycles\", \"readings\": 4, \"not_counted\": "
+		   "0, \"total\": 6000.000, \"rate_per_s\": 6000.000, \"running_min_pct\": "
+		   "50.000, \"running_mean_pct\": 75.000},\n    {\"name\": \"instructions\","),
+	       "system-wide: summed over CPUs, each delta times its scale, rate over the span, "
+	       "multiplexing min and mean");
+	tap_ok(has(json, "\"system_derived\": {\"ipc\": 1.000000}"),
+	       "system-wide IPC: instructions / cycles");
+	tap_ok(has(json, "\"rank_by\": \"cycles\",\n  \"top_processes\": [\n    {\"pid\": 20, ") &&
+		       strstr(json, "{\"pid\": 20, ") < strstr(json, "{\"pid\": 10, "),
+	       "processes ranked by cycles: pid 20 (1000) before pid 10 (200)");
+	tap_ok(has(json, "{\"name\": \"[unnamed counter]\", \"readings\": 1, \"not_counted\": 0, "
+			 "\"total\": 5.000,") &&
+		       has(json,
+			   "{\"name\": \"task-clock\", \"readings\": 1, \"not_counted\": 1, "
+			   "\"total\": 0.000, \"rate_per_s\": 0.000, \"running_min_pct\": 0.000"),
+	       "a counter without a name has a row; one that never ran counts nothing");
+	tap_ok(has(json, "\"derived\": {\"cache_miss_pct\": 1.000000, \"branch_miss_pct\": "
+			 "1.000000, \"page_faults_per_s\": 100.000000, \"context_switches_per_s\": "
+			 "14.000000}"),
+	       "a process's ratios: cache and branch misses (thread readings count to their "
+	       "process), faults and switches per second; no IPC without instructions");
+	tap_ok(has(json, "\"kernels\": [\n    {\"name\": \"gemm\", \"runs\": 2, \"with_counters\": "
+			 "2, \"estimated\": 1, \"ipc_runs\": 2, \"ipc_mean\": 1.500000, "
+			 "\"instructions_runs\": 2, \"instructions_mean\": 2000.000}\n  ],") &&
+		       !strstr(json, "{\"name\": \"relu\", \"runs\""),
+	       "kernels with counters: mean IPC and instructions per run; others not listed");
+	tap_ok(has(json, "\"limits\": {\"max_names\": 256, \"max_groups\": 8192, \"names\": 10, "
+			 "\"groups\": 12, \"readings_over_max\": 0}}"),
+	       "the counters' limits");
+	tap_ok(has(txt, "\nCounters: 24 readings; rates per second of the 1.000 s span\n") &&
+		       has(txt, "System-wide (all CPUs)\n") &&
+		       has(txt, "              6000           6000      50.0 / 75.0   cycles\n") &&
+		       has(txt, "  IPC 1.000\n") && has(txt, "Top processes by cycles\npid 20\n") &&
+		       has(txt, "  cache misses % 1.000, branch misses % 1.000, page faults/s "
+				"100.000, context switches/s 14.000\n") &&
+		       has(txt, "task-clock (some readings not counted)\n") &&
+		       has(txt, "         2          1      1.500           2000  gemm\n"),
+	       "stats.txt: the counters section");
+	fmt_stats.free(st);
+	files_free();
+
+	/* no readings: the member is there, empty; stats.txt says nothing of counters */
+	st = cpu_open();
+	cpu_feed(st, ev + n - 1, 1);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"),
+			   "\"counters\": {\"readings\": 0, \"not_counted\": 0, \"names\": 0, "
+			   "\"processes\": 0,\n  \"system\": [],\n  \"system_derived\": {},\n  "
+			   "\"rank_by\": null,\n  \"top_processes\": [],\n  \"kernels\": [],\n") &&
+		       !strstr(file_text("mem/stats.txt"), "Counters"),
+	       "without readings: an empty counters member, no section in stats.txt");
+	fmt_stats.free(st);
+	files_free();
+
+	/* intervals: the interval's own, merged into the run */
+	st = cpu_open();
+	cpu_feed(st, ev, 11); /* the first round */
+	period_merge(st);
+	cpu_feed(st, ev + 11, 11);
+	t = (struct text){ 0 };
+	put_counters(&t, st, &st->cur, false);
+	tap_ok(t.p && has(t.p, "\"readings\": 11,") &&
+		       has(t.p, "{\"name\": \"cycles\", \"readings\": 2, \"not_counted\": 0, "
+				"\"total\": 3000.000,"),
+	       "an interval has its own readings");
+	text_free(&t);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"),
+			   "{\"name\": \"cycles\", \"readings\": 4, \"not_counted\": 0, \"total\": "
+			   "6000.000, \"rate_per_s\": 6000.000, \"running_min_pct\": 50.000, "
+			   "\"running_mean_pct\": 75.000}"),
+	       "and the run the sum of its intervals, multiplexing min and mean merged");
+	fmt_stats.free(st);
+	files_free();
+
+	/* bounded: past CTR_NAMES_MAX names, readings are only counted */
+	{
+		static char names[CTR_NAMES_MAX + 2][16];
+		struct xpu_cevent one;
+		__u32 i;
+
+		st = cpu_open();
+		for (i = 0; i < CTR_NAMES_MAX + 2; i++) {
+			snprintf(names[i], sizeof(names[i]), "c%u", i);
+			one = pmu(0, 0, XPU_PMU_SCOPE_CPU, names[i], S1, 1, 1.0);
+			cpu_feed(st, &one, 1);
+		}
+		tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+			       has(file_text("mem/stats.json"),
+				   "\"names\": 256, \"groups\": 256, \"readings_over_max\": 2}}") &&
+			       has(file_text("mem/stats.txt"),
+				   "2 readings past the first 256 names"),
+		       "past 256 counter names the readings are counted, in no row");
+		fmt_stats.free(st);
+		files_free();
+	}
+}
+
 int main(void)
 {
 	test_sketch_bound();
@@ -824,5 +1081,7 @@ int main(void)
 	test_cpu_intervals();
 	test_cpu_limit();
 	test_cpu_processes();
+	test_counters();
+	test_clock_sync();
 	return tap_done();
 }

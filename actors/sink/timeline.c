@@ -14,8 +14,10 @@
  * the integer nanoseconds (never through a double), so they are exact and every file of a
  * boot shares one time axis. CPU work sits on its real (pid, tid) tracks; GPU work on a
  * pseudo-process per (pid, device), "GPU 0 (pid N)", with one thread track per stream; the
- * SM-active % counter of a device on a pseudo-process "GPU 0". Pseudo-processes take pids
- * from VPID_BASE up, above any Linux pid (PID_MAX_LIMIT is 2^22).
+ * SM-active % counter of a device on a pseudo-process "GPU 0"; PMU counters as their rate per
+ * second between readings, a process's on its process, system-wide ones per CPU on the
+ * pseudo-process "system", with an IPC track where instructions and cycles pair up.
+ * Pseudo-processes take pids from VPID_BASE up, above any Linux pid (PID_MAX_LIMIT is 2^22).
  *
  * Events are written as they arrive, through out.h, into PATH.partial: memory stays
  * bounded however long the session runs. Only what cannot be written before the end is
@@ -40,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/sink/clock_sync.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
@@ -61,6 +64,7 @@
 #define GPUS_MAX 16384 /* (pid, device) pairs */
 #define STREAMS_MAX 65536 /* (pid, device, stream) */
 #define DEVICES_MAX 256
+#define PMU_TRACKS_MAX 65536 /* (process, counter, CPU or thread) counter tracks */
 #define RANGES_MAX 65536 /* pushed ranges not yet popped */
 #define SYNCS_MAX 64 /* CLOCK_SYNC readings kept for otherData */
 #define VPID_BASE (1u << 30)
@@ -172,6 +176,15 @@ struct device {
 	struct sm_track sm;
 };
 
+/* A PMU counter track: where its last reading was, and the last interval it wrote, which an
+ * instructions track and a cycles track of the same owner pair up on for IPC. */
+struct pmu_track {
+	struct tkey k; /* a = track pid << 32 | CPU, thread or 0; b = name hash ^ scope */
+	__u64 prev_ts; /* the last reading; 0: none yet */
+	__u64 start, end; /* the last interval written */
+	double count; /* its scaled delta */
+};
+
 /* A pushed range waiting for its pop. */
 struct open_range {
 	__u64 id; /* the push's event id */
@@ -225,7 +238,7 @@ struct timeline {
 	char *ev; /* the event being built */
 	size_t len;
 	bool overflow;
-	struct table procs, threads, gpus, streams, devices;
+	struct table procs, threads, gpus, streams, devices, pmu;
 	struct open_range *ranges;
 	__u32 free_range; /* index + 1 */
 	struct launches launches;
@@ -237,6 +250,8 @@ struct timeline {
 	struct sync_reading syncs[SYNCS_MAX];
 	__u32 n_syncs;
 	__u64 syncs_total;
+	struct sink_clocks clocks; /* a model per other clock, from every reading */
+	char *clocks_json; /* SINK_CLOCKS_JSON_MAX bytes */
 	__u64 written, flows, flows_unknown, bytes_done, dropped, ranges_unmatched, full, overlaps;
 };
 
@@ -466,6 +481,27 @@ static void put_corr(struct timeline *t, const struct xpu_cevent *e)
 		return;
 	put(t, ",\"corr_type\":\"%s\",\"confidence\":%.3g", xpu_corr_type__name(e->corr_type),
 	    (double)e->confidence);
+}
+
+/* The counters the correlator attached to a slice (its window's deltas), as args. */
+static void put_counters(struct timeline *t, const struct xpu_cevent *e)
+{
+	__u32 i;
+
+	if (!e->n_counters)
+		return;
+	put_lit(t, ",\"counters\":{");
+	for (i = 0; i < e->n_counters && i < XPU_WIRE_COUNTERS_MAX; i++) {
+		if (i)
+			put_lit(t, ",");
+		put_str(t, e->counters[i].name, e->counters[i].name_len);
+		put(t, ":%.15g", e->counters[i].delta); /* finite: the wire says so */
+	}
+	put_lit(t, "}");
+	if (e->ipc > 0)
+		put(t, ",\"ipc\":%.6g", e->ipc);
+	if (e->counter_flags & XPU_COUNTERS_F_ESTIMATED)
+		put_lit(t, ",\"counters_estimated\":true");
 }
 
 /* ---- names ---- */
@@ -911,9 +947,11 @@ static void range_push(struct timeline *t, __u32 producer, const struct xpu_ceve
 }
 
 /* Write a range as one complete event, [push, end], and forget it. */
+/* closer: the pop, whose counters go with the slice; NULL for a range that never ended. */
 static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64 end,
-			bool unfinished)
+			const struct xpu_cevent *closer)
 {
+	bool unfinished = !closer;
 	struct open_range *r = range_at(t, idx1);
 	struct proc *p = table__get(&t->procs, r->pid, 0, false);
 	__u32 *link = &th->top;
@@ -923,9 +961,12 @@ static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64
 	*link = r->below;
 	begin(t, "X", r->name_len ? r->name : "range", r->name_len ? r->name_len : 5, "range",
 	      r->pid, lane_of(t, r->pid, r->tid, r->ts, end > r->ts ? end : r->ts), r->ts);
-	put(t, ",\"dur\":" US_FMT ",\"args\":{\"range_id\":%" PRIu64 "%s}",
+	put(t, ",\"dur\":" US_FMT ",\"args\":{\"range_id\":%" PRIu64 "%s",
 	    US_ARG(end > r->ts ? end - r->ts : 0), (uint64_t)r->range_id,
 	    unfinished ? ",\"unfinished\":true" : "");
+	if (closer)
+		put_counters(t, closer);
+	put_lit(t, "}");
 	emit(t);
 	if (p && p->open_ranges)
 		p->open_ranges--;
@@ -951,7 +992,7 @@ static void range_pop(struct timeline *t, const struct xpu_cevent *e)
 		t->ranges_unmatched++; /* pushed before the sink started, or lost */
 		return;
 	}
-	range_close(t, th, idx1, e->ts_ns, false);
+	range_close(t, th, idx1, e->ts_ns, e);
 }
 
 /* A thread (tid != pid) or a whole process ended: its open ranges end with it. */
@@ -970,7 +1011,7 @@ static void ranges_exit(struct timeline *t, __u32 pid, __u32 tid, __u64 ts)
 			continue;
 		th = table__get(&t->threads, pid, r->tid, false);
 		if (th)
-			range_close(t, th, i + 1, ts, true);
+			range_close(t, th, i + 1, ts, NULL);
 	}
 }
 
@@ -993,6 +1034,11 @@ static void range_event(struct timeline *t, __u32 producer, const struct xpu_cev
 		begin(t, e->sub_kind == XPU_RANGE_START ? "b" : "e", name, name_len, "range", pid,
 		      tid, e->ts_ns);
 		put(t, ",\"id\":%" PRIu64, (uint64_t)e->correlation_id);
+		if (e->n_counters) { /* an end's counters, from its start: the viewer merges args */
+			put_lit(t, ",\"args\":{\"counted\":true");
+			put_counters(t, e);
+			put_lit(t, "}");
+		}
 		emit(t);
 		break;
 	case XPU_RANGE_MARK:
@@ -1052,6 +1098,7 @@ static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_ceven
 			put(t, ",\"value\":%" PRIu64, (uint64_t)e->value);
 	}
 	put_corr(t, e);
+	put_counters(t, e);
 	put_stack(t, e);
 	put(t, "}");
 	if (emit(t)) /* an arrow needs both its slices in the file */
@@ -1137,27 +1184,103 @@ static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
 	emit(t);
 }
 
+static __u64 pmu_hash(const char *name, __u32 len, __u32 scope)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	__u32 i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	return h ^ scope;
+}
+
+/* Whether the counter is exactly what: "cycles:u" (with modifiers) pairs with nothing. */
+static bool pmu_is(const struct xpu_cevent *e, const char *what)
+{
+	return e->name_len == strlen(what) && !memcmp(e->name, what, e->name_len);
+}
+
+/* The last interval of the same owner's counter `other` (scope and owner key as tr's),
+ * when it is tr's: the same readings, within an eighth of the interval. */
+static const struct pmu_track *pmu_pair(struct timeline *t, const struct pmu_track *tr, __u32 scope,
+					const char *const *others)
+{
+	__u64 slack = (tr->end - tr->start) / 8;
+	const struct pmu_track *o;
+
+	for (; *others; others++) {
+		o = table__get(&t->pmu, tr->k.a, pmu_hash(*others, (__u32)strlen(*others), scope),
+			       false);
+		if (o && o->end && o->end + slack >= tr->end && o->end <= tr->end + slack &&
+		    o->start + slack >= tr->start && o->start <= tr->start + slack)
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * A counter reading becomes the counter's rate per second over the interval since the
+ * previous reading of its track, written at that reading's time: a Chrome counter holds its
+ * value until the next one, so the rate covers the interval it was measured over. The
+ * first reading of a track only starts it. The delta is scaled by time_enabled /
+ * time_running (a multiplexed counter stands for its whole period); a counter that did not
+ * run (scale 0) or a product that is not finite gives no point.
+ */
 static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 {
-	char name[XPU_STRING_MAX + 32];
-	__u32 pid = cpu_pid(t, e->pid);
-	double v = (double)e->delta;
+	static const char *const cycles[] = { "cycles", "cpu-cycles", NULL };
+	static const char *const insn[] = { "instructions", NULL };
+	char name[XPU_STRING_MAX + 32], suffix[32] = "";
+	__u32 pid = cpu_pid(t, e->pid), owner = 0;
+	const struct pmu_track *pair = NULL;
+	double count, insn_count = 0, cycles_count = 0;
+	struct pmu_track *tr;
 	int n;
 
 	/* Chrome counters belong to a process: a CPU's or a thread's says which in its name */
 	touch(t, e->pid, e->tid);
-	n = snprintf(name, sizeof(name), "%.*s", e->name_len ? (int)e->name_len : 7,
-		     e->name_len ? e->name : "counter");
-	if (e->sub_kind == XPU_PMU_SCOPE_CPU && e->cpu != XPU_PMU_NO_CPU)
-		n += snprintf(name + n, sizeof(name) - (size_t)n, " cpu%u", e->cpu);
-	else if (e->sub_kind == XPU_PMU_SCOPE_THREAD)
-		n += snprintf(name + n, sizeof(name) - (size_t)n, " tid %u", e->tid);
-	/* multiplexed: the reading stands for the whole period; absent (0) or a counter that
-	 * never ran (time_running 0, an infinite ratio) says nothing to scale by */
-	if (isfinite(e->scale) && e->scale > 0 && isfinite(v * e->scale))
-		v *= e->scale; /* an infinite product would print "inf": not JSON */
-	begin(t, "C", name, (size_t)n, "pmu", pid, pid, e->ts_ns);
-	put(t, ",\"args\":{\"delta\":%.15g}", v);
+	if (e->sub_kind == XPU_PMU_SCOPE_CPU && e->cpu != XPU_PMU_NO_CPU) {
+		owner = e->cpu;
+		snprintf(suffix, sizeof(suffix), " cpu%u", e->cpu);
+	} else if (e->sub_kind == XPU_PMU_SCOPE_THREAD) {
+		owner = e->tid;
+		snprintf(suffix, sizeof(suffix), " tid %u", e->tid);
+	}
+	tr = table__get(&t->pmu, (__u64)pid << 32 | owner,
+			pmu_hash(e->name, e->name_len, e->sub_kind), true);
+	if (!tr) {
+		t->full++;
+		return;
+	}
+	if (e->ts_ns <= tr->prev_ts)
+		return; /* the same reading again, or one out of order: no interval */
+	if (!tr->prev_ts || !(e->scale > 0) || !isfinite(count = (double)e->delta * e->scale)) {
+		tr->prev_ts = e->ts_ns;
+		return;
+	}
+	n = snprintf(name, sizeof(name), "%.*s%s", e->name_len ? (int)e->name_len : 7,
+		     e->name_len ? e->name : "counter", suffix);
+	begin(t, "C", name, (size_t)n, "pmu", pid, pid, tr->prev_ts);
+	put(t, ",\"args\":{\"/s\":%.15g}", count * 1e9 / (double)(e->ts_ns - tr->prev_ts));
+	emit(t);
+	tr->start = tr->prev_ts;
+	tr->end = tr->prev_ts = e->ts_ns;
+	tr->count = count;
+	/* IPC once both of the pair have the interval: when the second of them comes */
+	if (pmu_is(e, "instructions")) {
+		pair = pmu_pair(t, tr, e->sub_kind, cycles);
+		insn_count = tr->count;
+		cycles_count = pair ? pair->count : 0;
+	} else if (pmu_is(e, "cycles") || pmu_is(e, "cpu-cycles")) {
+		pair = pmu_pair(t, tr, e->sub_kind, insn);
+		insn_count = pair ? pair->count : 0;
+		cycles_count = tr->count;
+	}
+	if (!pair || !(cycles_count > 0))
+		return;
+	n = snprintf(name, sizeof(name), "IPC%s", suffix);
+	begin(t, "C", name, (size_t)n, "pmu", pid, pid, tr->start);
+	put(t, ",\"args\":{\"insn/cycle\":%.6g}", insn_count / cycles_count);
 	emit(t);
 }
 
@@ -1196,6 +1319,7 @@ static void loss(struct timeline *t, const struct xpu_cevent *e)
 static void clock_sync(struct timeline *t, const struct xpu_cevent *e)
 {
 	t->syncs_total++;
+	sink_clocks__add(&t->clocks, e); /* a bad bracket is counted there */
 	if (t->n_syncs == SYNCS_MAX)
 		return;
 	t->syncs[t->n_syncs++] = (struct sync_reading){ .pid = e->pid,
@@ -1287,7 +1411,7 @@ static void write_tail(struct timeline *t)
 		struct thread *th;
 
 		if (r->used && (th = table__get(&t->threads, r->pid, r->tid, false)))
-			range_close(t, th, i + 1, t->max_ts, true);
+			range_close(t, th, i + 1, t->max_ts, NULL);
 	}
 	/* every window still open, whatever may come late: there is no later */
 	sm_active__close(t->sm, true);
@@ -1403,7 +1527,12 @@ static void write_other(struct timeline *t)
 		    (uint64_t)t->window_ns, (uint64_t)t->lateness_ns, (uint64_t)c.late,
 		    (uint64_t)c.late_ns, (uint64_t)c.forced, (uint64_t)c.filled_ns,
 		    (uint64_t)t->sm_missed);
-	out__printf(t->o, ",\"clock_sync_readings\":%" PRIu64 ",\"clock_sync\":[",
+	/* the models (docs/clock.md) from every reading, then the first SYNCS_MAX readings */
+	if (sink_clocks__json(&t->clocks, t->clocks_json, SINK_CLOCKS_JSON_MAX) > 0) {
+		out__printf(t->o, ",\"clock_sync\":");
+		out__write(t->o, t->clocks_json, strlen(t->clocks_json));
+	}
+	out__printf(t->o, ",\"clock_sync_readings\":%" PRIu64 ",\"clock_sync_samples\":[",
 		    (uint64_t)t->syncs_total);
 	for (i = 0; i < t->n_syncs; i++) {
 		const struct sync_reading *s = &t->syncs[i];
@@ -1496,7 +1625,10 @@ static void timeline_free(void *st)
 	free(t->gpus.slots);
 	free(t->streams.slots);
 	free(t->devices.slots);
+	free(t->pmu.slots);
 	free(t->ev);
+	free(t->clocks_json);
+	sink_clocks__free(&t->clocks);
 	free(t);
 }
 
@@ -1574,10 +1706,13 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = table__init(&t->streams, sizeof(struct stream), STREAMS_MAX);
 	if (!err)
 		err = table__init(&t->devices, sizeof(struct device), DEVICES_MAX);
+	if (!err)
+		err = table__init(&t->pmu, sizeof(struct pmu_track), PMU_TRACKS_MAX);
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
 	t->ev = malloc(EV_MAX);
+	t->clocks_json = malloc(SINK_CLOCKS_JSON_MAX);
 	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
-	if (err || !t->ranges || !t->ev || !t->sm) {
+	if (err || !t->ranges || !t->ev || !t->clocks_json || !t->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;

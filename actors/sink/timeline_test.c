@@ -4,7 +4,8 @@
  * and the exact text of the events that carry its rules: names escaped to valid UTF-8,
  * ranges paired into one slice, an arrow only where both ends are in the file, slices that
  * do not nest moved to an overlap lane, SM-active from merged kernel intervals, the sync
- * metadata. tests/sink_timeline_test.sh checks whole sessions with an independent reader.
+ * metadata, counters as scaled rates per interval with IPC where instructions and cycles
+ * pair up, and the counters the correlator attached to kernels and ranges as their args. tests/sink_timeline_test.sh checks whole sessions with an independent reader.
  */
 #include "actors/sink/fmt.h"
 
@@ -60,6 +61,31 @@ static void link_to(struct xpu_cevent *e, __u32 type, __u64 target)
 	e->links[e->n_links++] = (struct xpu_link){ .type = type, .target = target };
 }
 
+static struct xpu_cevent reading(__u64 id, __u32 pid, __u32 scope, __u32 cpu, const char *name,
+				 __u64 ts, __u64 delta, double scale)
+{
+	struct xpu_cevent e = ev(id, XPU_REC_PMU_COUNTER, pid, pid, ts, 0);
+
+	e.sub_kind = scope;
+	e.cpu = cpu;
+	e.name = name;
+	e.name_len = (__u32)strlen(name);
+	e.delta = delta;
+	e.scale = scale;
+	return e;
+}
+
+static void attach(struct xpu_cevent *e, double insn, double cycles, bool estimated)
+{
+	e->n_counters = 2;
+	e->counters[0] =
+		(struct xpu_wire_counter){ .name = "instructions", .name_len = 12, .delta = insn };
+	e->counters[1] =
+		(struct xpu_wire_counter){ .name = "cycles", .name_len = 6, .delta = cycles };
+	e->ipc = insn / cycles;
+	e->counter_flags = estimated ? XPU_COUNTERS_F_ESTIMATED : 0;
+}
+
 int main(void)
 {
 	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
@@ -67,7 +93,7 @@ int main(void)
 	static const char *const frames[3] = { "sys_read", NULL, "main\"q\x01" };
 	struct fmt_env env = { .get = env_get, .path = env_path };
 	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
-	struct xpu_cevent e[16];
+	struct xpu_cevent e[32];
 	char why[512], *text;
 	void *st = NULL;
 	__u32 n = 0;
@@ -101,6 +127,7 @@ int main(void)
 	e[n++].correlation_id = 8;
 	e[n] = ev(5, XPU_REC_RANGE, 42, 42, BASE + 9000, 0);
 	e[n].sub_kind = XPU_RANGE_POP;
+	attach(&e[n], 900, 1800, false);
 	link_to(&e[n++], XPU_LINK_COMPLETES, 2);
 	/* a pop whose push never came */
 	e[n] = ev(6, XPU_REC_RANGE, 42, 42, BASE + 9500, 0);
@@ -113,6 +140,7 @@ int main(void)
 	e[n].confidence = 1;
 	e[n].name = bad_name;
 	e[n].name_len = sizeof(bad_name) - 1;
+	attach(&e[n], 1500, 2000, true);
 	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 3);
 	e[n] = ev(8, XPU_REC_GPU_KERNEL, 42, 42, BASE + 40 * MS, BASE + 90 * MS);
 	e[n].stream = 8;
@@ -128,6 +156,15 @@ int main(void)
 	e[n] = ev(10, XPU_REC_CLOCK_SYNC, 42, 42, BASE, BASE + 2000);
 	e[n].sub_kind = XPU_CLOCK_CUPTI;
 	e[n++].value = 555;
+	/* a second, 1 s later on both clocks: the model is exact, target = source + BASE +
+	 * 445 (the midpoints' offset), within half a bracket; and a bracket that ends before it
+	 * begins, refused */
+	e[n] = ev(25, XPU_REC_CLOCK_SYNC, 42, 42, BASE + 1000 * MS, BASE + 1000 * MS + 2000);
+	e[n].sub_kind = XPU_CLOCK_CUPTI;
+	e[n++].value = 555 + 1000 * MS;
+	e[n] = ev(26, XPU_REC_CLOCK_SYNC, 42, 42, BASE + 5000, BASE + 4000);
+	e[n].sub_kind = XPU_CLOCK_CUPTI;
+	e[n++].value = 999;
 	/* a range without a name (name NULL), a counter scaled past what a double holds, and
 	 * allocations past INT64_MAX: hostile numbers still make valid JSON, no UB */
 	e[n] = ev(11, XPU_REC_RANGE, 43, 43, BASE, 0);
@@ -135,18 +172,29 @@ int main(void)
 	e[n] = ev(12, XPU_REC_RANGE, 43, 43, BASE + 2000, 0);
 	e[n].sub_kind = XPU_RANGE_POP;
 	link_to(&e[n++], XPU_LINK_COMPLETES, 11);
-	e[n] = ev(13, XPU_REC_PMU_COUNTER, 42, 42, BASE, 0);
-	e[n].sub_kind = XPU_PMU_SCOPE_PROCESS;
-	e[n].name = "cycles";
-	e[n].name_len = 6;
-	e[n].delta = 10;
-	e[n++].scale = 1e308;
+	e[n++] = reading(13, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "cache-misses", BASE, 10,
+			 1e308);
+	e[n++] = reading(16, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "cache-misses",
+			 BASE + 100 * MS, 10, 1e308);
 	e[n] = ev(14, XPU_REC_GPU_MEMORY, 42, 42, BASE + 97 * MS, 0);
 	e[n].sub_kind = XPU_MEM_ALLOC;
 	e[n++].bytes = (1ull << 63) + 5;
 	e[n] = ev(15, XPU_REC_GPU_MEMORY, 42, 42, BASE + 98 * MS, 0);
 	e[n].sub_kind = XPU_MEM_ALLOC;
 	e[n++].bytes = (1ull << 63) + 5;
+	/* pid 42's instructions and cycles (multiplexed: scale 2) over [0, 100 ms]; a CPU's
+	 * cycles over [0, 50 ms], then a reading of a counter that did not run */
+	e[n++] = reading(17, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "instructions", BASE, 5,
+			 1.0);
+	e[n++] = reading(18, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "cycles", BASE, 5, 1.0);
+	e[n++] = reading(19, 0, XPU_PMU_SCOPE_CPU, 3, "cycles", BASE, 5, 1.0);
+	e[n++] = reading(20, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "instructions",
+			 BASE + 100 * MS, 2000, 1.0);
+	e[n++] = reading(21, 42, XPU_PMU_SCOPE_PROCESS, XPU_PMU_NO_CPU, "cycles", BASE + 100 * MS,
+			 4000, 2.0);
+	e[n++] = reading(22, 0, XPU_PMU_SCOPE_CPU, 3, "cycles", BASE + 50 * MS, 1000, 1.0);
+	e[n++] = reading(23, 0, XPU_PMU_SCOPE_CPU, 3, "cycles", BASE + 100 * MS, 0, 0.0);
+	e[n++] = reading(24, 0, XPU_PMU_SCOPE_CPU, 3, "cycles", BASE + 150 * MS, 500, 1.0);
 	b.n_events = n;
 	fmt_timeline.batch(st, &b, e);
 
@@ -199,20 +247,69 @@ int main(void)
 		       strstr(text, "\"args\":{\"name\":\"train\"}") &&
 		       strstr(text, "\"args\":{\"name\":\"train 42 (overlap 1)\"}"),
 	       "processes, threads, streams and lanes are named");
-	tap_ok(strstr(text, "\"clock_sync\":[{\"pid\":42,\"clock\":\"cupti\","
-			    "\"ref_before_ns\":1000000000000,\"other_ns\":555,"
-			    "\"ref_after_ns\":1000000002000}]") != NULL,
-	       "the clock sync reading is in otherData");
+	tap_ok(strstr(text, "\"clock_sync_readings\":3,\"clock_sync_samples\":[{\"pid\":42,"
+			    "\"clock\":\"cupti\",\"ref_before_ns\":1000000000000,\"other_ns\":555,"
+			    "\"ref_after_ns\":1000000002000},") != NULL,
+	       "the clock sync readings are in otherData");
+	tap_ok(strstr(text, "\"clock_sync\":{\"cupti\":{\"source\":\"cupti\",\"target\":"
+			    "\"CLOCK_MONOTONIC\",\"slope\":1,\"intercept_ns\":1000000000445,"
+			    "\"error_ns\":1001,") != NULL &&
+		       strstr(text, "\"samples\":2,\"tightest_ns\":2000,") &&
+		       strstr(text, "\"message\":\"\",\"readings\":3,\"refused\":1}}"),
+	       "and the model of the CUPTI clock they give: offset and slope exact, error half a "
+	       "bracket, the bad bracket refused");
 	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"range\",\"cat\":\"range\",\"pid\":43,"
 			    "\"tid\":43,\"ts\":1000000000.000,\"dur\":2.000") != NULL,
 	       "a range without a name is one slice named range");
-	tap_ok(strstr(text, "\"name\":\"cycles\",\"cat\":\"pmu\"") &&
-		       strstr(text, "\"args\":{\"delta\":10}") && !strstr(text, "inf}"),
-	       "a scale that would make the delta infinite is not applied: no 'inf' in JSON");
+	tap_ok(!strstr(text, "\"name\":\"cache-misses\"") && !strstr(text, "inf}"),
+	       "a scale that would make the delta infinite writes no point: no 'inf' in JSON");
+	tap_ok(strstr(text, "{\"ph\":\"C\",\"name\":\"instructions\",\"cat\":\"pmu\",\"pid\":42,"
+			    "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"/s\":20000}}") &&
+		       strstr(text, "{\"ph\":\"C\",\"name\":\"cycles\",\"cat\":\"pmu\",\"pid\":42,"
+				    "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"/s\":80000}}"),
+	       "a process's counter: its scaled rate over the interval, at the interval's start");
+	tap_ok(strstr(text,
+		      "{\"ph\":\"C\",\"name\":\"IPC\",\"cat\":\"pmu\",\"pid\":42,"
+		      "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"insn/cycle\":0.25}}") != NULL,
+	       "IPC of the process: instructions / scaled cycles of the same interval");
+	tap_ok(strstr(text, "\"name\":\"cycles cpu3\",\"cat\":\"pmu\",\"pid\":1073741826,"
+			    "\"tid\":1073741826,\"ts\":1000000000.000,\"args\":{\"/s\":20000}}") &&
+		       strstr(text, "\"ts\":1000100000.000,\"args\":{\"/s\":10000}}") &&
+		       !strstr(text, "\"ts\":1000050000.000,\"args\":{\"/s\"") &&
+		       strstr(text,
+			      "{\"ph\":\"M\",\"name\":\"process_name\",\"cat\":\"__metadata\","
+			      "\"pid\":1073741826,\"tid\":1073741826,\"args\":{\"name\":"
+			      "\"system\"}}"),
+	       "a CPU's counter on the system track; the interval it did not run has no point");
+	tap_ok(strstr(text, "\"corr_type\":\"exact_id\",\"confidence\":1,\"counters\":{"
+			    "\"instructions\":1500,\"cycles\":2000},\"ipc\":0.75,"
+			    "\"counters_estimated\":true") != NULL,
+	       "a kernel slice carries its counters, IPC and whether they are estimated");
+	tap_ok(strstr(text,
+		      "\"name\":\"step\",\"cat\":\"range\",\"pid\":42,\"tid\":42,"
+		      "\"ts\":1000000000.000,\"dur\":9.000,\"args\":{\"range_id\":0,"
+		      "\"counters\":{\"instructions\":900,\"cycles\":1800},\"ipc\":0.5}}") != NULL,
+	       "a range slice carries its pop's counters");
 	tap_ok(strstr(text, "\"args\":{\"bytes\":9223372036854775807}") != NULL,
 	       "device memory saturates at INT64_MAX instead of overflowing");
 	if (tap_failed_)
 		tap_diag("%s", text);
+	free(text);
+
+	/* no CLOCK_SYNC at all: every source stamped CLOCK_MONOTONIC, and otherData says so */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open again: %s", err ? why : "ok"))
+		return tap_done();
+	b.n_events = 1;
+	fmt_timeline.batch(st, &b, e);
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+	text = tap_slurp(path);
+	tap_ok(text && strstr(text, "\"clock_sync\":{\"all\":{\"source\":\"all sources stamp "
+				    "CLOCK_MONOTONIC\",\"target\":\"CLOCK_MONOTONIC\","
+				    "\"slope\":1,\"intercept_ns\":0,\"error_ns\":0,"),
+	       "without readings: all sources stamp CLOCK_MONOTONIC, error 0");
 	free(text);
 	unlink(path);
 	return tap_done();

@@ -55,7 +55,7 @@ def main():
         subprocess.run([sys.argv[1], "encode", bin_path, os.path.join(tmp, "b.json")],
                        check=True)
         data = open(bin_path, "rb").read()
-        pos, names = 0, ["c_cpu", "c_gpu", "c_other", "c_empty", "c_names"]
+        pos, names = 0, ["c_cpu", "c_gpu", "c_other", "c_empty", "c_names", "c_counters"]
         while pos < len(data):
             (n,) = struct.unpack_from("<I", data, pos)
             seeds[names.pop(0) + ".mp"] = data[pos + 4:pos + 4 + n]
@@ -104,6 +104,16 @@ def main():
                                             symbols=[b"a" * 4097]))
     seeds["names_nul.mp"] = pack(batch([ev(2, stack=[1], frames=[0])], symbols=[b"a\0"]))
     seeds["names_len.mp"] = pack(batch([ev(2, stack=[1, 2], frames=[0])], symbols=[b"a"]))
+
+    # counters: a third party's (keys in another order, a delta as float32); the malformed
+    # ones are wire_test's (the corpus stays under 50 files)
+    seeds["py_counters.mp"] = pack(batch([
+        ev(5, 1, 10, end=20, cflags=1, ipc=0.5,
+           counters=[[b"instructions", 1e9], [b"cycles", 2e9], [b"r01c2:u\xff", 0.0]]),
+        ev(11, 2, 30, sub=2, counters=[[b"task-clock", 12.5]])]))
+    raw = bytearray(pack(batch([ev(5, counters=[[b"c", 1.5]])])))
+    raw[-9:] = b"\xca\x3f\xc0\x00\x00"  # the delta as float32
+    seeds["counters_float32.mp"] = bytes(raw)
 
     os.makedirs(OUT, exist_ok=True)
     for name in os.listdir(OUT):

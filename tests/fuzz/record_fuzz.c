@@ -71,9 +71,10 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		finish(o);
 }
 
-static const char *name_of(__u32 pid, __u64 id, __u32 *len, void *ctx)
+static const char *name_of(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx)
 {
 	(void)pid;
+	(void)kind;
 	(void)ctx;
 	*len = (__u32)(id % 3);
 	return id % 3 ? "k<>" : NULL;

@@ -81,6 +81,51 @@ static void session(int kernel_first)
 	}
 }
 
+static void reading(__u32 pid, __u64 id, __u64 ts, __u64 value, __u32 scope)
+{
+	struct xpu_pmu_counter *c;
+
+	fixed(XPU_REC_PMU_COUNTER, sizeof(*c), ts, pid, pid);
+	c = (void *)(buf + used);
+	c->counter_id = id;
+	c->value = value;
+	c->delta = value / 4;
+	c->time_enabled = ts;
+	c->time_running = ts / 2; /* multiplexed */
+	c->cpu = scope == XPU_PMU_SCOPE_CPU ? 1 : XPU_PMU_NO_CPU;
+	c->scope = scope;
+	put(sizeof(*c));
+}
+
+/* Counter readings around kernels and ranges, for the counters stage: readings of three
+ * counters of pid 10 (and a CPU's), kernels inside, past and before them, a pushed and
+ * popped range, a start/end range across threads. */
+static void counters_session(void)
+{
+	__u64 t, c;
+
+	for (t = 1; t <= 4; t++) {
+		for (c = 1; c <= 4; c++)
+			reading(10, c, 1000 * t, 700 * t * c, XPU_PMU_SCOPE_PROCESS);
+		reading(0, 1, 1000 * t, 900 * t, XPU_PMU_SCOPE_CPU);
+		put(xpu_string__build(buf + used, sizeof(buf) - used, 1000 * t, 10, 10, t,
+				      XPU_STR_COUNTER, "cycles", 6));
+	}
+	put(xpu_range__build(buf + used, sizeof(buf) - used, 1200, 10, 10, XPU_RANGE_PUSH, 1, 0, 0,
+			     "step", 4));
+	put(xpu_range__build(buf + used, sizeof(buf) - used, 1300, 10, 11, XPU_RANGE_START, 9, 0, 0,
+			     "io", 2));
+	key(10, 1, 1500, 1, 7); /* kernel 2000..2400 */
+	key(10, 2, 3500, 0, 7);
+	key(10, 3, 9000, 1, 7); /* far past the readings */
+	put(xpu_range__build(buf + used, sizeof(buf) - used, 3300, 10, 12, XPU_RANGE_END, 9, 0, 0,
+			     NULL, 0));
+	put(xpu_range__build(buf + used, sizeof(buf) - used, 3800, 10, 10, XPU_RANGE_POP, 1, 0, 0,
+			     NULL, 0));
+	fixed(XPU_REC_PROC_EXIT, sizeof(struct xpu_proc_exit), 9500, 10, 10);
+	put(sizeof(struct xpu_proc_exit));
+}
+
 static int write_seed(const char *dir, const char *name, unsigned char opts)
 {
 	char path[4200];
@@ -115,5 +160,8 @@ int main(int argc, char **argv)
 	used += 64;
 	((struct xpu_rec *)(buf + 200))->size = 13;
 	err |= write_seed(argv[1], "garbage_and_bad_size", 0x0e);
+	used = 0;
+	counters_session();
+	err |= write_seed(argv[1], "counters", 0x3e); /* every enrich stage, counters included */
 	return err ? 111 : 0;
 }

@@ -79,8 +79,16 @@ static bool same_event(const struct xpu_cevent *a, const struct xpu_cevent *b)
 	    a->shared_mem != b->shared_mem || a->api_id != b->api_id ||
 	    a->sub_kind != b->sub_kind || a->bytes != b->bytes || a->address != b->address ||
 	    a->value != b->value || a->delta != b->delta || !same_double(a->scale, b->scale) ||
-	    a->name_len != b->name_len || a->n_kernel != b->n_kernel || a->n_user != b->n_user)
+	    a->name_len != b->name_len || a->n_kernel != b->n_kernel || a->n_user != b->n_user ||
+	    a->n_counters != b->n_counters || a->counter_flags != b->counter_flags ||
+	    !same_double(a->ipc, b->ipc))
 		return false;
+	for (i = 0; i < a->n_counters; i++) {
+		if (a->counters[i].name_len != b->counters[i].name_len ||
+		    memcmp(a->counters[i].name, b->counters[i].name, a->counters[i].name_len) ||
+		    !same_double(a->counters[i].delta, b->counters[i].delta))
+			return false;
+	}
 	for (i = 0; i < 3; i++) {
 		if (a->grid[i] != b->grid[i] || a->block[i] != b->block[i])
 			return false;
@@ -138,6 +146,18 @@ static void check_decoded(const struct xpu_wire_batch *batch, const struct xpu_c
 				"frame name within the limit");
 		}
 		require(ev[i].confidence >= 0.0f && ev[i].confidence <= 1.0f, "conf within 0..1");
+		require(ev[i].n_counters <= XPU_WIRE_COUNTERS_MAX, "counters within the limit");
+		for (j = 0; j < ev[i].n_counters; j++) {
+			const struct xpu_wire_counter *c = &ev[i].counters[j];
+
+			require(c->name_len && c->name_len <= XPU_WIRE_COUNTER_NAME_MAX &&
+					inside(c->name, c->name_len, msg, len),
+				"counter name within the limit, inside the message");
+			require(c->delta >= 0 && c->delta <= 1.7976931348623157e308,
+				"counter delta finite and not negative");
+		}
+		require(ev[i].ipc >= 0 && ev[i].ipc <= 1.7976931348623157e308,
+			"ipc finite and not negative");
 		used += frames;
 	}
 	require(used <= POOL, "frames within the pool");
