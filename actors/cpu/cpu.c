@@ -16,7 +16,6 @@
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "actors/actor.h"
+#include "actors/proctree.h"
 #include "bpf/profile.h"
 #include "common/status.h"
 #include "profile.skel.h"
@@ -306,88 +306,21 @@ static int add_target(struct cpu_src *c, __u32 pid)
 				    BPF_ANY);
 }
 
-/* The parent of pid from /proc/PID/stat, or 0. comm may hold spaces and ')': the fields
- * after the last ')' are the fixed ones. */
-static __u32 parent_of(__u32 pid)
+static int add_target_fn(__u32 pid, void *ctx)
 {
-	char path[64], buf[512], *p;
-	unsigned int ppid;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
-		return 0;
-	return ppid;
+	add_target(ctx, pid); /* a full map is counted by the kernel side's forks alike */
+	return 0;
 }
 
-/*
- * Tree mode: the root and the descendants it already has (forks from now on are followed
- * in the kernel). One pass over /proc collects (pid, ppid); descendants are then marked
- * until nothing changes, which is fine for the few thousand processes of a host.
- */
+/* Tree mode: the root and the descendants it already has (forks from now on are followed in
+ * the kernel). */
 static int add_tree(struct cpu_src *c, __u32 root)
 {
-	struct {
-		__u32 pid, ppid;
-		bool in;
-	} *procs = NULL;
-	size_t n = 0, cap = 0, i;
-	struct dirent *de;
-	bool changed;
-	DIR *d;
-	int err;
+	int err = add_target(c, root);
 
-	if ((err = add_target(c, root)))
+	if (err)
 		return err;
-	d = opendir("/proc");
-	if (!d)
-		return 0; /* the root alone: forks from now on are still followed */
-	while ((de = readdir(d))) {
-		unsigned long pid = strtoul(de->d_name, NULL, 10);
-
-		if (!pid)
-			continue;
-		if (n == cap) {
-			void *grown = realloc(procs, (cap = cap ? 2 * cap : 256) * sizeof(*procs));
-
-			if (!grown)
-				break;
-			procs = grown;
-		}
-		procs[n].pid = (__u32)pid;
-		procs[n].ppid = parent_of((__u32)pid);
-		procs[n].in = procs[n].pid == root;
-		n++;
-	}
-	closedir(d);
-	do {
-		changed = false;
-		for (i = 0; i < n; i++) {
-			size_t j;
-
-			if (procs[i].in)
-				continue;
-			for (j = 0; j < n; j++) {
-				if (procs[j].in && procs[j].pid == procs[i].ppid) {
-					procs[i].in = changed = true;
-					add_target(c, procs[i].pid);
-					break;
-				}
-			}
-		}
-	} while (changed);
-	free(procs);
-	return 0;
+	return proctree__walk(root, add_target_fn, c);
 }
 
 static int set_target(struct cpu_src *c)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "actors/actor.h"
+#include "actors/proctree.h"
 #include "actors/pmu/events.h"
 #include "actors/pmu/scale.h"
 #include "common/status.h"
@@ -297,29 +298,6 @@ static int online_cpus(bool *online)
 	return pmu_cpulist__parse(text, online, MAX_CPUS);
 }
 
-/* The parent of pid from /proc/PID/stat, or 0 (as actors/cpu/cpu.c reads it). */
-static __u32 parent_of(__u32 pid)
-{
-	char path[64], buf[512], *s;
-	unsigned int ppid;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	s = strrchr(buf, ')');
-	if (!s || sscanf(s + 1, " %*c %u", &ppid) != 1)
-		return 0;
-	return ppid;
-}
-
 /* A process that has exited: gone from /proc, or a zombie waiting for its parent. */
 static bool process_gone(__u32 pid)
 {
@@ -358,66 +336,20 @@ static int add_unit(struct pmu_src *p, enum xpu_pmu_scope scope, __u32 pid, __u3
 	return 0;
 }
 
-/*
- * Tree: the root and the descendants it already has, one unit each (later forks are counted
- * into their parent's counters by inherit). One pass over /proc, then descendants marked
- * until nothing changes, as actors/cpu/cpu.c's add_tree does.
- */
+/* Tree: the root and the descendants it already has (actors/proctree.c), one unit each;
+ * later forks are counted into their parent's counters by inherit. */
+static int add_tree_unit(__u32 pid, void *ctx)
+{
+	return add_unit(ctx, XPU_PMU_SCOPE_PROCESS, pid, XPU_PMU_NO_CPU);
+}
+
 static int add_tree(struct pmu_src *p, __u32 root)
 {
-	struct {
-		__u32 pid, ppid;
-		bool in;
-	} *procs = NULL;
-	size_t n = 0, cap = 0, i, j;
-	struct dirent *de;
-	bool changed;
-	DIR *d;
-	int err;
+	int err = add_unit(p, XPU_PMU_SCOPE_PROCESS, root, XPU_PMU_NO_CPU);
 
-	if ((err = add_unit(p, XPU_PMU_SCOPE_PROCESS, root, XPU_PMU_NO_CPU)))
+	if (err)
 		return err;
-	d = opendir("/proc");
-	if (!d)
-		return 0; /* the root alone: its later children are still counted */
-	while ((de = readdir(d))) {
-		unsigned long pid = strtoul(de->d_name, NULL, 10);
-
-		if (!pid)
-			continue;
-		if (n == cap) {
-			void *grown = realloc(procs, (cap = cap ? 2 * cap : 256) * sizeof(*procs));
-
-			if (!grown)
-				break;
-			procs = grown;
-		}
-		procs[n].pid = (__u32)pid;
-		procs[n].ppid = parent_of((__u32)pid);
-		procs[n].in = procs[n].pid == root;
-		n++;
-	}
-	closedir(d);
-	do {
-		changed = false;
-		for (i = 0; i < n; i++) {
-			if (procs[i].in)
-				continue;
-			for (j = 0; j < n; j++) {
-				if (procs[j].in && procs[j].pid == procs[i].ppid) {
-					procs[i].in = changed = true;
-					if ((err = add_unit(p, XPU_PMU_SCOPE_PROCESS, procs[i].pid,
-							    XPU_PMU_NO_CPU))) {
-						free(procs);
-						return err;
-					}
-					break;
-				}
-			}
-		}
-	} while (changed);
-	free(procs);
-	return 0;
+	return proctree__walk(root, add_tree_unit, p);
 }
 
 /* The units of the target: per CPU (all, cgroup) or per process (pid, tree, command). */
