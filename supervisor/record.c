@@ -58,8 +58,10 @@ static const char usage_record[] =
 	"Example: xpusup record -o out -- ./train --epochs 1\n";
 
 /* The built-in pipeline of design.md section 7. The sources are optional: without the
- * privileges for BPF or perf events the session goes on without them. The CUPTI source joins
- * here when its actor exists. */
+ * privileges for BPF or perf events the session goes on without them. The inproc source
+ * listens on the session's inproc.sock, which CMD finds through XPUSUP_SESSION_DIR: a program
+ * linked with libxpusup_annotate shows its ranges without a pipeline of its own. The CUPTI
+ * source joins here when its actor exists. */
 static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
 				   "[source cpu]\n"
 				   "kind = cpu\n"
@@ -70,6 +72,10 @@ static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, 
 				   "[source hw]\n"
 				   "kind = pmu\n"
 				   "target = command\n"
+				   "optional = yes\n"
+				   "\n"
+				   "[source ann]\n"
+				   "kind = inproc\n"
 				   "optional = yes\n"
 				   "\n"
 				   "[correlator]\n"

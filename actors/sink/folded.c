@@ -24,11 +24,21 @@
  * readers take the weight after the last one. Stacks are told apart by their addresses: a
  * stack takes its names when it is first met, and a frame first met without a name takes one
  * from a later event that has it. Names are kept once each (interned) for the whole run.
+ *
+ * User scopes (the annotate API's ranges, NVTX ranges through CUPTI) are frames too, right
+ * after the comm, outermost first: "train;[range] epoch;[range] forward;main;...;matmul". The
+ * correlator makes the innermost range open on a thread the parent of the samples, launches
+ * and nested ranges inside it, and links a launch's GPU work to that range (inside_range). The
+ * sink remembers each range begin it sees (id -> name, enclosing range) in a bounded table,
+ * the newest RANGES_MAX of them, and keeps a range past its end: GPU work arrives well after
+ * the range around its launch closed. An event whose range is not (or no longer) known keeps
+ * its plain stack.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +53,12 @@
 #define COMM_MAX 16
 #define NAMES_MAX (1u << 24) /* distinct frame names kept; past that, frames stay hex */
 /* the longest line: comm, every frame at its longest name, the GPU leaf */
-#define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + 8192)
+#define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + SCOPE_MAX + 8192)
+#define RANGES_MAX 65536 /* range begins remembered, the newest */
+#define SCOPE_DEPTH_MAX 32 /* range frames per stack (the correlator nests 32 deep) */
+#define SCOPE_NAME_MAX 1024 /* bytes of a range's name kept (XPU_RANGE_NAME_MAX) */
+/* a stack's range frames: "[range] NAME" each, ';' between */
+#define SCOPE_MAX (SCOPE_DEPTH_MAX * (SCOPE_NAME_MAX + 10))
 
 enum frame_kind {
 	LEAF_NONE = 0, /* a CPU sample: the frames are the whole stack */
@@ -62,6 +77,9 @@ struct stack {
 	const char **names; /* parallel to frames, interned (struct names); NULL: none yet */
 	__u16 unnamed; /* frames without a name */
 	char *leaf; /* "[gpu] name", not NUL-terminated */
+	/* the enclosing user scopes, "[range] outer;[range] inner", interned (struct names):
+	 * equal chains are the same pointer; NULL: none */
+	const char *scope;
 	bool used;
 };
 
@@ -83,6 +101,24 @@ struct comm {
 
 #define COMMS_MAX 65536
 
+/* A range begin (PUSH or START) as the correlator sent it. Ids are unique per producer (a
+ * correlator shard), so (producer, id) names a range. */
+struct range {
+	__u64 id; /* 0: a free slot */
+	__u64 parent_id; /* the range it was pushed inside, 0: outermost */
+	__u32 producer;
+	__u32 next; /* the next in its hash chain: index + 1, 0: none */
+	const char *frame; /* "[range] NAME", sanitised, interned (struct names); NULL: no room */
+};
+
+/* The newest RANGES_MAX range begins: a ring (the oldest is overwritten) with a chained hash
+ * index over it. */
+struct ranges {
+	struct range *e; /* RANGES_MAX */
+	__u32 *bucket; /* RANGES_MAX heads: index + 1 of a chain's first entry */
+	__u32 head; /* the slot the next begin takes */
+};
+
 struct folded {
 	char path[FOLDED_PATH_MAX];
 	char html[FOLDED_PATH_MAX];
@@ -96,12 +132,15 @@ struct folded {
 	__u32 n_pre;
 	__u32 n_comms;
 	struct names names;
+	struct ranges ranges;
+	char *scope; /* SCOPE_MAX bytes: the range frames being built */
 	char *line; /* LINE_MAX bytes: the line being built */
-	__u64 cpu_samples, gpu_events, overflow, writes, dirty;
+	__u64 cpu_samples, gpu_events, overflow, writes, dirty, in_range;
 };
 
-static const char *const counter_names[] = { "stacks", "cpu_samples", "gpu_events",
-					     "stacks_overflow", "files_written" };
+static const char *const counter_names[] = {
+	"stacks", "cpu_samples", "gpu_events", "stacks_overflow", "files_written", "events_in_range"
+};
 
 static __u64 hash_bytes(__u64 h, const void *p, size_t n)
 {
@@ -197,6 +236,109 @@ static void names__free(struct names *t)
 	free(t->slot);
 }
 
+static __u32 range_bucket(__u32 producer, __u64 id)
+{
+	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48)) & (RANGES_MAX - 1);
+}
+
+static struct range *ranges__find(struct ranges *t, __u32 producer, __u64 id)
+{
+	__u32 i;
+
+	for (i = t->bucket[range_bucket(producer, id)]; i; i = t->e[i - 1].next)
+		if (t->e[i - 1].id == id && t->e[i - 1].producer == producer)
+			return &t->e[i - 1];
+	return NULL;
+}
+
+/* Remember a range begin, forgetting the oldest one when the table is full. */
+static void ranges__add(struct folded *f, __u32 producer, const struct xpu_cevent *e)
+{
+	struct ranges *t = &f->ranges;
+	struct range *r = &t->e[t->head];
+	__u32 slot = t->head + 1, *p;
+	char name[SCOPE_NAME_MAX + 16];
+	size_t len, i;
+
+	if (!e->id || ranges__find(t, producer, e->id))
+		return;
+	if (r->id) { /* evict the oldest: unlink it from its chain */
+		for (p = &t->bucket[range_bucket(r->producer, r->id)]; *p != slot;
+		     p = &t->e[*p - 1].next)
+			;
+		*p = r->next;
+	}
+	len = (size_t)snprintf(name, sizeof(name), "[%s] ",
+			       e->flags & XPU_RANGE_F_NVTX ? "nvtx" : "range");
+	if (!e->name_len) {
+		len += (size_t)snprintf(name + len, sizeof(name) - len, "unnamed");
+	} else {
+		/* ';' would split the frame, a control byte (a line break) end the line */
+		for (i = 0; i < e->name_len && i < SCOPE_NAME_MAX; i++) {
+			unsigned char c = (unsigned char)e->name[i];
+
+			name[len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
+		}
+		name[len] = 0;
+	}
+	*r = (struct range){ .id = e->id,
+			     .parent_id = e->parent_id,
+			     .producer = producer,
+			     .frame = names__intern(&f->names, name) };
+	p = &t->bucket[range_bucket(producer, e->id)];
+	r->next = *p;
+	*p = slot;
+	t->head = (t->head + 1) % RANGES_MAX;
+}
+
+/* The range an event happened inside: its inside_range link, else its parent when that is a
+ * range (a CPU sample inside an API call has the call as parent, the range as link). */
+static struct range *range_of(struct folded *f, __u32 producer, const struct xpu_cevent *e)
+{
+	__u32 i;
+
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++)
+		if (e->links[i].type == XPU_LINK_INSIDE_RANGE)
+			return ranges__find(&f->ranges, producer, e->links[i].target);
+	return e->parent_id ? ranges__find(&f->ranges, producer, e->parent_id) : NULL;
+}
+
+/*
+ * The interned frames of the ranges around e, "[range] outer;...;[range] inner", or NULL
+ * when e is in no known range. A chain whose outer part was forgotten starts at the oldest
+ * range still known; one deeper than SCOPE_DEPTH_MAX (or a cycle, in broken input) keeps its
+ * innermost SCOPE_DEPTH_MAX.
+ */
+static const char *scope_of(struct folded *f, __u32 producer, const struct xpu_cevent *e)
+{
+	const struct range *chain[SCOPE_DEPTH_MAX], *r = range_of(f, producer, e);
+	size_t len = 0;
+	int n = 0, k;
+
+	for (; r && n < SCOPE_DEPTH_MAX; r = ranges__find(&f->ranges, producer, r->parent_id)) {
+		if (!r->frame)
+			break; /* no room for its name: the frames above it stay out too */
+		chain[n++] = r;
+		if (!r->parent_id)
+			break;
+	}
+	if (!n)
+		return NULL;
+	f->in_range++;
+	for (k = n - 1; k >= 0; k--) {
+		size_t m = strlen(chain[k]->frame);
+
+		if (len + m + 2 > SCOPE_MAX)
+			break;
+		if (k != n - 1)
+			f->scope[len++] = ';';
+		memcpy(f->scope + len, chain[k]->frame, m);
+		len += m;
+	}
+	f->scope[len] = 0;
+	return names__intern(&f->names, f->scope);
+}
+
 /* Give s's nameless frames the names the event has for them (frames parallel to s->frames). */
 static void stack__name(struct folded *f, struct stack *s, const char *const *frames)
 {
@@ -230,7 +372,7 @@ static struct stack *find(struct folded *f, const struct stack *key)
 			return s;
 		if (s->hash == key->hash && s->pid == key->pid && s->n_user == key->n_user &&
 		    s->n_kernel == key->n_kernel && s->leaf_kind == key->leaf_kind &&
-		    s->leaf_len == key->leaf_len &&
+		    s->leaf_len == key->leaf_len && s->scope == key->scope &&
 		    /* a CPU sample has no leaf, an overflow line no frames: NULL pointers,
 		     * which memcmp must not get even for 0 bytes */
 		    (!nf || !memcmp(s->frames, key->frames, nf * sizeof(__u64))) &&
@@ -247,6 +389,8 @@ static void add(struct folded *f, struct stack *key, const char *const *names, _
 
 	key->hash = hash_bytes(0xcbf29ce484222325ull ^ key->pid, key->frames, nf * 8);
 	key->hash = hash_bytes(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
+	if (key->scope) /* interned: the pointer stands for the text */
+		key->hash = xpu_mix64(key->hash ^ (__u64)(uintptr_t)key->scope);
 	s = find(f, key);
 	if (!s->used) {
 		if (f->n >= f->max_stacks)
@@ -301,7 +445,6 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 	struct stack key;
 	__u32 i, len;
 
-	(void)b;
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 
@@ -311,12 +454,17 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 			key = (struct stack){ .pid = e->pid,
 					      .n_kernel = (__u16)e->n_kernel,
 					      .n_user = (__u16)e->n_user,
-					      .frames = (__u64 *)e->stack };
+					      .frames = (__u64 *)e->stack,
+					      .scope = scope_of(f, b->producer, e) };
 			f->cpu_samples++;
 			add(f, &key, e->stack ? e->frames : NULL, f->samples ? 1 : e->value);
 			break;
 		case XPU_REC_PROC_EXEC:
 			learn_comm(f, e);
+			break;
+		case XPU_REC_RANGE:
+			if (e->sub_kind == XPU_RANGE_PUSH || e->sub_kind == XPU_RANGE_START)
+				ranges__add(f, b->producer, e);
 			break;
 		case XPU_REC_GPU_KERNEL:
 		case XPU_REC_GPU_MEMCPY:
@@ -343,7 +491,8 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 					      .frames = (__u64 *)e->stack,
 					      .leaf_kind = LEAF_GPU,
 					      .leaf_len = (__u16)len,
-					      .leaf = leaf };
+					      .leaf = leaf,
+					      .scope = scope_of(f, b->producer, e) };
 			f->gpu_events++;
 			add(f, &key, e->stack ? e->frames : NULL,
 			    f->samples		 ? 1 :
@@ -418,7 +567,8 @@ static void put_frame(char *buf, size_t size, size_t *len, const struct stack *s
 		put(buf, size, len, ";0x%" PRIx64 "%s", (uint64_t)s->frames[k], suffix);
 }
 
-/* One stack's line, root first: comm, user frames outermost first, kernel frames, leaf. */
+/* One stack's line, root first: comm, range frames outermost first, user frames outermost
+ * first, kernel frames, leaf. */
 static char *line_text(struct folded *f, const struct stack *s)
 {
 	char comm[64], *buf = f->line;
@@ -426,6 +576,8 @@ static char *line_text(struct folded *f, const struct stack *s)
 	int k;
 
 	put(buf, LINE_MAX, &len, "%s", comm_of(f, s->pid, comm, sizeof(comm)));
+	if (s->scope)
+		put(buf, LINE_MAX, &len, ";%s", s->scope);
 	for (k = (int)s->n_kernel + s->n_user - 1; k >= (int)s->n_kernel; k--)
 		put_frame(buf, LINE_MAX, &len, s, k, "");
 	for (k = (int)s->n_kernel - 1; k >= 0; k--)
@@ -530,6 +682,7 @@ static const char html_tail[] =
 	"let zoom = root, re = null;\n"
 	"function color(n) {\n"
 	"  if (n.startsWith('[gpu]')) return '#6a9bd8';\n"
+	"  if (n.startsWith('[range]') || n.startsWith('[nvtx]')) return '#9ccc65';\n"
 	"  let h = 0; for (const ch of n) h = (h * 31 + ch.charCodeAt(0)) >>> 0;\n"
 	"  return 'hsl(' + (10 + h % 45) + ',' + (70 + h % 25) + '%,' + (55 + h % 15) + '%)';\n"
 	"}\n"
@@ -671,7 +824,10 @@ static void folded_free(void *st)
 		}
 	free(f->tab);
 	free(f->comms);
+	free(f->ranges.e);
+	free(f->ranges.bucket);
 	names__free(&f->names);
+	free(f->scope);
 	free(f->line);
 	if (f->pre)
 		lines_free(f->pre, f->n_pre);
@@ -681,7 +837,7 @@ static void folded_free(void *st)
 static unsigned int folded_counters(void *st, const char **names, __u64 *values, unsigned int max)
 {
 	struct folded *f = st;
-	__u64 v[] = { f->n, f->cpu_samples, f->gpu_events, f->overflow, f->writes };
+	__u64 v[] = { f->n, f->cpu_samples, f->gpu_events, f->overflow, f->writes, f->in_range };
 	unsigned int i, n = sizeof(v) / sizeof(v[0]);
 
 	for (i = 0; i < n && i < max; i++) {
@@ -782,7 +938,10 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 	f->tab = calloc((size_t)f->mask + 1, sizeof(*f->tab));
 	f->comms = calloc(2 * COMMS_MAX, sizeof(*f->comms));
 	f->line = malloc(LINE_MAX);
-	if (!f->tab || !f->comms || !f->line) {
+	f->scope = malloc(SCOPE_MAX);
+	f->ranges.e = calloc(RANGES_MAX, sizeof(*f->ranges.e));
+	f->ranges.bucket = calloc(RANGES_MAX, sizeof(*f->ranges.bucket));
+	if (!f->tab || !f->comms || !f->line || !f->scope || !f->ranges.e || !f->ranges.bucket) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto fail;

@@ -3,7 +3,10 @@
  * The folded format without a session: hand-made correlated events with and without frame
  * names in, flame.folded out, compared line by line: names where the events have them (';'
  * and line breaks replaced), hex where not, a stack named by a later event, two addresses of
- * one function merged into one line, and a restarted sink reading its long lines back.
+ * one function merged into one line, a restarted sink reading its long lines back, and user
+ * scopes: ranges as "[range] NAME" frames after the comm, outermost first, for samples and
+ * for GPU work that arrives after its range closed; NVTX ranges as "[nvtx] NAME"; unknown and
+ * forgotten ranges (the table keeps the newest 65536) leave the stack as it is.
  * tests/sink_test.sh checks whole sessions against golden files.
  */
 #include "actors/sink/fmt.h"
@@ -15,6 +18,8 @@
 #include <unistd.h>
 
 #include "tests/tap.h"
+
+#define RANGES 65536u /* folded.c's RANGES_MAX */
 
 static char path[256];
 static bool resume;
@@ -49,6 +54,29 @@ static struct xpu_cevent sample(const __u64 *stack, const char *const *frames, _
 				    .value = weight };
 }
 
+static struct xpu_cevent range(__u64 id, __u32 phase, __u64 parent_id, const char *name,
+			       __u16 flags)
+{
+	return (struct xpu_cevent){ .kind = XPU_REC_RANGE,
+				    .id = id,
+				    .pid = 42,
+				    .tid = 42,
+				    .flags = flags,
+				    .sub_kind = phase,
+				    .parent_id = parent_id,
+				    .name = name,
+				    .name_len = name ? (__u32)strlen(name) : 0 };
+}
+
+/* e inside range: its parent and its inside_range link, as the correlator sets them */
+static struct xpu_cevent inside(struct xpu_cevent e, __u64 parent_id, __u64 range_id)
+{
+	e.parent_id = parent_id;
+	e.links[e.n_links++] =
+		(struct xpu_link){ .type = XPU_LINK_INSIDE_RANGE, .target = range_id };
+	return e;
+}
+
 /* open, one batch, finish: the file's text (the caller frees it) */
 static char *run(const struct xpu_cevent *ev, __u32 n)
 {
@@ -66,6 +94,79 @@ static char *run(const struct xpu_cevent *ev, __u32 n)
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
 	fmt_folded.free(st);
 	return tap_slurp(path);
+}
+
+static void ranges(void)
+{
+	static const __u64 leaf[1] = { 0x401000 }, launch_at[1] = { 0x402000 };
+	static const char *const leaf_name[1] = { "main" }, *const launch_name[1] = { "step" };
+	struct xpu_cevent e[16], *many;
+	char *text, *want;
+	__u32 n = 0, i;
+
+	e[n++] = (struct xpu_cevent){
+		.kind = XPU_REC_PROC_EXEC, .pid = 42, .name = "train", .name_len = 5
+	};
+	e[n++] = range(100, XPU_RANGE_PUSH, 0, "epoch", 0);
+	e[n++] = range(101, XPU_RANGE_PUSH, 100, "for;ward\n", 0);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 5), 101, 101);
+	/* inside an API call: the call is the parent, the range the link */
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 7), 555, 100);
+	e[n++] = range(102, XPU_RANGE_POP, 100, NULL, 0);
+	e[n++] = range(103, XPU_RANGE_POP, 0, NULL, 0);
+	/* the kernel of a launch inside "for;ward", after the range closed */
+	e[n] = inside((struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+					   .pid = 42,
+					   .ts_ns = 1000,
+					   .end_ns = 1100,
+					   .name = "vecAdd",
+					   .name_len = 6,
+					   .stack = launch_at,
+					   .frames = launch_name,
+					   .n_user = 1 },
+		      556, 101);
+	n++;
+	e[n++] = range(104, XPU_RANGE_PUSH, 0, "nv", XPU_RANGE_F_NVTX);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 11), 104, 104);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 13), 999, 999); /* an unknown range */
+	e[n++] = range(105, XPU_RANGE_PUSH, 0, NULL, 0);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 17), 105, 105);
+	text = run(e, n);
+	want = "train;[nvtx] nv;main 11\n"
+	       "train;[range] epoch;[range] for_ward_;main 5\n"
+	       "train;[range] epoch;[range] for_ward_;step;[gpu] vecAdd 100\n"
+	       "train;[range] epoch;main 7\n"
+	       "train;[range] unnamed;main 17\n"
+	       "train;main 13\n";
+	if (!tap_ok(text && !strcmp(text, want),
+		    "ranges as frames after the comm, outermost first, kept past their end"))
+		tap_diag("got:\n%s", text ? text : "(no file)");
+	free(text);
+
+	/* 65536 more ranges after "epoch": it is forgotten, its child still known (a chain
+	 * starts at the oldest range known), the newest too */
+	many = calloc(RANGES + 8, sizeof(*many));
+	if (!tap_ok(many != NULL, "memory for %u ranges", RANGES))
+		return;
+	n = 0;
+	many[n++] = e[0];
+	many[n++] = range(100, XPU_RANGE_PUSH, 0, "epoch", 0);
+	many[n++] = range(101, XPU_RANGE_PUSH, 100, "inner", 0);
+	for (i = 0; i < RANGES - 1; i++)
+		many[n++] = range(1000 + i, XPU_RANGE_PUSH, 0, "filler", 0);
+	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 3), 100, 100); /* forgotten */
+	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 5), 101, 101);
+	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 7), 1000 + RANGES - 2, 1000 + RANGES - 2);
+	text = run(many, n);
+	want = "train;[range] filler;main 7\n"
+	       "train;[range] inner;main 5\n"
+	       "train;main 3\n";
+	if (!tap_ok(text && !strcmp(text, want),
+		    "a bounded table: the oldest ranges are forgotten"))
+		tap_diag("got:\n%s", text ? text : "(no file)");
+	free(text);
+	free(many);
+	unlink(path);
 }
 
 int main(void)
@@ -139,5 +240,7 @@ int main(void)
 	free(want);
 	free(text);
 	unlink(path);
+	resume = false;
+	ranges();
 	return tap_done();
 }
