@@ -2,6 +2,7 @@
 #include "actors/proctree.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -84,4 +85,31 @@ int proctree__walk(__u32 root, proctree_fn fn, void *ctx)
 	} while (changed && !err);
 	free(procs);
 	return err;
+}
+
+int proctree__resolve(struct conf_target *t, char *why, size_t size)
+{
+	const char *env = getenv("XPUSUP_RECORD_PID");
+	unsigned long long pid;
+	unsigned int i;
+	char path[64];
+
+	if (t->command && !t->n_pids) {
+		/* the command `xpusup record` runs, waiting for the session to be ready */
+		if (conf_parse_uint(env ? env : "", 1, 0x3fffffff, &pid)) {
+			snprintf(why, size,
+				 "target = command is for sessions of `xpusup record` "
+				 "(XPUSUP_RECORD_PID is not set)");
+			return -EINVAL;
+		}
+		t->pids[t->n_pids++] = (unsigned int)pid;
+	}
+	for (i = 0; i < t->n_pids; i++) {
+		snprintf(path, sizeof(path), "/proc/%u", t->pids[i]);
+		if (access(path, F_OK)) {
+			snprintf(why, size, "unable to follow pid %u: no such process", t->pids[i]);
+			return -ESRCH;
+		}
+	}
+	return 0;
 }

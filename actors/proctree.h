@@ -8,6 +8,9 @@
 #define XPUSUP_ACTORS_PROCTREE_H
 
 #include <linux/types.h>
+#include <stddef.h>
+
+#include "common/config.h"
 
 typedef int (*proctree_fn)(__u32 pid, void *ctx);
 
@@ -19,5 +22,12 @@ typedef int (*proctree_fn)(__u32 pid, void *ctx);
  * cannot be read (nothing found) or memory runs out (what was found so far was reported).
  */
 int proctree__walk(__u32 root, proctree_fn fn, void *ctx);
+
+/*
+ * proctree__resolve - complete a source's target before use: `command` takes its root from
+ * $XPUSUP_RECORD_PID (set by `xpusup record`), and every pid of the target must exist now.
+ * Returns 0, or -EINVAL / -ESRCH with the reason, a sentence, in why.
+ */
+int proctree__resolve(struct conf_target *t, char *why, size_t size);
 
 #endif /* XPUSUP_ACTORS_PROCTREE_H */

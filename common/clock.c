@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/appendf.h"
+
 /* libm-free helpers: the common library links without -lm. */
 static double absd(double v)
 {
@@ -368,46 +370,32 @@ uint64_t clock_model__error_at(const struct clock_model *m, uint64_t source_ns)
 	return m->error_ns + ceil_u64(extra);
 }
 
-/* Appends to buf like snprintf; *len counts what would have been written. */
-__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t size, size_t *len,
-						      const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(*len < size ? buf + *len : NULL, *len < size ? size - *len : 0, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*len += (size_t)n;
-}
-
 static void put_string(char *buf, size_t size, size_t *len, const char *s)
 {
-	put(buf, size, len, "\"");
+	xpu_appendf(buf, size, len, "\"");
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\')
-			put(buf, size, len, "\\%c", c);
+			xpu_appendf(buf, size, len, "\\%c", c);
 		else if (c < 0x20)
-			put(buf, size, len, "\\u%04x", c);
+			xpu_appendf(buf, size, len, "\\u%04x", c);
 		else
-			put(buf, size, len, "%c", c);
+			xpu_appendf(buf, size, len, "%c", c);
 	}
-	put(buf, size, len, "\"");
+	xpu_appendf(buf, size, len, "\"");
 }
 
 /* ,"key":v with prec decimals (prec < 0: %.15g, enough for a slope's ppm), null for NaN. */
 static void put_double(char *buf, size_t size, size_t *len, const char *key, int prec, double v)
 {
-	put(buf, size, len, ",\"%s\":", key);
+	xpu_appendf(buf, size, len, ",\"%s\":", key);
 	if (!is_finite(v))
-		put(buf, size, len, "null"); /* JSON has no NaN */
+		xpu_appendf(buf, size, len, "null"); /* JSON has no NaN */
 	else if (prec < 0)
-		put(buf, size, len, "%.15g", v);
+		xpu_appendf(buf, size, len, "%.15g", v);
 	else
-		put(buf, size, len, "%.*f", prec, v);
+		xpu_appendf(buf, size, len, "%.*f", prec, v);
 }
 
 int clock_model__json(const struct clock_model *m, char *buf, size_t size)
@@ -418,30 +406,31 @@ int clock_model__json(const struct clock_model *m, char *buf, size_t size)
 	unsigned int i, shown = 0;
 	size_t len = 0;
 
-	put(buf, size, &len, "{\"source\":");
+	xpu_appendf(buf, size, &len, "{\"source\":");
 	put_string(buf, size, &len, m->source);
-	put(buf, size, &len, ",\"target\":\"CLOCK_MONOTONIC\"");
+	xpu_appendf(buf, size, &len, ",\"target\":\"CLOCK_MONOTONIC\"");
 	put_double(buf, size, &len, "slope", -1, m->slope);
-	put(buf, size, &len, ",\"intercept_ns\":%" PRId64, m->intercept_ns);
+	xpu_appendf(buf, size, &len, ",\"intercept_ns\":%" PRId64, m->intercept_ns);
 	if (unknown)
-		put(buf, size, &len, ",\"error_ns\":null,\"error_us\":null");
+		xpu_appendf(buf, size, &len, ",\"error_ns\":null,\"error_us\":null");
 	else
-		put(buf, size, &len, ",\"error_ns\":%" PRIu64 ",\"error_us\":%" PRIu64 ".%03u",
-		    m->error_ns, m->error_ns / 1000, (unsigned int)(m->error_ns % 1000));
+		xpu_appendf(buf, size, &len,
+			    ",\"error_ns\":%" PRIu64 ",\"error_us\":%" PRIu64 ".%03u", m->error_ns,
+			    m->error_ns / 1000, (unsigned int)(m->error_ns % 1000));
 	put_double(buf, size, &len, "slope_error_ppm", 3, m->slope_error_ppm);
 	put_double(buf, size, &len, "drift_ppm", 3, m->drift_ppm);
-	put(buf, size, &len,
-	    ",\"step_ns\":%" PRId64 ",\"samples\":%u,\"tightest_ns\":%" PRIu64
-	    ",\"failed_queries\":%u,\"generation\":%u,\"source_first_ns\":%" PRIu64
-	    ",\"source_last_ns\":%" PRIu64 ",\"flags\":[",
-	    m->step_ns, m->samples, m->tightest_ns, m->failed_queries, m->generation,
-	    m->source_first_ns, m->source_last_ns);
+	xpu_appendf(buf, size, &len,
+		    ",\"step_ns\":%" PRId64 ",\"samples\":%u,\"tightest_ns\":%" PRIu64
+		    ",\"failed_queries\":%u,\"generation\":%u,\"source_first_ns\":%" PRIu64
+		    ",\"source_last_ns\":%" PRIu64 ",\"flags\":[",
+		    m->step_ns, m->samples, m->tightest_ns, m->failed_queries, m->generation,
+		    m->source_first_ns, m->source_last_ns);
 	for (i = 0; i < sizeof(flag_names) / sizeof(flag_names[0]); i++)
 		if (m->flags & (1u << i))
-			put(buf, size, &len, "%s\"%s\"", shown++ ? "," : "", flag_names[i]);
-	put(buf, size, &len, "],\"message\":");
+			xpu_appendf(buf, size, &len, "%s\"%s\"", shown++ ? "," : "", flag_names[i]);
+	xpu_appendf(buf, size, &len, "],\"message\":");
 	put_string(buf, size, &len, m->message);
-	put(buf, size, &len, "}");
+	xpu_appendf(buf, size, &len, "}");
 	if (len >= size)
 		return -ENOSPC;
 	return (int)len;

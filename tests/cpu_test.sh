@@ -207,6 +207,18 @@ kill "$bg" 2>/dev/null
 wait "$bg" 2>/dev/null
 bg=
 
+# ---- target = command outside record, a pid that does not exist ------------------------------
+printf '[source cpu]\nkind = cpu\ntarget = command\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+	"$WORK/cmd.jsonl" >"$WORK/cmd.conf"
+"$XPUSUP" start "$WORK/cmd.conf" --session "$PREFIX-cmd" >/dev/null 2>"$WORK/cmd.err"
+ok $([ $? = 100 ] && grep -q "target = command is for sessions of .xpusup record" "$WORK/cmd.err" &&
+	echo 0 || echo 1) "target = command outside record: exit 100, says why"
+printf '[source cpu]\nkind = cpu\ntarget = pid:999999999\n\n[correlator]\n\n[sink dump]\nkind = test\ndump = %s\n' \
+	"$WORK/nopid.jsonl" >"$WORK/nopid.conf"
+"$XPUSUP" start "$WORK/nopid.conf" --session "$PREFIX-nopid" >/dev/null 2>"$WORK/nopid.err"
+ok $([ $? = 100 ] && grep -q "unable to follow pid 999999999: no such process" "$WORK/nopid.err" &&
+	echo 0 || echo 1) "a pid that does not exist: exit 100, names it"
+
 # ---- without the capabilities ---------------------------------------------------------------
 if command -v setpriv >/dev/null; then
 	nocaps="setpriv --bounding-set=-bpf,-perfmon,-sys_admin"

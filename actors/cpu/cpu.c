@@ -326,24 +326,11 @@ static int add_tree(struct cpu_src *c, __u32 root)
 static int set_target(struct cpu_src *c)
 {
 	struct conf_target *t = &c->k.target;
-	unsigned long long pid;
 	unsigned int i;
-	char path[64];
+	char why[160];
 
-	if (t->command) {
-		/* the command `xpusup record` runs, waiting for the session to be ready */
-		if (conf_parse_uint(getenv("XPUSUP_RECORD_PID") ? getenv("XPUSUP_RECORD_PID") : "",
-				    1, 0x3fffffff, &pid))
-			return fail(c, "target = command is for sessions of `xpusup record` "
-				       "(XPUSUP_RECORD_PID is not set)");
-		t->pids[t->n_pids++] = (unsigned int)pid;
-	}
-
-	for (i = 0; i < t->n_pids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u", t->pids[i]);
-		if (access(path, F_OK))
-			return fail(c, "unable to follow pid %u: no such process", t->pids[i]);
-	}
+	if (proctree__resolve(t, why, sizeof(why)))
+		return fail(c, "%s", why);
 	switch (t->mode) {
 	case CONF_TARGET_PIDS:
 		for (i = 0; i < t->n_pids; i++)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/appendf.h"
 #include "common/clock.h"
 #include "xpusup/event.h"
 
@@ -44,19 +45,6 @@ int sink_clocks__add(struct sink_clocks *c, const struct xpu_cevent *e)
 	return 0;
 }
 
-__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t size, size_t *len,
-						      const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(*len < size ? buf + *len : NULL, *len < size ? size - *len : 0, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*len += (size_t)n;
-}
-
 int sink_clocks__json(struct sink_clocks *c, char *buf, size_t size)
 {
 	/* the exact model of a source that stamps CLOCK_MONOTONIC itself: no flag (it is not
@@ -67,7 +55,7 @@ int sink_clocks__json(struct sink_clocks *c, char *buf, size_t size)
 	unsigned int i, shown = 0;
 	int n;
 
-	put(buf, size, &len, "{");
+	xpu_appendf(buf, size, &len, "{");
 	for (i = 0; i < SINK_CLOCKS_MAX; i++) {
 		struct clock_model m;
 
@@ -78,9 +66,9 @@ int sink_clocks__json(struct sink_clocks *c, char *buf, size_t size)
 		if (n < 2)
 			return -ENOSPC;
 		/* the model's object, its closing brace replaced by the sink's own counts */
-		put(buf, size, &len, "%s\"%s\":%.*s,\"readings\":%llu,\"refused\":%llu}",
-		    shown++ ? "," : "", clock_names[i], n - 1, model, c->readings[i],
-		    c->refused[i]);
+		xpu_appendf(buf, size, &len, "%s\"%s\":%.*s,\"readings\":%llu,\"refused\":%llu}",
+			    shown++ ? "," : "", clock_names[i], n - 1, model, c->readings[i],
+			    c->refused[i]);
 	}
 	if (!shown) {
 		/* clock_model__json's object with the sentence as its source, which does not fit
@@ -88,12 +76,13 @@ int sink_clocks__json(struct sink_clocks *c, char *buf, size_t size)
 		n = clock_model__json(&same, model, sizeof(model));
 		if (n < 13)
 			return -ENOSPC;
-		put(buf, size, &len,
-		    "\"all\":{\"source\":\"all sources stamp CLOCK_MONOTONIC\"%.*s,\"readings\":0,"
-		    "\"refused\":0}",
-		    n - 13, model + 12);
+		xpu_appendf(
+			buf, size, &len,
+			"\"all\":{\"source\":\"all sources stamp CLOCK_MONOTONIC\"%.*s,\"readings\":0,"
+			"\"refused\":0}",
+			n - 13, model + 12);
 	}
-	put(buf, size, &len, "}");
+	xpu_appendf(buf, size, &len, "}");
 	if (len >= size)
 		return -ENOSPC;
 	return (int)len;
