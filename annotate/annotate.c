@@ -370,7 +370,7 @@ __attribute__((constructor)) static void annotate_init(void)
 
 	key_ok = !pthread_key_create(&tstate_key, tstate__free);
 	self_pid = (__u32)getpid();
-	err = inproc__connect(XPU_INPROC_ANNOTATE, XPU_INPROC_TIMEOUT_MS, &sock, &ring, why,
+	err = inproc__connect(XPU_INPROC_ANNOTATE, XPU_INPROC_TIMEOUT_MS, &sock, &ring, NULL, why,
 			      sizeof(why));
 	if (err) {
 		fprintf(stderr, "xpusup: annotations off: %s\n", why);

@@ -94,8 +94,8 @@ static int recv_reply(int sock, struct xpu_inproc_reply *reply, int *fd)
 	return 0;
 }
 
-int inproc__connect(__u32 kind, int timeout_ms, int *sock_out, struct ring **ring_out, char *why,
-		    size_t why_len)
+int inproc__connect(__u32 kind, int timeout_ms, int *sock_out, struct ring **ring_out,
+		    __u32 *options, char *why, size_t why_len)
 {
 	const char *dir = getenv(XPU_INPROC_ENV);
 	long long deadline = now_ms() + timeout_ms;
@@ -166,6 +166,8 @@ int inproc__connect(__u32 kind, int timeout_ms, int *sock_out, struct ring **rin
 	close(fd); /* the handle holds its own duplicate */
 	*sock_out = sock;
 	*ring_out = ring;
+	if (options)
+		*options = reply.options;
 	return 0;
 
 err_fd:

@@ -58,8 +58,26 @@ struct xpu_inproc_reply {
 	__u32 status;
 	__u64 capacity; /* ring bytes, a power of two */
 	__u32 max_record;
-	__u32 reserved;
+	__u32 options; /* XPU_INPROC_OPT_SET | kind-specific bits; 0: the library's defaults */
 };
+
+/* reply.options. OPT_SET says the actor chose them; without it (0, an older actor) the
+ * library uses its own defaults. For XPU_INPROC_CUPTI the low bits are the activities to
+ * enable (XPU_CUPTI_ACT_*), and OPT_LAUNCH_STACKS says whether to call the launch marker. */
+#define XPU_INPROC_OPT_SET (1u << 31)
+#define XPU_CUPTI_ACT_KERNEL (1u << 0) /* concurrent kernel */
+#define XPU_CUPTI_ACT_MEMCPY (1u << 1) /* memcpy and peer-to-peer memcpy */
+#define XPU_CUPTI_ACT_MEMSET (1u << 2)
+#define XPU_CUPTI_ACT_SYNC (1u << 3) /* synchronization */
+#define XPU_CUPTI_ACT_RUNTIME (1u << 4) /* runtime API records */
+#define XPU_CUPTI_ACT_DRIVER (1u << 5) /* driver API records */
+#define XPU_CUPTI_ACT_MEMORY (1u << 6) /* device memory allocation and release */
+#define XPU_CUPTI_ACT_OVERHEAD (1u << 7) /* CUPTI's and the driver's own overhead */
+#define XPU_CUPTI_ACT_EXTERNAL (1u << 8) /* external correlation (framework op ids) */
+#define XPU_CUPTI_ACT_NVTX (1u << 9) /* NVTX ranges through CUPTI's callbacks */
+#define XPU_CUPTI_ACT_ALL ((1u << 10) - 1)
+#define XPU_CUPTI_OPT_LAUNCH_STACKS (1u << 16)
+#define XPU_CUPTI_OPT_DEFAULTS (XPU_CUPTI_ACT_ALL | XPU_CUPTI_OPT_LAUNCH_STACKS)
 
 _Static_assert(sizeof(struct xpu_inproc_hello) == 40, "xpu_inproc_hello size");
 _Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");
@@ -69,15 +87,16 @@ _Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");
  *
  * Never takes longer than timeout_ms in all (non-blocking socket and poll). On success *sock
  * is the connected socket (keep it open for the life of the process: closing it tells the
- * actor the producer is gone) and *ring the producer handle; both are the caller's.
+ * actor the producer is gone) and *ring the producer handle; both are the caller's; and
+ * *options (when options is not NULL) is the reply's options (XPU_INPROC_OPT_*).
  *
  * Returns 0, or -errno with a one-line reason in why (why_len bytes): -ENOENT when the
  * environment names no session or it has no socket, -ETIMEDOUT when the actor does not
  * answer in time, -ECONNREFUSED, the actor's refusal, or another -errno. Nothing is left
  * open on failure.
  */
-int inproc__connect(__u32 kind, int timeout_ms, int *sock, struct ring **ring, char *why,
-		    size_t why_len);
+int inproc__connect(__u32 kind, int timeout_ms, int *sock, struct ring **ring, __u32 *options,
+		    char *why, size_t why_len);
 
 /*
  * inproc__send_reply - the actor side: send reply on sock, with fd in SCM_RIGHTS when fd >= 0.

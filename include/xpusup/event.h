@@ -96,7 +96,25 @@ struct xpu_cpu_sample {
 	__u64 ips[];
 };
 
-/* LAUNCH: user stack captured at a CUDA launch API call (the launch-marker uprobe). */
+/*
+ * LAUNCH: user stack captured at a CUDA launch API call (the launch-marker uprobe).
+ *
+ * api_id is the CUPTI callback id of the launch API, with XPU_LAUNCH_API_DRIVER set for a
+ * driver API (cuLaunchKernel...) and clear for a runtime one (cudaLaunchKernel...).
+ *
+ * CUDA graphs: every kernel of one graph launch shares the launch's correlation id, and the
+ * stack that matters is the one that built the node. The CUPTI library calls the marker when
+ * a graph node is created too (directly, or by stream capture), with correlation_id =
+ * XPU_LAUNCH_GRAPH_NODE | node id and api_id = XPU_LAUNCH_API_GRAPH_NODE. A GPU_KERNEL with
+ * XPU_KERNEL_F_GRAPH carries in graph_node_id the id of the node as created (the library
+ * maps an instantiated graph's cloned nodes back to their originals), so the correlator can
+ * attribute it to that creation stack; without one, the graph launch's stack is the best
+ * available and the join says it is approximate.
+ */
+#define XPU_LAUNCH_GRAPH_NODE (1ull << 63)
+#define XPU_LAUNCH_API_DRIVER (1u << 16)
+#define XPU_LAUNCH_API_GRAPH_NODE (1u << 17)
+
 struct xpu_launch {
 	struct xpu_rec hdr;
 	__u64 correlation_id;

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where the CUPTI injection library is: the one file that `record` and `run` name in
+ * CUDA_INJECTION64_PATH and on which the cpu source puts its launch-marker uprobe by default.
+ * Both must name the same file (a uprobe is attached to an inode), so both ask here.
+ */
+#ifndef XPUSUP_COMMON_PATHS_H
+#define XPUSUP_COMMON_PATHS_H
+
+#include <stddef.h>
+
+#define XPU_CUPTI_LIB_ENV "XPUSUP_CUPTI_LIB" /* overrides the search below */
+
+/*
+ * xpu_cupti_lib - the injection library's absolute path into buf (len bytes):
+ * $XPUSUP_CUPTI_LIB when set; the build tree's library when the calling program runs from
+ * the build tree; else the installed one. Returns 0 when that file exists, -ENOENT when it
+ * does not (buf still holds the path looked for, for the message), -ENAMETOOLONG.
+ */
+int xpu_cupti_lib(char *buf, size_t len);
+
+#endif /* XPUSUP_COMMON_PATHS_H */

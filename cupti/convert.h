@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI activity records -> ring records (include/xpusup/event.h), the part of the injection
+ * library that needs no GPU: it reads the CUDA 13 activity structs (CUpti_ActivityKernel10,
+ * CUpti_ActivityMemcpy6, ...) and hands each finished record to a put function, so the test
+ * feeds it constructed structs and compares the bytes with golden files (cupti/testdata/).
+ *
+ * Names travel once: the first kernel of a name is preceded by a STRING record (kind
+ * XPU_STR_KERNEL, ids 1, 2, ... per process, top bit clear: the annotate library numbers its
+ * own names with the top bit set). CUDA graphs: an instantiated graph's nodes are clones;
+ * conv__node_cloned tells which original each clone came from, and a graph kernel's
+ * graph_node_id is the original's id (the one the launch marker saw at node creation).
+ *
+ * Not thread-safe: the library calls it under its producer lock.
+ */
+#ifndef XPUSUP_CUPTI_CONVERT_H
+#define XPUSUP_CUPTI_CONVERT_H
+
+#include <cupti_activity.h>
+#include <linux/types.h>
+
+/* Receives each converted record (size bytes, a multiple of 8). Returns 0 or -errno (the
+ * record was dropped: counted by the caller, conversion goes on). */
+typedef int (*conv_put_fn)(void *ctx, const void *rec, __u32 size);
+
+struct conv;
+
+struct conv_stats {
+	__u64 activities; /* activity records offered */
+	__u64 records; /* ring records produced (STRING included) */
+	__u64 put_failed; /* of which the put function refused */
+	__u64 kernels, copies, memsets, syncs, api_calls, memory, overheads, ranges;
+	__u64 external; /* external correlation records: counted, not carried (docs/cupti.md) */
+	__u64 other; /* activity kinds this library does not convert */
+	__u64 strings; /* STRING records sent */
+	__u64 names_uncached; /* names sent again because the name table was full */
+	__u64 names_cut; /* names longer than XPU_STRING_MAX, cut */
+	__u64 clones; /* graph node clones known */
+};
+
+/* conv__new - NULL + errno (ENOMEM). pid goes into GPU records, which carry no thread. */
+struct conv *conv__new(__u32 pid, conv_put_fn put, void *ctx);
+void conv__free(struct conv *c);
+
+/*
+ * conv__activity - convert one activity record. Kinds: KERNEL, CONCURRENT_KERNEL, MEMCPY,
+ * MEMCPY2, MEMSET, SYNCHRONIZATION, RUNTIME, DRIVER, MEMORY2, OVERHEAD (a RANGE start/end
+ * pair in domain "cupti overhead"), EXTERNAL_CORRELATION (counted only). Returns the number
+ * of records produced (0 for kinds not carried), or -errno from the put function.
+ */
+int conv__activity(struct conv *c, const CUpti_Activity *a);
+
+/* conv__range - an NVTX event (phase enum xpu_range_phase) as a RANGE record with
+ * XPU_RANGE_F_NVTX; name may be NULL (a pop or an end). domain_id 0 is NVTX's default domain,
+ * others are ids given by conv__domain. */
+int conv__range(struct conv *c, __u64 ts_ns, __u32 tid, __u32 phase, __u64 range_id,
+		__u64 domain_id, const char *name);
+
+/* conv__domain - the id of an NVTX domain (a handle's value), its name sent once as a STRING
+ * of kind XPU_STR_DOMAIN. Returns the id, or 0 when it could not be sent. */
+__u64 conv__domain(struct conv *c, __u64 handle, const char *name, __u64 ts_ns);
+
+/* conv__node_cloned - clone_id was cloned from orig_id (graph instantiation, or a clone of a
+ * clone): kernels of clone_id report the original's id. -ENOMEM when the table is full. */
+int conv__node_cloned(struct conv *c, __u64 clone_id, __u64 orig_id);
+
+/* conv__node_origin - the original node id of node_id (itself when it is no known clone). */
+__u64 conv__node_origin(const struct conv *c, __u64 node_id);
+
+/* conv__context - context_id belongs to device_id (synchronization records carry no device). */
+void conv__context(struct conv *c, __u32 context_id, __u32 device_id);
+
+/* conv__loss - a LOSS record: count records lost for cause since first_ns. */
+int conv__loss(struct conv *c, __u64 ts_ns, __u32 cause, __u64 count, __u64 first_ns);
+
+/* conv__clock_sync - a CLOCK_SYNC record: CUPTI's timestamp read between two readings of
+ * CLOCK_MONOTONIC, so a consumer can check (or, without the timestamp callback, model) the
+ * relation of the two clocks. */
+int conv__clock_sync(struct conv *c, __u64 before_ns, __u64 cupti_ns, __u64 after_ns);
+
+void conv__stats(const struct conv *c, struct conv_stats *st);
+
+#endif /* XPUSUP_CUPTI_CONVERT_H */

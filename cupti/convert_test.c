@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cupti/convert.c fed real CUPTI activity structs, as the CUDA 13 headers define them, one
+ * of every kind it converts: the ring records it produces must match the golden file byte
+ * for byte (testdata/convert.golden, one record per line in hex), and the fields that matter
+ * are checked by name as well, so a wrong golden file cannot hide a wrong conversion.
+ *
+ *	cupti_convert_test GOLDEN		compare
+ *	cupti_convert_test --update GOLDEN	rewrite GOLDEN (review the diff!)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
+#include "cupti/convert.h"
+#include "xpusup/event.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			failures++;                                                              \
+		}                                                                                \
+	} while (0)
+
+#define OUT_MAX (1u << 20)
+static unsigned char out[OUT_MAX];
+static size_t out_len;
+static int refuse; /* the next put fails with -ENOBUFS */
+
+static int put(void *ctx, const void *rec, __u32 size)
+{
+	if (refuse) {
+		refuse = 0;
+		return -ENOBUFS;
+	}
+	if (out_len + size > OUT_MAX || size % 8 || xpu_rec__validate(rec, size))
+		abort();
+	memcpy(out + out_len, rec, size);
+	out_len += size;
+	return 0;
+}
+
+/* The i-th record of the output, or NULL. */
+static const struct xpu_rec *nth(unsigned int i)
+{
+	size_t off = 0;
+
+	while (off < out_len) {
+		const struct xpu_rec *r = (const void *)(out + off);
+
+		if (!i--)
+			return r;
+		off += r->size;
+	}
+	return NULL;
+}
+
+static unsigned int count_type(__u16 type)
+{
+	unsigned int i, n = 0;
+	const struct xpu_rec *r;
+
+	for (i = 0; (r = nth(i)); i++)
+		n += r->type == type;
+	return n;
+}
+
+static const struct xpu_string *string_of(__u64 id)
+{
+	const struct xpu_rec *r;
+	unsigned int i;
+
+	for (i = 0; (r = nth(i)); i++)
+		if (r->type == XPU_REC_STRING && ((const struct xpu_string *)r)->id == id)
+			return (const struct xpu_string *)r;
+	return NULL;
+}
+
+static CUpti_ActivityKernel10 kernel(__u32 corr, const char *name, __u64 start)
+{
+	CUpti_ActivityKernel10 k;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.registersPerThread = 32;
+	k.start = start;
+	k.end = start + 2500;
+	k.completed = start + 2600;
+	k.deviceId = 0;
+	k.contextId = 1;
+	k.streamId = 7;
+	k.gridX = 1024;
+	k.gridY = 1;
+	k.gridZ = 1;
+	k.blockX = 256;
+	k.blockY = 1;
+	k.blockZ = 1;
+	k.staticSharedMemory = 1024;
+	k.dynamicSharedMemory = 4096;
+	k.correlationId = corr;
+	k.gridId = 5;
+	k.name = name;
+	return k;
+}
+
+static void feed(struct conv *c)
+{
+	static char long_name[XPU_STRING_MAX + 100];
+	CUpti_ActivityKernel10 k;
+	CUpti_ActivityMemcpy6 m;
+	CUpti_ActivityMemcpyPtoP4 p;
+	CUpti_ActivityMemset4 s;
+	CUpti_ActivitySynchronization2 y;
+	CUpti_ActivityAPI a;
+	CUpti_ActivityMemory4 mem;
+	CUpti_ActivityOverhead3 o;
+	CUpti_ActivityExternalCorrelation x;
+	CUpti_Activity ctx_kind = { .kind = CUPTI_ACTIVITY_KIND_CONTEXT };
+
+	/* Two kernels of one name (one STRING), one of another. */
+	k = kernel(42, "_Z6vecAddPKfS0_Pfi", 1000000);
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == 2);
+	k = kernel(43, "_Z6vecAddPKfS0_Pfi", 1010000);
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == 1);
+	k = kernel(44, "_Z5scalePff", 1020000);
+	k.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == 2);
+	/* A graph kernel of instantiated node 900, a clone of clone 800 of node 77. */
+	CHECK(conv__node_cloned(c, 800, 77) == 0);
+	CHECK(conv__node_cloned(c, 900, 800) == 0);
+	k = kernel(45, "_Z5scalePff", 1030000);
+	k.graphId = 3;
+	k.graphNodeId = 900;
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == 1);
+	/* A name longer than a STRING can carry is cut, not lost. */
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	k = kernel(46, long_name, 1040000);
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == 2);
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+	m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+	m.bytes = 1 << 20;
+	m.start = 2000000;
+	m.end = 2090000;
+	m.deviceId = 0;
+	m.contextId = 1;
+	m.streamId = 7;
+	m.correlationId = 50;
+	CHECK(conv__activity(c, (CUpti_Activity *)&m) == 1);
+
+	memset(&p, 0, sizeof(p));
+	p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+	p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+	p.bytes = 65536;
+	p.start = 2100000;
+	p.end = 2110000;
+	p.deviceId = 1;
+	p.contextId = 2;
+	p.streamId = 9;
+	p.srcDeviceId = 0;
+	p.dstDeviceId = 1;
+	p.correlationId = 51;
+	CHECK(conv__activity(c, (CUpti_Activity *)&p) == 1);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	s.value = 0xab;
+	s.bytes = 4096;
+	s.start = 2200000;
+	s.end = 2201000;
+	s.contextId = 1;
+	s.streamId = 7;
+	s.correlationId = 52;
+	CHECK(conv__activity(c, (CUpti_Activity *)&s) == 1);
+
+	/* Context 1 was seen on device 0 (the kernels); context 5 on device 3 by callback. */
+	conv__context(c, 5, 3);
+	memset(&y, 0, sizeof(y));
+	y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	y.start = 2300000;
+	y.end = 2400000;
+	y.correlationId = 53;
+	y.contextId = 5;
+	y.streamId = 7;
+	CHECK(conv__activity(c, (CUpti_Activity *)&y) == 1);
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+	a.start = 990000;
+	a.end = 995000;
+	a.processId = 4242;
+	a.threadId = 4243;
+	a.correlationId = 42;
+	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+	a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+	a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+	a.start = 991000;
+	a.end = 994000;
+	a.returnValue = 1;
+	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+
+	memset(&mem, 0, sizeof(mem));
+	mem.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	mem.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	mem.correlationId = 54;
+	mem.address = 0x7f0000000000ull;
+	mem.bytes = 1 << 24;
+	mem.timestamp = 900000;
+	mem.processId = 4242;
+	mem.contextId = 1;
+	CHECK(conv__activity(c, (CUpti_Activity *)&mem) == 1);
+	mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	mem.timestamp = 3000000;
+	CHECK(conv__activity(c, (CUpti_Activity *)&mem) == 1);
+	mem.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID;
+	CHECK(conv__activity(c, (CUpti_Activity *)&mem) == 0);
+
+	memset(&o, 0, sizeof(o));
+	o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+	o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	o.objectId.pt.processId = 4242;
+	o.objectId.pt.threadId = 4250;
+	o.start = 2500000;
+	o.end = 2520000;
+	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 3); /* domain STRING, start, end */
+	o.start = 2600000;
+	o.end = 2610000;
+	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 2);
+
+	memset(&x, 0, sizeof(x));
+	x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+	x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+	x.externalId = 77777;
+	x.correlationId = 42;
+	CHECK(conv__activity(c, (CUpti_Activity *)&x) == 0);
+	CHECK(conv__activity(c, &ctx_kind) == 0);
+
+	/* NVTX: a domain, nested pushes, a start/end pair, a mark. */
+	CHECK(conv__domain(c, 0x5555aaaa0000ull, "training", 2700000) == 0x5555aaaa0000ull);
+	CHECK(conv__range(c, 2700100, 4243, XPU_RANGE_PUSH, 0, 0, "epoch") == 0);
+	CHECK(conv__range(c, 2700200, 4243, XPU_RANGE_PUSH, 0, 0x5555aaaa0000ull, "forward") == 0);
+	CHECK(conv__range(c, 2700300, 4243, XPU_RANGE_POP, 0, 0x5555aaaa0000ull, NULL) == 0);
+	CHECK(conv__range(c, 2700400, 4243, XPU_RANGE_POP, 0, 0, NULL) == 0);
+	CHECK(conv__range(c, 2700500, 4243, XPU_RANGE_START, 9, 0, "load batch") == 0);
+	CHECK(conv__range(c, 2700600, 4244, XPU_RANGE_END, 9, 0, NULL) == 0);
+	CHECK(conv__range(c, 2700700, 4243, XPU_RANGE_MARK, 0, 0, "checkpoint") == 0);
+
+	CHECK(conv__loss(c, 2800000, XPU_LOSS_CUPTI, 17, 0) == 0);
+	CHECK(conv__clock_sync(c, 2900000, 2900010, 2900020) == 0);
+
+	/* A refused put is counted and conversion goes on. */
+	refuse = 1;
+	k = kernel(47, "_Z6vecAddPKfS0_Pfi", 3100000);
+	CHECK(conv__activity(c, (CUpti_Activity *)&k) == -ENOBUFS);
+}
+
+/* The fields that matter, read back from the records. */
+static void check_fields(const struct conv *c)
+{
+	const struct xpu_gpu_kernel *k[5];
+	const struct xpu_string *s;
+	const struct xpu_rec *r;
+	unsigned int i, nk = 0;
+	struct conv_stats st;
+
+	for (i = 0; (r = nth(i)); i++)
+		if (r->type == XPU_REC_GPU_KERNEL && nk < 5)
+			k[nk++] = (const void *)r;
+	CHECK(nk == 5);
+	if (nk < 5)
+		return;
+	CHECK(k[0]->correlation_id == 42 && k[0]->start_ns == 1000000 && k[0]->end_ns == 1002500);
+	CHECK(k[0]->hdr.pid == 4242 && k[0]->hdr.ts_ns == k[0]->start_ns);
+	CHECK(k[0]->grid[0] == 1024 && k[0]->block[0] == 256 && k[0]->registers == 32);
+	CHECK(k[0]->static_smem == 1024 && k[0]->dynamic_smem == 4096 && k[0]->stream_id == 7);
+	CHECK(k[0]->name_id && k[0]->name_id == k[1]->name_id && k[2]->name_id != k[0]->name_id);
+	s = string_of(k[0]->name_id);
+	CHECK(s && s->kind == XPU_STR_KERNEL && s->len == 18 &&
+	      !memcmp(s->text, "_Z6vecAddPKfS0_Pfi", 18));
+	CHECK(!(k[0]->hdr.flags & XPU_KERNEL_F_COOPERATIVE) &&
+	      (k[2]->hdr.flags & XPU_KERNEL_F_COOPERATIVE));
+	CHECK((k[3]->hdr.flags & XPU_KERNEL_F_GRAPH) && k[3]->graph_node_id == 77 &&
+	      k[3]->graph_id == 3);
+	CHECK(!(k[0]->hdr.flags & XPU_KERNEL_F_GRAPH) && !k[0]->graph_node_id);
+	s = string_of(k[4]->name_id);
+	CHECK(s && s->len == XPU_STRING_MAX);
+
+	CHECK(count_type(XPU_REC_GPU_MEMCPY) == 2 && count_type(XPU_REC_GPU_MEMSET) == 1);
+	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 2);
+	CHECK(count_type(XPU_REC_GPU_MEMORY) == 2 && count_type(XPU_REC_LOSS) == 1);
+	CHECK(count_type(XPU_REC_CLOCK_SYNC) == 1);
+	for (i = 0; (r = nth(i)); i++) {
+		if (r->type == XPU_REC_GPU_MEMCPY) {
+			const struct xpu_gpu_memcpy *m = (const void *)r;
+
+			CHECK(m->copy_kind ==
+			      (m->correlation_id == 50 ? XPU_COPY_HTOD : XPU_COPY_PTOP));
+			CHECK(m->correlation_id != 50 ||
+			      (m->bytes == 1 << 20 && (m->hdr.flags & XPU_COPY_F_ASYNC)));
+		} else if (r->type == XPU_REC_GPU_SYNC) {
+			const struct xpu_gpu_sync *y = (const void *)r;
+
+			CHECK(y->device_id == 3 && y->sync_kind == XPU_SYNC_STREAM &&
+			      y->end_ns == 2400000);
+		} else if (r->type == XPU_REC_CUDA_API) {
+			const struct xpu_cuda_api *a = (const void *)r;
+
+			CHECK(a->hdr.tid == 4243 && a->correlation_id == 42);
+			CHECK(a->domain == XPU_API_RUNTIME ? a->api_id == 211 && !a->result :
+							     a->api_id == 307 && a->result == 1);
+		} else if (r->type == XPU_REC_GPU_MEMORY) {
+			const struct xpu_gpu_memory *m = (const void *)r;
+
+			CHECK(m->op == (m->hdr.ts_ns == 900000 ? XPU_MEM_ALLOC : XPU_MEM_FREE));
+			CHECK(m->bytes == 1 << 24 && m->address == 0x7f0000000000ull);
+		} else if (r->type == XPU_REC_RANGE) {
+			const struct xpu_range *g = (const void *)r;
+
+			if (g->domain_id >> 62 == 1) /* overhead */
+				CHECK(!(g->hdr.flags & XPU_RANGE_F_NVTX) && g->hdr.tid == 4250);
+			else
+				CHECK(g->hdr.flags & XPU_RANGE_F_NVTX);
+		}
+	}
+	conv__stats(c, &st);
+	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 1 && st.syncs == 1);
+	CHECK(st.api_calls == 2 && st.memory == 2 && st.overheads == 2 && st.ranges == 7);
+	CHECK(st.external == 1 && st.other == 1 && st.names_cut == 1 && st.put_failed == 1);
+	CHECK(st.strings == 5); /* three kernel names, the overhead domain, "training" */
+	CHECK(st.clones == 2);
+}
+
+static int write_golden(const char *path)
+{
+	const struct xpu_rec *r;
+	unsigned int i, j;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	for (i = 0; (r = nth(i)); i++) {
+		fprintf(f, "%s %u", xpu_rec_type__name(r->type), r->size);
+		for (j = 0; j < r->size; j++)
+			fprintf(f, "%s%02x", j % 8 ? "" : " ", ((const unsigned char *)r)[j]);
+		fputc('\n', f);
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+static int compare_golden(const char *path)
+{
+	char tmp[] = "/tmp/cupti_convert_XXXXXX", a[1 << 16], b[1 << 16];
+	int fd = mkstemp(tmp), line = 0, bad = 0;
+	FILE *want, *got;
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	if (write_golden(tmp))
+		return -EIO;
+	want = fopen(path, "r");
+	got = fopen(tmp, "r");
+	if (!want || !got) {
+		fprintf(stderr, "cannot open %s\n", path);
+		return -ENOENT;
+	}
+	for (;;) {
+		char *x = fgets(a, sizeof(a), want), *y = fgets(b, sizeof(b), got);
+
+		line++;
+		if (!x && !y)
+			break;
+		if (!x || !y || strcmp(x, y)) {
+			fprintf(stderr, "%s:%d: differs\n  want %.120s\n  got  %.120s\n", path,
+				line, x ? x : "(end)", y ? y : "(end)");
+			if (++bad > 5)
+				break;
+		}
+	}
+	fclose(want);
+	fclose(got);
+	unlink(tmp);
+	return bad ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int update = argc == 3 && !strcmp(argv[1], "--update");
+	const char *golden = argv[argc - 1];
+	struct conv *c;
+	int err;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s [--update] GOLDEN\n", argv[0]);
+		return 2;
+	}
+	c = conv__new(4242, put, NULL);
+	if (!c)
+		return 1;
+	feed(c);
+	check_fields(c);
+	err = update ? write_golden(golden) : compare_golden(golden);
+	if (err) {
+		fprintf(stderr, "golden %s: %s\n", golden, strerror(-err));
+		failures++;
+	}
+	conv__free(c);
+	printf("%s: %d failures\n", argv[0], failures);
+	return failures ? 1 : 0;
+}

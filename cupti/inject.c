@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libxpusup_cupti.so: the CUPTI injection library (docs/cupti.md).
+ *
+ * Loaded into a profiled program by the CUDA driver through CUDA_INJECTION64_PATH (set by
+ * `xpusup record` and `xpusup run`), which calls InitializeInjection once, at cuInit. It
+ *
+ *   - finds the session through the in-process hand-off (common/inproc.h: hello kind
+ *     XPU_INPROC_CUPTI) and gets a ring of its own; the reply's options say which activity
+ *     kinds to enable and whether to mark launches;
+ *   - registers a timestamp callback, so every CUPTI timestamp is CLOCK_MONOTONIC ns, the
+ *     clock of the eBPF and perf sources;
+ *   - enables the activity kinds, converts each completed buffer's records (cupti/convert.c)
+ *     into the ring, and forces a flush every FLUSH_MS from a thread of its own, so activity
+ *     streams during the run; the last flush is at exit;
+ *   - on every launch API enter (runtime and driver, kernel and graph launches) calls
+ *     xpusup_launch_marker(correlation id, api id), an exported function that does nothing:
+ *     the cpu source's uprobe on it captures the launching thread's user stack; graph node
+ *     creation calls it too (event.h, XPU_LAUNCH_GRAPH_NODE);
+ *   - turns NVTX push/pop/start/end/mark into RANGE records (XPU_RANGE_F_NVTX).
+ *
+ * It must never block or take down the program: no session, a refused hello, a CUPTI error
+ * or the session going away each turn it off with one line on stderr, and from then on
+ * every callback returns at its first test. The ring is written under one lock (it has one
+ * producer: this process); a full ring drops and counts (the ring writes a LOSS record when
+ * room returns).
+ */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <nvtx3/nvToolsExt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <generated_nvtx_meta.h>
+
+#include "common/inproc.h"
+#include "cupti/convert.h"
+#include "cupti/inject.h"
+#include "shm/ring.h"
+#include "xpusup/event.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define FLUSH_MS 100 /* how often activity is forced out of CUPTI's buffers */
+#define BUFFER_BYTES (1u << 20) /* one CUPTI activity buffer */
+#define STRINGS_MAX 4096 /* NVTX registered strings remembered */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* ring, conv, strings */
+static struct ring *ring;
+static struct conv *conv;
+static int sock = -1;
+static __u32 options;
+static int enabled; /* read on every callback, relaxed: it gates work, publishes nothing */
+static bool said; /* the one line on stderr has been written */
+static CUpti_SubscriberHandle subscriber;
+static bool subscribed;
+
+static pthread_t flusher;
+static bool flusher_running;
+static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flusher_cond = PTHREAD_COND_INITIALIZER;
+static bool flusher_stop;
+
+/* The launch marker: one correlation id is marked once per thread, although a runtime
+ * launch API and the driver API it calls both pass through the callback with it. */
+static __thread __u32 last_marked;
+
+struct registered {
+	__u64 handle;
+	char *text;
+};
+static struct registered strings[STRINGS_MAX];
+static unsigned int n_strings;
+
+/*
+ * The uprobe target (docs/cupti.md, "Launch stacks"). noinline and an empty asm that uses
+ * both arguments, so the compiler keeps the call and its arguments in registers as the ABI
+ * passes them: the uprobe reads them there.
+ */
+EXPORT __attribute__((noinline)) void xpusup_launch_marker(uint64_t correlation_id, uint32_t api_id)
+{
+	__asm__ volatile("" : : "r"(correlation_id), "r"(api_id) : "memory");
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* CUPTI's clock becomes ours: kernels and CPU samples share one time axis. */
+static uint64_t timestamp_cb(void)
+{
+	return now_ns();
+}
+
+/* The one line on stderr: why GPU activity is not recorded. */
+static void say(const char *what, const char *detail)
+{
+	if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+		return;
+	fprintf(stderr, "xpusup: GPU activity off: %s%s%s\n", what, detail ? ": " : "",
+		detail ? detail : "");
+}
+
+static bool on(void)
+{
+	return __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+}
+
+static int put(void *ctx, const void *rec, __u32 size)
+{
+	return ring__write(ring, rec, size);
+}
+
+static const char *cupti_error(CUptiResult res)
+{
+	const char *s = NULL;
+
+	if (cuptiGetResultString(res, &s) != CUPTI_SUCCESS || !s)
+		return "unknown CUPTI error";
+	return s;
+}
+
+/* ---- activity buffers ---- */
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = aligned_alloc(8, BUFFER_BYTES);
+	*size = *buffer ? BUFFER_BYTES : 0;
+	*max_records = 0; /* as many as fit */
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	size_t dropped = 0;
+
+	if (!on() || !buffer)
+		goto free_buffer;
+	pthread_mutex_lock(&lock);
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+		conv__activity(conv, rec);
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
+		conv__loss(conv, now_ns(), XPU_LOSS_CUPTI, dropped, 0);
+	ring__flush(ring);
+	pthread_mutex_unlock(&lock);
+free_buffer:
+	free(buffer);
+}
+
+/* ---- callbacks ---- */
+
+static bool is_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		switch (cbid) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+			return true;
+		}
+		return false;
+	}
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+		return true;
+	}
+	return false;
+}
+
+static const CUpti_CallbackId runtime_launches[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+
+static const CUpti_CallbackId driver_launches[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		      const CUpti_CallbackData *cb)
+{
+	if (cb->callbackSite != CUPTI_API_ENTER || !is_launch(domain, cbid) ||
+	    cb->correlationId == last_marked)
+		return;
+	last_marked = cb->correlationId;
+	xpusup_launch_marker(
+		cb->correlationId,
+		(__u32)cbid | (domain == CUPTI_CB_DOMAIN_DRIVER_API ? XPU_LAUNCH_API_DRIVER : 0));
+}
+
+static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *res)
+{
+	const CUpti_GraphData *g = res->resourceDescriptor;
+	uint64_t node = 0, orig = 0;
+	uint32_t ctx_id, dev_id;
+
+	switch (cbid) {
+	case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+		if (cuptiGetContextId(res->context, &ctx_id) == CUPTI_SUCCESS &&
+		    cuptiGetDeviceId(res->context, &dev_id) == CUPTI_SUCCESS) {
+			pthread_mutex_lock(&lock);
+			conv__context(conv, ctx_id, dev_id);
+			pthread_mutex_unlock(&lock);
+		}
+		break;
+	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+		/* The stack of the code that built the node (directly or by stream capture):
+		 * what its kernels are attributed to, whenever the graph is launched. */
+		if (g && (options & XPU_CUPTI_OPT_LAUNCH_STACKS) &&
+		    cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS)
+			xpusup_launch_marker(XPU_LAUNCH_GRAPH_NODE | node,
+					     XPU_LAUNCH_API_GRAPH_NODE);
+		break;
+	case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+		if (g && cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS &&
+		    cuptiGetGraphNodeId(g->originalNode, &orig) == CUPTI_SUCCESS) {
+			pthread_mutex_lock(&lock);
+			conv__node_cloned(conv, node, orig);
+			pthread_mutex_unlock(&lock);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *registered_text(__u64 handle)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_strings; i++)
+		if (strings[i].handle == handle)
+			return strings[i].text;
+	return "[registered string]";
+}
+
+/* The message of NVTX event attributes: ASCII, or a string registered earlier. */
+static const char *attr_name(const nvtxEventAttributes_t *a)
+{
+	if (!a)
+		return NULL;
+	if (a->messageType == NVTX_MESSAGE_TYPE_ASCII)
+		return a->message.ascii;
+	if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED)
+		return registered_text((__u64)(uintptr_t)a->message.registered);
+	return "[unicode]";
+}
+
+static void nvtx_record(__u32 phase, __u64 range_id, __u64 domain, const char *name)
+{
+	pthread_mutex_lock(&lock);
+	conv__range(conv, now_ns(), (__u32)gettid(), phase, range_id, domain, name);
+	pthread_mutex_unlock(&lock);
+}
+
+static void nvtx_domain(nvtxDomainHandle_t h, const char *name)
+{
+	pthread_mutex_lock(&lock);
+	conv__domain(conv, (__u64)(uintptr_t)h, name, now_ns());
+	pthread_mutex_unlock(&lock);
+}
+
+static void nvtx_register(const void *ret, const char *text)
+{
+	const nvtxStringHandle_t *h = ret;
+
+	if (!h || !*h || !text)
+		return;
+	pthread_mutex_lock(&lock);
+	if (n_strings < STRINGS_MAX) {
+		strings[n_strings].text = strdup(text);
+		if (strings[n_strings].text)
+			strings[n_strings++].handle = (__u64)(uintptr_t)*h;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static __u64 handle_id(nvtxDomainHandle_t h)
+{
+	return (__u64)(uintptr_t)h & ~(3ull << 62); /* as conv__domain numbers it */
+}
+
+static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
+{
+	const void *p = d->functionParams;
+	const nvtxRangeId_t *ret = d->functionReturnValue;
+
+	switch (cbid) {
+	case CUPTI_CBID_NVTX_nvtxRangePushA:
+		nvtx_record(XPU_RANGE_PUSH, 0, 0, ((const nvtxRangePushA_params *)p)->message);
+		break;
+	case CUPTI_CBID_NVTX_nvtxRangePushEx:
+		nvtx_record(XPU_RANGE_PUSH, 0, 0,
+			    attr_name(((const nvtxRangePushEx_params *)p)->eventAttrib));
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+		const nvtxDomainRangePushEx_params *q = p;
+
+		nvtx_record(XPU_RANGE_PUSH, 0, handle_id(q->domain),
+			    attr_name(q->core.eventAttrib));
+		break;
+	}
+	case CUPTI_CBID_NVTX_nvtxRangePop:
+		nvtx_record(XPU_RANGE_POP, 0, 0, NULL);
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+		nvtx_record(XPU_RANGE_POP, 0,
+			    handle_id(((const nvtxDomainRangePop_params *)p)->domain), NULL);
+		break;
+	case CUPTI_CBID_NVTX_nvtxRangeStartA:
+		nvtx_record(XPU_RANGE_START, ret ? *ret : 0, 0,
+			    ((const nvtxRangeStartA_params *)p)->message);
+		break;
+	case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+		nvtx_record(XPU_RANGE_START, ret ? *ret : 0, 0,
+			    attr_name(((const nvtxRangeStartEx_params *)p)->eventAttrib));
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+		const nvtxDomainRangeStartEx_params *q = p;
+
+		nvtx_record(XPU_RANGE_START, ret ? *ret : 0, handle_id(q->domain),
+			    attr_name(q->core.eventAttrib));
+		break;
+	}
+	case CUPTI_CBID_NVTX_nvtxRangeEnd:
+		nvtx_record(XPU_RANGE_END, ((const nvtxRangeEnd_params *)p)->id, 0, NULL);
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: {
+		const nvtxDomainRangeEnd_params *q = p;
+
+		nvtx_record(XPU_RANGE_END, q->core.id, handle_id(q->domain), NULL);
+		break;
+	}
+	case CUPTI_CBID_NVTX_nvtxMarkA:
+		nvtx_record(XPU_RANGE_MARK, 0, 0, ((const nvtxMarkA_params *)p)->message);
+		break;
+	case CUPTI_CBID_NVTX_nvtxMarkEx:
+		nvtx_record(XPU_RANGE_MARK, 0, 0,
+			    attr_name(((const nvtxMarkEx_params *)p)->eventAttrib));
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainMarkEx: {
+		const nvtxDomainMarkEx_params *q = p;
+
+		nvtx_record(XPU_RANGE_MARK, 0, handle_id(q->domain),
+			    attr_name(q->core.eventAttrib));
+		break;
+	}
+	case CUPTI_CBID_NVTX_nvtxDomainCreateA:
+		if (d->functionReturnValue)
+			nvtx_domain(*(const nvtxDomainHandle_t *)d->functionReturnValue,
+				    ((const nvtxDomainCreateA_params *)p)->name);
+		break;
+	case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+		nvtx_register(d->functionReturnValue,
+			      ((const nvtxDomainRegisterStringA_params *)p)->string);
+		break;
+	default:
+		break;
+	}
+}
+
+static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			      const void *data)
+{
+	if (!on())
+		return;
+	switch (domain) {
+	case CUPTI_CB_DOMAIN_RUNTIME_API:
+	case CUPTI_CB_DOMAIN_DRIVER_API:
+		on_launch(domain, cbid, data);
+		break;
+	case CUPTI_CB_DOMAIN_RESOURCE:
+		on_resource(cbid, data);
+		break;
+	case CUPTI_CB_DOMAIN_NVTX:
+		on_nvtx(cbid, data);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- set-up, flushing, tear-down ---- */
+
+struct activity_kind {
+	__u32 opt; /* XPU_CUPTI_ACT_* */
+	CUpti_ActivityKind kind;
+	const char *name;
+};
+
+static const struct activity_kind activity_kinds[] = {
+	{ XPU_CUPTI_ACT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel" },
+	{ XPU_CUPTI_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy" },
+	{ XPU_CUPTI_ACT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, "memcpy (peer)" },
+	{ XPU_CUPTI_ACT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, "memset" },
+	{ XPU_CUPTI_ACT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "sync" },
+	{ XPU_CUPTI_ACT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, "runtime" },
+	{ XPU_CUPTI_ACT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, "driver" },
+	{ XPU_CUPTI_ACT_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2, "memory" },
+	{ XPU_CUPTI_ACT_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead" },
+	{ XPU_CUPTI_ACT_EXTERNAL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external" },
+};
+
+#define N_KINDS (sizeof(activity_kinds) / sizeof(activity_kinds[0]))
+
+static void activities_disable(void)
+{
+	size_t i;
+
+	for (i = 0; i < N_KINDS; i++)
+		if (options & activity_kinds[i].opt)
+			cuptiActivityDisable(activity_kinds[i].kind);
+}
+
+/* One clock pair per flush: with the timestamp callback both read CLOCK_MONOTONIC, and the
+ * record lets a consumer check that; without it, it is what the clock module models. */
+static void clock_pair(void)
+{
+	uint64_t cupti;
+	__u64 before, after;
+
+	before = now_ns();
+	if (cuptiGetTimestamp(&cupti) != CUPTI_SUCCESS)
+		return;
+	after = now_ns();
+	pthread_mutex_lock(&lock);
+	conv__clock_sync(conv, before, cupti, after);
+	ring__flush(ring);
+	pthread_mutex_unlock(&lock);
+}
+
+/* The session is gone when the actor closed its end of the socket. */
+static bool session_gone(void)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN | POLLRDHUP };
+	char byte;
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLRDHUP | POLLERR))
+		return true;
+	return recv(sock, &byte, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+}
+
+static void turn_off(const char *why)
+{
+	if (!__atomic_exchange_n(&enabled, 0, __ATOMIC_RELAXED))
+		return;
+	say(why, NULL);
+	activities_disable();
+}
+
+static void *flusher_main(void *arg)
+{
+	struct timespec until;
+
+	pthread_mutex_lock(&flusher_lock);
+	while (!flusher_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += FLUSH_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&flusher_cond, &flusher_lock, &until);
+		if (flusher_stop || !on())
+			break;
+		pthread_mutex_unlock(&flusher_lock);
+		if (session_gone()) {
+			turn_off("the session went away");
+		} else {
+			/* Forced: completed records of partly filled buffers come out too. */
+			cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+			clock_pair();
+		}
+		pthread_mutex_lock(&flusher_lock);
+	}
+	pthread_mutex_unlock(&flusher_lock);
+	return NULL;
+}
+
+/* exit(): stop the flusher, force the last records out, publish them. */
+static void at_exit(void)
+{
+	if (flusher_running) {
+		pthread_mutex_lock(&flusher_lock);
+		flusher_stop = true;
+		pthread_cond_signal(&flusher_cond);
+		pthread_mutex_unlock(&flusher_lock);
+		pthread_join(flusher, NULL);
+		flusher_running = false;
+	}
+	if (!on())
+		return;
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	pthread_mutex_lock(&lock);
+	ring__flush(ring);
+	pthread_mutex_unlock(&lock);
+}
+
+/* A child forked without exec must not produce into its parent's ring (one producer). */
+static void at_fork_child(void)
+{
+	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
+	flusher_running = false; /* the thread did not come along */
+}
+
+static int subscribe(void)
+{
+	CUptiResult res;
+	size_t i;
+
+	res = cuptiSubscribe(&subscriber, callback, NULL);
+	if (res != CUPTI_SUCCESS) {
+		say("CUPTI refused a subscriber", cupti_error(res));
+		return -EIO;
+	}
+	subscribed = true;
+	if (options & XPU_CUPTI_OPT_LAUNCH_STACKS) {
+		for (i = 0; i < sizeof(runtime_launches) / sizeof(runtime_launches[0]); i++)
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+					    runtime_launches[i]);
+		for (i = 0; i < sizeof(driver_launches) / sizeof(driver_launches[0]); i++)
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+					    driver_launches[i]);
+	}
+	res = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+	if (res != CUPTI_SUCCESS) {
+		say("CUPTI resource callbacks", cupti_error(res));
+		return -EIO;
+	}
+	if ((options & XPU_CUPTI_ACT_NVTX) &&
+	    cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX) != CUPTI_SUCCESS)
+		fprintf(stderr, "xpusup: NVTX ranges will not be recorded (CUPTI refused)\n");
+	return 0;
+}
+
+static int activities_enable(void)
+{
+	char missing[256] = "";
+	CUptiResult res;
+	size_t i, n = 0;
+
+	res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (res != CUPTI_SUCCESS) {
+		say("CUPTI activity buffers", cupti_error(res));
+		return -EIO;
+	}
+	for (i = 0; i < N_KINDS; i++) {
+		if (!(options & activity_kinds[i].opt))
+			continue;
+		if (cuptiActivityEnable(activity_kinds[i].kind) == CUPTI_SUCCESS) {
+			n++;
+			continue;
+		}
+		if (strlen(missing) + strlen(activity_kinds[i].name) + 3 < sizeof(missing))
+			strcat(strcat(missing, *missing ? ", " : ""), activity_kinds[i].name);
+	}
+	if (*missing)
+		fprintf(stderr, "xpusup: CUPTI activity not available: %s\n", missing);
+	if (!n && (options & XPU_CUPTI_ACT_ALL & ~XPU_CUPTI_ACT_NVTX)) {
+		say("CUPTI enabled none of the activity kinds", NULL);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Undo a set-up that failed part way: nothing of ours stays in the process's way. */
+static void teardown(void)
+{
+	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
+	if (subscribed) {
+		cuptiUnsubscribe(subscriber);
+		subscribed = false;
+	}
+	activities_disable();
+	pthread_mutex_lock(&lock);
+	ring__close(ring);
+	ring = NULL;
+	conv__free(conv);
+	conv = NULL;
+	pthread_mutex_unlock(&lock);
+	if (sock >= 0)
+		close(sock);
+	sock = -1;
+}
+
+/*
+ * Called by the CUDA driver once, at cuInit, because CUDA_INJECTION64_PATH names this
+ * library. Returns 1 whatever happens: the program runs on without profiling rather than
+ * fail its CUDA initialisation because of us.
+ */
+EXPORT int InitializeInjection(void)
+{
+	static bool done;
+	char why[256];
+	CUptiResult res;
+	int err;
+
+	if (__atomic_exchange_n(&done, true, __ATOMIC_RELAXED))
+		return 1;
+	err = inproc__connect(XPU_INPROC_CUPTI, XPU_INPROC_TIMEOUT_MS, &sock, &ring, &options, why,
+			      sizeof(why));
+	if (err) {
+		say(why, NULL);
+		return 1;
+	}
+	if (!(options & XPU_INPROC_OPT_SET))
+		options = XPU_CUPTI_OPT_DEFAULTS; /* an actor that chooses nothing */
+	conv = conv__new((__u32)getpid(), put, NULL);
+	if (!conv) {
+		say("out of memory", NULL);
+		goto err_teardown;
+	}
+	__atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
+	res = cuptiActivityRegisterTimestampCallback(timestamp_cb);
+	if (res != CUPTI_SUCCESS)
+		fprintf(stderr,
+			"xpusup: CUPTI keeps its own clock (%s): GPU times are aligned by the "
+			"clock pairs sent with each flush\n",
+			cupti_error(res));
+	if (subscribe() || activities_enable())
+		goto err_teardown;
+	pthread_atfork(NULL, NULL, at_fork_child);
+	atexit(at_exit);
+	flusher_running = !pthread_create(&flusher, NULL, flusher_main, NULL);
+	if (!flusher_running)
+		fprintf(stderr, "xpusup: no flush thread: GPU activity arrives as buffers fill\n");
+	return 1;
+
+err_teardown:
+	teardown();
+	return 1;
+}
+
+/*
+ * NVTX finds its tool through NVTX_INJECTION64_PATH; `record` names this library there too,
+ * so one path serves both, and NVTX's calls go on to CUPTI's implementation, which turns
+ * them into the callbacks above.
+ */
+EXPORT int InitializeInjectionNvtx2(const void *get_export_table)
+{
+	int (*next)(const void *);
+	void *sym = dlsym(RTLD_NEXT, "InitializeInjectionNvtx2");
+
+	/* POSIX dlsym: an object pointer that is a function's address */
+	memcpy(&next, &sym, sizeof(next));
+	return next ? next(get_export_table) : 0;
+}
