@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
 #include "xpusup/event.h"
 
 #define NAMES_INITIAL 1024u /* slots; doubles while it is more than half full */
@@ -38,10 +41,82 @@ struct conv {
 	__u32 ctx_id[CONTEXTS], ctx_dev[CONTEXTS];
 	__u64 overhead_domain; /* STRING id of "cupti overhead", once sent */
 	__u64 next_overhead;
+	bool launch_marked; /* the library calls the launch marker on launch APIs */
 	struct conv_stats st;
 	/* One record at a time is built here: the largest is a STRING of XPU_STRING_MAX. */
 	_Alignas(8) unsigned char buf[XPU_REC_MAX_SIZE];
 };
+
+bool conv__is_launch(bool driver, __u32 cbid)
+{
+	if (!driver) {
+		switch (cbid) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+			return true;
+		}
+		return false;
+	}
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+		return true;
+	}
+	return false;
+}
+
+const __u32 conv_runtime_launches[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+
+const __u32 conv_driver_launches[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+const size_t conv_n_runtime_launches =
+	sizeof(conv_runtime_launches) / sizeof(conv_runtime_launches[0]);
+const size_t conv_n_driver_launches =
+	sizeof(conv_driver_launches) / sizeof(conv_driver_launches[0]);
 
 static __u64 fnv1a(const char *s, size_t len)
 {
@@ -250,6 +325,11 @@ int conv__node_cloned(struct conv *c, __u64 clone_id, __u64 orig_id)
 	return 0;
 }
 
+void conv__set_launch_marked(struct conv *c, bool on)
+{
+	c->launch_marked = on;
+}
+
 void conv__context(struct conv *c, __u32 context_id, __u32 device_id)
 {
 	c->ctx_id[context_id % CONTEXTS] = context_id;
@@ -398,6 +478,8 @@ static int api(struct conv *c, const CUpti_ActivityAPI *a, __u16 domain)
 	r->correlation_id = a->correlationId;
 	r->api_id = a->cbid;
 	r->domain = domain;
+	if (c->launch_marked && conv__is_launch(domain == XPU_API_DRIVER, a->cbid))
+		r->hdr.flags |= XPU_API_F_LAUNCH_MARKED;
 	r->result = a->returnValue;
 	c->st.api_calls++;
 	return emit(c, sizeof(*r));

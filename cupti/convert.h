@@ -18,6 +18,8 @@
 
 #include <cupti_activity.h>
 #include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /* Receives each converted record (size bytes, a multiple of 8). Returns 0 or -errno (the
  * record was dropped: counted by the caller, conversion goes on). */
@@ -66,6 +68,21 @@ int conv__node_cloned(struct conv *c, __u64 clone_id, __u64 orig_id);
 
 /* conv__node_origin - the original node id of node_id (itself when it is no known clone). */
 __u64 conv__node_origin(const struct conv *c, __u64 node_id);
+
+/* The launch APIs (CUPTI callback ids) the library marks: kernel launches, cooperative
+ * launches and graph launches, runtime and driver. */
+extern const __u32 conv_runtime_launches[];
+extern const __u32 conv_driver_launches[];
+extern const size_t conv_n_runtime_launches, conv_n_driver_launches;
+
+/* conv__is_launch - whether cbid (of the driver API when driver, else the runtime API) is one
+ * of the launch APIs above. */
+bool conv__is_launch(bool driver, __u32 cbid);
+
+/* conv__set_launch_marked - the library calls the launch marker (launch_stacks): CUDA_API
+ * records of launch APIs get XPU_API_F_LAUNCH_MARKED, so the correlator knows a LAUNCH
+ * record with the stack is on its way through the cpu source. */
+void conv__set_launch_marked(struct conv *c, bool on);
 
 /* conv__context - context_id belongs to device_id (synchronization records carry no device). */
 void conv__context(struct conv *c, __u32 context_id, __u32 device_id);

@@ -197,6 +197,8 @@ static void feed(struct conv *c)
 	y.streamId = 7;
 	CHECK(conv__activity(c, (CUpti_Activity *)&y) == 1);
 
+	/* Launch APIs are marked when the library calls the marker; other calls never. */
+	conv__set_launch_marked(c, true);
 	memset(&a, 0, sizeof(a));
 	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
 	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
@@ -212,6 +214,14 @@ static void feed(struct conv *c)
 	a.end = 994000;
 	a.returnValue = 1;
 	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020;
+	a.start = 996000;
+	a.end = 999000;
+	a.returnValue = 0;
+	a.correlationId = 55;
+	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+	conv__set_launch_marked(c, false);
 
 	memset(&mem, 0, sizeof(mem));
 	mem.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -302,7 +312,7 @@ static void check_fields(const struct conv *c)
 	CHECK(s && s->len == XPU_STRING_MAX);
 
 	CHECK(count_type(XPU_REC_GPU_MEMCPY) == 2 && count_type(XPU_REC_GPU_MEMSET) == 1);
-	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 2);
+	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 3);
 	CHECK(count_type(XPU_REC_GPU_MEMORY) == 2 && count_type(XPU_REC_LOSS) == 1);
 	CHECK(count_type(XPU_REC_CLOCK_SYNC) == 1);
 	for (i = 0; (r = nth(i)); i++) {
@@ -321,7 +331,12 @@ static void check_fields(const struct conv *c)
 		} else if (r->type == XPU_REC_CUDA_API) {
 			const struct xpu_cuda_api *a = (const void *)r;
 
-			CHECK(a->hdr.tid == 4243 && a->correlation_id == 42);
+			CHECK(a->hdr.tid == 4243);
+			if (a->correlation_id == 55) {
+				CHECK(a->api_id == 31 && !(a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
+				continue;
+			}
+			CHECK(a->correlation_id == 42 && (a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
 			CHECK(a->domain == XPU_API_RUNTIME ? a->api_id == 211 && !a->result :
 							     a->api_id == 307 && a->result == 1);
 		} else if (r->type == XPU_REC_GPU_MEMORY) {
@@ -340,7 +355,7 @@ static void check_fields(const struct conv *c)
 	}
 	conv__stats(c, &st);
 	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 1 && st.syncs == 1);
-	CHECK(st.api_calls == 2 && st.memory == 2 && st.overheads == 2 && st.ranges == 7);
+	CHECK(st.api_calls == 3 && st.memory == 2 && st.overheads == 2 && st.ranges == 7);
 	CHECK(st.external == 1 && st.other == 1 && st.names_cut == 1 && st.put_failed == 1);
 	CHECK(st.strings == 5); /* three kernel names, the overhead domain, "training" */
 	CHECK(st.clones == 2);

@@ -167,6 +167,7 @@ int main(int argc, char **argv)
 	conv = conv__new((__u32)getpid(), put, NULL);
 	if (!conv)
 		return 1;
+	conv__set_launch_marked(conv, options & XPU_CUPTI_OPT_LAUNCH_STACKS);
 	printf("options %#x\n", options);
 
 	for (i = 0; i < COPIES; i++)

@@ -161,76 +161,11 @@ free_buffer:
 
 /* ---- callbacks ---- */
 
-static bool is_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
-{
-	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-		switch (cbid) {
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
-		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-			return true;
-		}
-		return false;
-	}
-	switch (cbid) {
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
-	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-		return true;
-	}
-	return false;
-}
-
-static const CUpti_CallbackId runtime_launches[] = {
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-};
-
-static const CUpti_CallbackId driver_launches[] = {
-	CUPTI_DRIVER_TRACE_CBID_cuLaunch,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
-	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-};
-
 static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		      const CUpti_CallbackData *cb)
 {
-	if (cb->callbackSite != CUPTI_API_ENTER || !is_launch(domain, cbid) ||
+	if (cb->callbackSite != CUPTI_API_ENTER ||
+	    !conv__is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid) ||
 	    cb->correlationId == last_marked)
 		return;
 	last_marked = cb->correlationId;
@@ -568,12 +503,12 @@ static int subscribe(void)
 	}
 	subscribed = true;
 	if (options & XPU_CUPTI_OPT_LAUNCH_STACKS) {
-		for (i = 0; i < sizeof(runtime_launches) / sizeof(runtime_launches[0]); i++)
+		for (i = 0; i < conv_n_runtime_launches; i++)
 			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-					    runtime_launches[i]);
-		for (i = 0; i < sizeof(driver_launches) / sizeof(driver_launches[0]); i++)
+					    conv_runtime_launches[i]);
+		for (i = 0; i < conv_n_driver_launches; i++)
 			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-					    driver_launches[i]);
+					    conv_driver_launches[i]);
 	}
 	res = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
 	if (res != CUPTI_SUCCESS) {
@@ -663,6 +598,7 @@ EXPORT int InitializeInjection(void)
 		say("out of memory", NULL);
 		goto err_teardown;
 	}
+	conv__set_launch_marked(conv, options & XPU_CUPTI_OPT_LAUNCH_STACKS);
 	__atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
 	res = cuptiActivityRegisterTimestampCallback(timestamp_cb);
 	if (res != CUPTI_SUCCESS)

@@ -129,6 +129,11 @@ enum xpu_api_domain {
 	XPU_API_DRIVER = 2,
 };
 
+/* CUDA_API flags: the CUPTI library called the launch marker for this call, so a LAUNCH
+ * record with the caller's stack is on its way (from the cpu source, later than this record
+ * as a rule): the correlator may hold the call's GPU work a while for it. */
+#define XPU_API_F_LAUNCH_MARKED (1u << 0)
+
 /* CUDA_API: one runtime or driver API call; hdr.ts_ns is the enter time. */
 struct xpu_cuda_api {
 	struct xpu_rec hdr;
