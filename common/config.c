@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/inproc.h"
 #include "xpusup/event.h"
 
 #define LINE_MAX_CHARS 1023 /* a longer line is an error, not silently cut */
@@ -55,6 +56,7 @@ enum key_type {
 	T_FILTER, /* see conf_parse_filter() */
 	T_ENRICH, /* see conf_parse_enrich() */
 	T_TARGET, /* see conf_parse_target() */
+	T_ACTIVITIES, /* see conf_parse_activities() */
 };
 
 struct key_schema {
@@ -75,6 +77,8 @@ struct kind_schema {
 	const struct key_schema *keys; /* NULL-terminated; NULL when not available */
 	const char *doc;
 	bool needs_correlator; /* a source that writes into the shard rings */
+	/* listens on SESSION/inproc.sock: at most one such source per pipeline */
+	bool in_process;
 };
 
 /* A parsed value: u (and u2 for T_INTENSITY) are only meaningful when set. */
@@ -395,10 +399,14 @@ static const struct key_schema cpu_keys[] = {
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
 	  .def = "yes",
 	  .doc = "capture the user part of each stack" },
+	/* No schema default: when not written, the actor takes the CUPTI injection library's
+	 * path (common/paths.h, the file `record` and `run` inject) if that file exists, and
+	 * attaches no uprobe if it does not; a path written here must exist. */
 	{ .key = "launch_marker",
 	  .type = T_PATH,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .doc = "library or program whose xpusup_launch_marker gets the launch uprobe" },
+	  .doc = "library or program whose xpusup_launch_marker gets the launch uprobe "
+		 "(default: the CUPTI injection library, when it is installed)" },
 	{ .key = "ringbuf_kb",
 	  .type = T_POW2,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
@@ -471,6 +479,40 @@ static const struct key_schema inproc_keys[] = {
 	  .max = 65536,
 	  .def = "1024",
 	  .doc = "processes attached at once; more are refused (and run unrecorded)" },
+	{ .key = NULL },
+};
+
+/* kind = cupti: the same in-process hand-off, which also tells each CUPTI injection library
+ * what to record (docs/inproc.md, "Options"); annotate clients are served as by inproc. */
+static const struct key_schema cupti_keys[] = {
+	/* A process's GPU activity arrives in CUPTI's buffer-completed bursts, flushed at
+	 * once: 8 MiB holds about 45,000 launches (kernel and API records, 176 bytes) between
+	 * two drains. */
+	{ .key = "ring_kib",
+	  .type = T_POW2,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 4,
+	  .max = 1048576,
+	  .def = "8192",
+	  .doc = "size of each process's ring, in KiB (a power of two)" },
+	{ .key = "max_processes",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1,
+	  .max = 65536,
+	  .def = "1024",
+	  .doc = "processes attached at once; more are refused (and run unrecorded)" },
+	{ .key = "activities",
+	  .type = T_ACTIVITIES,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "all",
+	  .doc = "what CUPTI records: kernel, memcpy, memset, sync, runtime, driver, memory, "
+		 "overhead, external, nvtx; all; or none" },
+	{ .key = "launch_stacks",
+	  .type = T_BOOL,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "yes",
+	  .doc = "call the launch marker at each launch, so the cpu source captures its stack" },
 	{ .key = NULL },
 };
 
@@ -701,21 +743,25 @@ static const struct key_schema timeline_keys[] = {
 /* Planned kinds are listed so that a pipeline.conf written for a later build gets a clear
  * message rather than "unknown kind". */
 static const struct kind_schema kinds[] = {
-	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false },
-	{ "cupti", SOURCE, false, NULL, "CUDA activity and API records", true },
-	{ "cpu", SOURCE, true, cpu_keys, "CPU stack sampling (eBPF)", true },
-	{ "pmu", SOURCE, true, pmu_keys, "hardware counters (perf events)", true },
-	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true },
-	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true },
-	{ "inproc", SOURCE, true, inproc_keys, "annotated ranges from profiled processes", true },
-	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false },
-	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph",
+	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false, false },
+	{ "cupti", SOURCE, true, cupti_keys, "CUDA activity and API records, annotated ranges",
+	  true, true },
+	{ "cpu", SOURCE, true, cpu_keys, "CPU stack sampling (eBPF)", true, false },
+	{ "pmu", SOURCE, true, pmu_keys, "hardware counters (perf events)", true, false },
+	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true,
+	  false },
+	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true, false },
+	{ "inproc", SOURCE, true, inproc_keys, "annotated ranges from profiled processes", true,
+	  true },
+	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false,
+	  false },
+	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph", false,
 	  false },
 	{ "timeline", SINK, true, timeline_keys, "Chrome trace JSON for Perfetto and speedscope",
-	  false },
-	{ "stats", SINK, true, stats_keys, "summary statistics", false },
-	{ "publish", SINK, true, publish_keys, "records to subscribers over nng", false },
-	{ NULL, 0, false, NULL, NULL, false },
+	  false, false },
+	{ "stats", SINK, true, stats_keys, "summary statistics", false, false },
+	{ "publish", SINK, true, publish_keys, "records to subscribers over nng", false, false },
+	{ NULL, 0, false, NULL, NULL, false, false },
 };
 
 #undef SOURCE
@@ -1112,6 +1158,52 @@ int conf_parse_enrich(const char *s, unsigned int *stages)
 	return 0;
 }
 
+/* The bit of each name is the one the CUPTI library reads in reply.options (common/inproc.h). */
+static const struct {
+	const char *name;
+	unsigned int bit;
+} activity_names[] = {
+	{ "kernel", XPU_CUPTI_ACT_KERNEL },	{ "memcpy", XPU_CUPTI_ACT_MEMCPY },
+	{ "memset", XPU_CUPTI_ACT_MEMSET },	{ "sync", XPU_CUPTI_ACT_SYNC },
+	{ "runtime", XPU_CUPTI_ACT_RUNTIME },	{ "driver", XPU_CUPTI_ACT_DRIVER },
+	{ "memory", XPU_CUPTI_ACT_MEMORY },	{ "overhead", XPU_CUPTI_ACT_OVERHEAD },
+	{ "external", XPU_CUPTI_ACT_EXTERNAL }, { "nvtx", XPU_CUPTI_ACT_NVTX },
+};
+
+int conf_parse_activities(const char *s, unsigned int *bits)
+{
+	const size_t n_names = sizeof(activity_names) / sizeof(activity_names[0]);
+	unsigned int got = 0;
+	int r, n = 0, all = 0, none = 0;
+	char item[32];
+	size_t i;
+
+	if (!s)
+		return -EINVAL;
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
+		n++;
+		if (!strcmp(item, "all")) {
+			all = 1;
+			continue;
+		}
+		if (!strcmp(item, "none")) {
+			none = 1;
+			continue;
+		}
+		for (i = 0; i < n_names; i++)
+			if (!strcmp(item, activity_names[i].name))
+				break;
+		if (i == n_names)
+			return -EINVAL;
+		got |= activity_names[i].bit;
+	}
+	/* "all" and "none" stand alone: "none, kernel" would mean nothing clear */
+	if (r < 0 || !n || ((all || none) && n > 1))
+		return -EINVAL;
+	*bits = all ? XPU_CUPTI_ACT_ALL : got;
+	return 0;
+}
+
 #define INTENSITY_PERIOD_MIN_MS 1ull
 #define INTENSITY_PERIOD_MAX_MS 3600000ull
 
@@ -1203,6 +1295,11 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 
 		return conf_parse_target(s, &t);
 	}
+	case T_ACTIVITIES: {
+		unsigned int bits;
+
+		return conf_parse_activities(s, &bits);
+	}
 	}
 	return -EINVAL;
 }
@@ -1261,6 +1358,11 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 			 "starts), command (the process tree of `xpusup record`'s command) or "
 			 "cgroup:PATH (absolute, or under /sys/fs/cgroup)",
 			 CONF_TARGET_PIDS_MAX);
+		return;
+	case T_ACTIVITIES:
+		snprintf(buf, size,
+			 "all, none, or a list of kernel, memcpy, memset, sync, runtime, driver, "
+			 "memory, overhead, external, nvtx");
 		return;
 	}
 	buf[0] = '\0';
@@ -1794,6 +1896,7 @@ free_conf:
  * Reported at the section header, so the whole file's mistakes come out in one run. */
 static void parser__check_kinds(struct parser *p)
 {
+	const struct section *in_process = NULL;
 	const struct key_schema *k;
 	bool correlator = false;
 	unsigned int i;
@@ -1815,6 +1918,17 @@ static void parser__check_kinds(struct parser *p)
 			       "kind '%s' in [%s] sends its records to correlators: add a "
 			       "[correlator] section",
 			       sec->kind->name, sec->header);
+		/* Both would listen on SESSION/inproc.sock, and a library can only find one
+		 * session socket: the second would take the first's away. */
+		if (sec->kind->in_process && in_process)
+			report(p, sec->line,
+			       "only one in-process source per pipeline: [%s] (kind '%s') and "
+			       "[%s] (kind '%s', line %d) would share SESSION/%s (a cupti source "
+			       "takes annotate clients too)",
+			       sec->header, sec->kind->name, in_process->header,
+			       in_process->kind->name, in_process->line, XPU_INPROC_SOCK);
+		else if (sec->kind->in_process)
+			in_process = sec;
 	}
 }
 
@@ -2037,6 +2151,19 @@ const struct conf_actor *conf__find(const struct conf *conf, const char *name)
 	for (i = 0; i < conf->n_actors; i++)
 		if (!strcmp(conf->actors[i].name, name))
 			return &conf->actors[i];
+	return NULL;
+}
+
+const struct conf_actor *conf__in_process_source(const struct conf *conf)
+{
+	const struct kind_schema *k;
+	unsigned int i;
+
+	for (i = 0; i < conf->n_actors; i++) {
+		k = kind_schema__find(conf->actors[i].kind);
+		if (k && k->in_process)
+			return &conf->actors[i];
+	}
 	return NULL;
 }
 

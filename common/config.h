@@ -115,6 +115,10 @@ int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, co
 /* conf__find - the actor named name, or NULL. */
 const struct conf_actor *conf__find(const struct conf *conf, const char *name);
 
+/* conf__in_process_source - the source that listens on SESSION/inproc.sock (kind cupti or
+ * inproc; a valid conf has at most one), or NULL. */
+const struct conf_actor *conf__in_process_source(const struct conf *conf);
+
 /*
  * Value parsers shared by the loader and by actors reading their own keys. Each returns 0
  * or -EINVAL (and writes nothing on error).
@@ -151,6 +155,14 @@ int conf_parse_filter(const char *s, unsigned int *keep);
  * trailing comma or an item of cap bytes or more.
  */
 int conf_list_next(const char **sp, char *item, size_t cap);
+
+/*
+ * conf_parse_activities - the cupti source's `activities`: comma-separated names from kernel,
+ * memcpy, memset, sync, runtime, driver, memory, overhead, external, nvtx; or `all` or `none`
+ * alone. *bits gets the XPU_CUPTI_ACT_* bit of each (common/inproc.h), the bits the actor
+ * sends to each CUPTI client. Returns 0 or -EINVAL.
+ */
+int conf_parse_activities(const char *s, unsigned int *bits);
 
 /* A source's `enrich` stages (docs/pipeline.md): bits of *stages. */
 enum conf_enrich {

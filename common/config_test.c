@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/inproc.h"
 #include "tests/tap.h"
 #include "xpusup/event.h"
 
@@ -321,11 +322,43 @@ static void test_errors(void)
 	check_error(
 		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
 		"t.conf:4: ",
-		"missing 'kind' in [source gpu] (known: test, cpu, pmu, synthetic, replay, inproc)");
+		"missing 'kind' in [source gpu] (known: test, cupti, cpu, pmu, synthetic, replay, inproc)");
 	check_error("unknown kind", "[sink a]\nkind = foo\n",
 		    "t.conf:2: ", "unknown kind 'foo' (known: test, folded");
-	check_error("planned kind", "[source c]\nkind = cupti\n",
-		    "t.conf:2: ", "kind 'cupti' is not available in this build yet");
+	check_error(
+		"cupti activity",
+		"[correlator]\n[source gpu]\nkind = cupti\nactivities = kernel, texture\n",
+		"t.conf:4: ",
+		"bad value 'kernel, texture' for 'activities': expected all, none, or a list of "
+		"kernel, memcpy");
+	check_error("cupti activities all with more",
+		    "[correlator]\n[source gpu]\nkind = cupti\nactivities = all, kernel\n",
+		    "t.conf:4: ", "bad value 'all, kernel' for 'activities'");
+	check_error("cupti launch_stacks",
+		    "[correlator]\n[source gpu]\nkind = cupti\n"
+		    "launch_stacks = sometimes\n",
+		    "t.conf:4: ", "bad value 'sometimes' for 'launch_stacks'");
+	check_error("cupti ring_kib", "[correlator]\n[source gpu]\nkind = cupti\nring_kib = 1000\n",
+		    "t.conf:4: ", "expected a power of two in 4..1048576");
+	check_error("cupti without correlator",
+		    "[sink s]\nkind = test\n[source gpu]\nkind = cupti\n",
+		    "t.conf:3: ", "kind 'cupti' in [source gpu] sends its records to correlators");
+	check_error("cpu key in cupti", "[correlator]\n[source gpu]\nkind = cupti\ntarget = all\n",
+		    "t.conf:4: ", "unknown key 'target' in [source gpu] (kind 'cupti')");
+	check_error("two in-process sources",
+		    "[correlator]\n[source ann]\nkind = inproc\n\n"
+		    "[source gpu]\nkind = cupti\n",
+		    "t.conf:5: ",
+		    "only one in-process source per pipeline: [source gpu] (kind 'cupti') and "
+		    "[source ann] (kind 'inproc', line 2) would share SESSION/inproc.sock");
+	check_error("two cupti sources",
+		    "[correlator]\n[source g1]\nkind = cupti\n"
+		    "[source g2]\nkind = cupti\n",
+		    "t.conf:4: ", "only one in-process source per pipeline: [source g2]");
+	check_error("two inproc sources",
+		    "[correlator]\n[source a1]\nkind = inproc\n"
+		    "[source a2]\nkind = inproc\n",
+		    "t.conf:4: ", "only one in-process source per pipeline: [source a2]");
 	check_error("cpu target", "[correlator]\n[source c]\nkind = cpu\ntarget = pid:x\n",
 		    "t.conf:4: ", "bad value 'pid:x' for 'target'");
 	check_error("cpu frequency", "[correlator]\n[source c]\nkind = cpu\nfrequency_hz = 0\n",
@@ -369,7 +402,7 @@ static void test_errors(void)
 		    "t.conf:3: ", "unknown key 'ttl_ms' in [source s] (kind 'synthetic')");
 	check_error(
 		"kind in the wrong role", "[source f]\nkind = folded\n", "t.conf:2: ",
-		"kind 'folded' cannot be used in [source f] (known: test, cpu, pmu, synthetic, replay, inproc)");
+		"kind 'folded' cannot be used in [source f] (known: test, cupti, cpu, pmu, synthetic, replay, inproc)");
 	check_error(
 		"backoff_max < backoff_min",
 		"[supervisor]\nbackoff_min_ms = 500\nbackoff_max_ms = 100\n[sink a]\nkind=test\n",
@@ -701,11 +734,83 @@ static void test_target(void)
 	       "refused");
 }
 
+/* kind = cupti: its keys, their defaults, the options they become. */
+static void test_cupti(void)
+{
+	const struct conf_actor *a;
+	struct conf *conf = NULL;
+	unsigned int bits = 0;
+	int ret;
+
+	ret = load("[correlator]\n[source gpu]\nkind = cupti\n[sink s]\nkind = test\n", &conf);
+	if (!tap_ok(ret == 0 && conf, "cupti: a source with no keys loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	a = conf__find(conf, "gpu");
+	tap_ok(a && a->role == CONF_ROLE_SOURCE && !strcmp(a->kind, "cupti"),
+	       "cupti: the source is there");
+	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "8192") &&
+		       !strcmp(conf_actor__get(a, "max_processes"), "1024") &&
+		       !strcmp(conf_actor__get(a, "activities"), "all") &&
+		       !strcmp(conf_actor__get(a, "launch_stacks"), "yes"),
+	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all, "
+	       "launch_stacks yes");
+	tap_ok(a && !conf_parse_activities(conf_actor__get(a, "activities"), &bits) &&
+		       bits == XPU_CUPTI_ACT_ALL,
+	       "cupti: the default activities are every one");
+	conf__free(conf);
+	conf = NULL;
+
+	ret = load("[correlator]\n[source gpu]\nkind = cupti\nring_kib = 64\n"
+		   "max_processes = 3\nactivities = kernel, memcpy, nvtx\nlaunch_stacks = no\n"
+		   "optional = yes\n",
+		   &conf);
+	a = ret ? NULL : conf__find(conf, "gpu");
+	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "64") &&
+		       !strcmp(conf_actor__get(a, "max_processes"), "3") &&
+		       !strcmp(conf_actor__get(a, "launch_stacks"), "no") && a->optional,
+	       "cupti: keys written are read back");
+	tap_ok(a && !conf_parse_activities(conf_actor__get(a, "activities"), &bits) &&
+		       bits == (XPU_CUPTI_ACT_KERNEL | XPU_CUPTI_ACT_MEMCPY | XPU_CUPTI_ACT_NVTX),
+	       "cupti: activities become their XPU_CUPTI_ACT_* bits");
+	conf__free(conf);
+	conf = NULL;
+
+	/* One in-process source, with any other sources beside it. */
+	ret = load("[correlator]\n[source gpu]\nkind = cupti\n[source syn]\nkind = synthetic\n",
+		   &conf);
+	tap_ok(ret == 0 && conf && conf->n_actors == 3, "cupti: beside another kind of source");
+	conf__free(conf);
+	conf = NULL;
+
+	tap_ok(!conf_parse_activities("kernel", &bits) && bits == XPU_CUPTI_ACT_KERNEL,
+	       "activities: one");
+	tap_ok(!conf_parse_activities("kernel, memcpy, memset, sync, runtime, driver, memory, "
+				      "overhead, external, nvtx",
+				      &bits) &&
+		       bits == XPU_CUPTI_ACT_ALL,
+	       "activities: every name is every bit");
+	tap_ok(!conf_parse_activities("none", &bits) && bits == 0, "activities: none");
+	tap_ok(!conf_parse_activities("all", &bits) && bits == XPU_CUPTI_ACT_ALL,
+	       "activities: all");
+	tap_ok(!conf_parse_activities("sync,sync", &bits) && bits == XPU_CUPTI_ACT_SYNC,
+	       "activities: a name twice is the name once");
+	bits = 7;
+	tap_ok(conf_parse_activities("none, kernel", &bits) == -EINVAL &&
+		       conf_parse_activities("all, nvtx", &bits) == -EINVAL &&
+		       conf_parse_activities("Kernel", &bits) == -EINVAL &&
+		       conf_parse_activities("kernel,", &bits) == -EINVAL &&
+		       conf_parse_activities("", &bits) == -EINVAL &&
+		       conf_parse_activities(NULL, &bits) == -EINVAL && bits == 7,
+	       "activities: none or all with more, upper case, trailing comma, empty, NULL are "
+	       "refused, out untouched");
+}
+
 int main(void)
 {
 	test_strategies();
 	test_stages();
 	test_target();
+	test_cupti();
 	test_full();
 	test_defaults();
 	test_errors();

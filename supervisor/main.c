@@ -37,7 +37,7 @@ static const char usage_main[] =
 	"  stop                  stop a session: sources first, so sinks finalise their files\n"
 	"  status                actors, rings and counters of a running session\n"
 	"  record -- CMD         profile CMD from start to exit with the built-in pipeline\n"
-	"  run -- CMD            run CMD attached to a running session (not in this build yet)\n"
+	"  run -- CMD            run CMD attached to a running session (GPU activity, ranges)\n"
 	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
 	"  check TRACE.json      check a trace's invariants: order, streams, nesting, flows\n"
 	"\n"
@@ -85,8 +85,21 @@ static const char usage_status[] =
 static const char usage_run[] =
 	"usage: xpusup run [--session NAME] -- CMD [ARGS...]\n"
 	"\n"
-	"Run CMD attached to a running session (sets the CUDA injection environment). Not in\n"
-	"this build yet: it arrives with the CUPTI source.\n";
+	"Run CMD attached to a running session whose pipeline has a cupti or inproc source:\n"
+	"CMD's GPU activity (through the CUPTI injection library) and the ranges of\n"
+	"libxpusup_annotate go into that session, beside whatever else it records. CMD replaces\n"
+	"xpusup (exec), so its exit status is CMD's; the session goes on after it.\n"
+	"\n"
+	"CMD gets XPUSUP_SESSION_DIR (the session's directory) and, with a cupti source,\n"
+	"CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (the CUPTI injection library; one you\n"
+	"set yourself is kept, and then GPU activity is not recorded).\n"
+	"\n"
+	"  -s, --session NAME  session name (default: default)\n"
+	"\n"
+	"Exit status: CMD's; 127 when CMD is not found, 126 when it cannot be run; 100 when the\n"
+	"session has no in-process source; 111 when no session of that name is running or its\n"
+	"in-process source failed.\n"
+	"Example: xpusup start gpu.conf; xpusup run -- python train.py; xpusup stop\n";
 
 static int usage_error(const char *verb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -454,19 +467,115 @@ static int cmd_status(int argc, char **argv)
 	return status_cmd(name, json, watch, (unsigned int)interval);
 }
 
-static int cmd_later(const char *verb, const char *usage, const char *arrives, int argc,
-		     char **argv)
+/* The in-process source of the running session s (opened): NULL, having said why, when it
+ * has none or it is not running; *code is then the exit status. The caller frees *conf. */
+static const struct conf_actor *run_source(struct session *s, struct conf **conf, int *code)
 {
-	int i;
+	const struct conf_actor *src;
+	char path[4300], problem[XPU_STATUS_PROBLEM_LEN + 1];
+	__u32 i, state;
 
-	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage, stdout);
+	*code = XPUSUP_EXIT_SYSTEM;
+	/* the snapshot the supervisor validated and the actors read */
+	snprintf(path, sizeof(path), "%s/pipeline.conf", s->dir);
+	if (conf__load(path, conf, stderr))
+		return NULL;
+	src = conf__in_process_source(*conf);
+	if (!src) {
+		fprintf(stderr,
+			"xpusup: unable to run: session %s has no cupti or inproc source, so the "
+			"command would send it nothing (add a [source gpu] with kind = cupti to its "
+			"pipeline)\n",
+			s->name);
+		*code = XPUSUP_EXIT_USAGE;
+		return NULL;
+	}
+	for (i = 0; i < s->status->hdr.n_actors && i < XPU_STATUS_MAX_ACTORS; i++) {
+		if (strncmp(s->status->slots[i].name, src->name, sizeof(s->status->slots[i].name)))
+			continue;
+		/* a source starting or in its restart backoff is back soon (the command's
+		 * library connects once, at load: it may miss it, but it runs); a failed,
+		 * exited or stopped one is gone for this session */
+		state = status_load(&s->status->slots[i].state);
+		if (state != XPU_ACTOR_FAILED && state != XPU_ACTOR_EXITED &&
+		    state != XPU_ACTOR_STOPPED)
+			break;
+		status__get_problem(&s->status->slots[i], problem, sizeof(problem));
+		fprintf(stderr,
+			"xpusup: unable to run: source %s of session %s is not running (%s%s%s; "
+			"see %s)\n",
+			src->name, s->name, xpu_actor_state__name(state), problem[0] ? ": " : "",
+			problem, s->log);
+		return NULL;
+	}
+	return src;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = SESSION_DEFAULT;
+	const struct conf_actor *src;
+	struct conf *conf = NULL;
+	struct gpu_env env;
+	struct session s;
+	int c, err, code;
+
+	/* '+': CMD's own options are CMD's, with or without "--" */
+	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			name = optarg;
+			break;
+		case 'h':
+			fputs(usage_run, stdout);
 			return 0;
+		default:
+			return usage_error("run", "%s", "bad option");
 		}
-	fprintf(stderr, "xpusup: unable to %s: not available in this build yet (arrives with %s)\n",
-		verb, arrives);
-	return XPUSUP_EXIT_SYSTEM;
+	}
+	if (optind >= argc)
+		return usage_error("run", "%s", "no command given (xpusup run -- CMD [ARGS...])");
+	err = session__paths(&s, name);
+	if (err == -EINVAL)
+		return usage_error("run", "bad session name '%s'", name);
+	if (err) {
+		fprintf(stderr, "xpusup: unable to run: not root and XDG_RUNTIME_DIR is not set\n");
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	err = session__open(&s);
+	if (err == -EAGAIN) {
+		fprintf(stderr, "xpusup: unable to run: session %s is still starting\n", s.name);
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	if (err) {
+		fprintf(stderr,
+			"xpusup: unable to run: no session '%s' is running (start one with `xpusup "
+			"start PIPELINE.conf%s%s`)\n",
+			s.name, strcmp(name, SESSION_DEFAULT) ? " --session " : "",
+			strcmp(name, SESSION_DEFAULT) ? name : "");
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	src = run_source(&s, &conf, &code);
+	if (src)
+		gpu_env__plan(&env, s.dir, !strcmp(src->kind, "cupti"));
+	conf__free(conf);
+	session__close(&s);
+	if (!src)
+		return code;
+	if (gpu_env__apply(&env)) {
+		fprintf(stderr, "xpusup: unable to run: setenv: %s\n", strerror(errno));
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	fflush(NULL);
+	execvp(argv[optind], argv + optind);
+	err = errno;
+	fprintf(stderr, "xpusup: unable to run %s: %s\n", argv[optind], strerror(err));
+	return err == ENOENT ? 127 : 126; /* as a shell says it */
 }
 
 int main(int argc, char **argv)
@@ -506,7 +615,7 @@ dispatch:
 	if (!strcmp(cmd, "record"))
 		return record_cmd(argc, argv);
 	if (!strcmp(cmd, "run"))
-		return cmd_later("run", usage_run, "the CUPTI source", argc, argv);
+		return cmd_run(argc, argv);
 	if (!strcmp(cmd, "subscribe"))
 		return subscribe_cmd(argc, argv);
 	if (!strcmp(cmd, "check"))

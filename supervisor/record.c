@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/inproc.h"
+#include "common/paths.h"
 #include "common/status.h"
 #include "supervisor/cli.h"
 #include "supervisor/record.h"
@@ -47,7 +49,8 @@ static const char usage_record[] =
 	"task-clock, page faults, context switches, migrations) on CMD and every process it\n"
 	"starts, through one correlator into the three sinks; it is written to DIR/pipeline.conf.\n"
 	"Without the privileges for BPF or perf events (CAP_BPF, CAP_PERFMON) it goes on without\n"
-	"that source and says so.\n"
+	"that source and says so. Its cupti source records CMD's GPU activity (CMD gets\n"
+	"CUDA_INJECTION64_PATH) and the ranges of programs linked with libxpusup_annotate.\n"
 	"\n"
 	"  -o, --output DIR     where the outputs go (default ./" OUT_DEFAULT ")\n"
 	"  -F, --frequency HZ   CPU samples a second (default 99)\n"
@@ -58,10 +61,10 @@ static const char usage_record[] =
 	"Example: xpusup record -o out -- ./train --epochs 1\n";
 
 /* The built-in pipeline of design.md section 7. The sources are optional: without the
- * privileges for BPF or perf events the session goes on without them. The inproc source
- * listens on the session's inproc.sock, which CMD finds through XPUSUP_SESSION_DIR: a program
- * linked with libxpusup_annotate shows its ranges without a pipeline of its own. The CUPTI
- * source joins here when its actor exists. */
+ * privileges for BPF or perf events the session goes on without them. The cupti source
+ * listens on the session's inproc.sock, which CMD finds through XPUSUP_SESSION_DIR: the CUPTI
+ * injection library (CUDA_INJECTION64_PATH) sends CMD's GPU activity there, and a program
+ * linked with libxpusup_annotate its ranges, without a pipeline of its own. */
 static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
 				   "[source cpu]\n"
 				   "kind = cpu\n"
@@ -74,8 +77,8 @@ static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, 
 				   "target = command\n"
 				   "optional = yes\n"
 				   "\n"
-				   "[source ann]\n"
-				   "kind = inproc\n"
+				   "[source gpu]\n"
+				   "kind = cupti\n"
 				   "optional = yes\n"
 				   "\n"
 				   "[correlator]\n"
@@ -122,13 +125,66 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* Whether name may be set to value: yes when it is unset or holds value already; when it
+ * holds another value, that is the user's, kept, and said once. */
+static bool env_claim(const char *name, const char *value, const char *what)
+{
+	const char *theirs = getenv(name);
+
+	if (!theirs || !*theirs || !strcmp(theirs, value))
+		return true;
+	fprintf(stderr,
+		"xpusup: %s is already set to %s: kept, so %s will not be recorded by xpusup\n",
+		name, theirs, what);
+	return false;
+}
+
+void gpu_env__plan(struct gpu_env *env, const char *session_dir, bool cupti)
+{
+	int err;
+
+	memset(env, 0, sizeof(*env));
+	snprintf(env->session_dir, sizeof(env->session_dir), "%s", session_dir);
+	if (!cupti)
+		return;
+	err = xpu_cupti_lib(env->cupti_lib, sizeof(env->cupti_lib));
+	if (err) {
+		fprintf(stderr,
+			"xpusup: going on without GPU activity: no CUPTI injection library at %s "
+			"(%s; build xpusup with CUPTI, or set %s)\n",
+			env->cupti_lib, strerror(-err), XPU_CUPTI_LIB_ENV);
+		env->cupti_lib[0] = '\0';
+		return;
+	}
+	/* CUDA loads one injection library: someone else's wins, and then NVTX through ours
+	 * would reach a library CUDA never initialised. */
+	if (!env_claim("CUDA_INJECTION64_PATH", env->cupti_lib, "GPU activity")) {
+		env->cupti_lib[0] = '\0';
+		return;
+	}
+	env->nvtx = env_claim("NVTX_INJECTION64_PATH", env->cupti_lib, "NVTX ranges");
+}
+
+int gpu_env__apply(const struct gpu_env *env)
+{
+	if (env->session_dir[0] && setenv(XPU_INPROC_ENV, env->session_dir, 1))
+		return -errno;
+	if (!env->cupti_lib[0])
+		return 0;
+	if (setenv("CUDA_INJECTION64_PATH", env->cupti_lib, 1))
+		return -errno;
+	if (env->nvtx && setenv("NVTX_INJECTION64_PATH", env->cupti_lib, 1))
+		return -errno;
+	return 0;
+}
+
 /*
  * Fork CMD, stopped before exec until *go is written to (or closed: then it exits 127).
- * session_dir becomes CMD's XPUSUP_SESSION_DIR, where the annotate and CUPTI libraries find
- * the session's in-process socket (docs/inproc.md); only the child's environment has it, so
- * the actors never try to annotate into their own session.
+ * env is applied in CMD only (XPUSUP_SESSION_DIR, where the annotate and CUPTI libraries find
+ * the session's in-process socket, docs/inproc.md; the CUDA injection variables): the actors
+ * never try to profile into their own session.
  */
-static pid_t spawn_waiting(char **cmd, int *go, const char *session_dir)
+static pid_t spawn_waiting(char **cmd, int *go, const struct gpu_env *env)
 {
 	int pipefd[2];
 	pid_t pid;
@@ -148,7 +204,7 @@ static pid_t spawn_waiting(char **cmd, int *go, const char *session_dir)
 		if (read(pipefd[0], &byte, 1) != 1)
 			_exit(127); /* the session did not start: never run */
 		close(pipefd[0]);
-		if (session_dir[0] && setenv("XPUSUP_SESSION_DIR", session_dir, 1))
+		if (gpu_env__apply(env))
 			_exit(126);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "xpusup: unable to run %s: %s\n", cmd[0], strerror(errno));
@@ -329,7 +385,9 @@ int record_cmd(int argc, char **argv)
 	/* SA_RESTART: a forwarded signal must not cut short our own waits */
 	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESTART };
 	struct timespec t0, t1;
+	const struct conf_actor *in_process;
 	struct session s = { 0 };
+	struct gpu_env env;
 	unsigned int i;
 	pid_t pid;
 
@@ -407,7 +465,10 @@ int record_cmd(int argc, char **argv)
 	if (supervisor_find_programs(conf, progs))
 		goto out;
 
-	pid = spawn_waiting(argv + optind, &go, s.dir);
+	/* With -c, the GPU environment only when the pipeline has a cupti source to take it. */
+	in_process = conf__in_process_source(conf);
+	gpu_env__plan(&env, s.dir, in_process && !strcmp(in_process->kind, "cupti"));
+	pid = spawn_waiting(argv + optind, &go, &env);
 	if (pid < 0) {
 		fprintf(stderr, "xpusup: unable to record: fork: %s\n", strerror(errno));
 		goto out;

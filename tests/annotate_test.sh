@@ -212,10 +212,10 @@ PYEOF
 	ok_or $? "record: flame.folded has [range] frames above the samples inside them ($(cat "$WORK/rec.flame" | tail -1))" || { cat "$WORK/rec.flame"; head -20 "$WORK/rec/flame.folded"; }
 	log_clean "$PREFIX-rec" "record -c"
 
-	# plain record: the built-in pipeline has the inproc source
+	# plain record: the built-in pipeline's cupti source takes annotate clients too
 	"$XPUSUP" record -o "$WORK/plain" --session "$PREFIX-plain" -- "$BUSY" 2 >"$WORK/plain.out" 2>&1
 	rc=$?
-	[ $rc = 0 ] && grep -q 'enabled=1' "$WORK/plain.out" && grep -q '^kind = inproc' "$WORK/plain/pipeline.conf" &&
+	[ $rc = 0 ] && grep -q 'enabled=1' "$WORK/plain.out" && grep -q '^kind = cupti' "$WORK/plain/pipeline.conf" &&
 		grep -q '"name":"forward","cat":"range"' "$WORK/plain/trace.json"
 	ok_or $? "plain record: the built-in pipeline attaches the annotated program, its ranges in trace.json" || tail -20 "$WORK/plain.out"
 else

@@ -4,12 +4,13 @@
  *
  * Loads bpf/profile.bpf.c, opens one sampling perf event per online CPU (cpu-clock, or
  * cycles where the CPU has them) and attaches the sampler to each, attaches the sched
- * tracepoints and, when launch_marker names a file, a uprobe on its xpusup_launch_marker.
- * The target (all, pids, a process tree, a cgroup) is filtered in the kernel. The BPF ring
- * buffer holds finished records (include/xpusup/event.h); this program validates each one
- * and copies it into the shard ring of its pid. Nothing here blocks on a full ring: the shard
- * ring drops and counts, the BPF side counts reservation failures, and both reach the
- * correlators as LOSS records.
+ * tracepoints and, when launch_marker names a file (by default the CUPTI injection library,
+ * when it is installed), a uprobe on its xpusup_launch_marker. The target (all, pids, a
+ * process tree, a cgroup) is filtered in the kernel. The BPF ring buffer holds finished
+ * records (include/xpusup/event.h); this program validates each one and copies it into the
+ * shard ring of its pid. Nothing here blocks on a full ring: the shard ring drops and
+ * counts, the BPF side counts reservation failures, and both reach the correlators as LOSS
+ * records.
  *
  * Exit 100 when this machine cannot run it (no BTF, missing capabilities, an unknown pid or
  * cgroup, a launch_marker without the symbol): a restart would not help.
@@ -30,6 +31,7 @@
 #include "actors/actor.h"
 #include "actors/proctree.h"
 #include "bpf/profile.h"
+#include "common/paths.h"
 #include "common/status.h"
 #include "profile.skel.h"
 #include "shm/ring.h"
@@ -53,6 +55,7 @@ struct cpu_keys {
 	struct conf_target target;
 	int kernel_stacks, user_stacks;
 	char marker[4096]; /* "" when there is no launch_marker */
+	bool marker_default; /* not written: the CUPTI library's path, found there */
 };
 
 enum counter {
@@ -128,8 +131,13 @@ static int load_keys(struct actor *a, struct cpu_keys *k)
 	err |= conf_parse_target(conf_actor__get(a->self, "target"), &k->target);
 	v = conf_actor__get(a->self, "event");
 	k->event = !strcmp(v, "cycles") ? EV_CYCLES : !strcmp(v, "auto") ? EV_AUTO : EV_CPU_CLOCK;
-	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker)))
-		k->marker[0] = '\0';
+	/* Not written: the CUPTI injection library, the very file `record` and `run` inject
+	 * (a uprobe is on an inode), when it is there; when it is not, nothing to attach. */
+	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker))) {
+		k->marker_default = !xpu_cupti_lib(k->marker, sizeof(k->marker));
+		if (!k->marker_default)
+			k->marker[0] = '\0';
+	}
 	return err ? -EINVAL : 0;
 }
 
@@ -284,10 +292,23 @@ static int attach_marker(struct cpu_src *c)
 
 	if (!c->k.marker[0])
 		return 0;
+	/* A default the user did not ask for is not worth failing the source: say why and go
+	 * on sampling without launch stacks. */
+	if (c->k.marker_default && access(c->k.marker, R_OK)) {
+		fprintf(stderr, PROG ": no launch uprobe: %s: %s\n", c->k.marker, strerror(errno));
+		c->k.marker[0] = '\0';
+		return 0;
+	}
 	if (access(c->k.marker, R_OK))
 		return fail(c, "unable to use launch_marker %s: %s", c->k.marker, strerror(errno));
 	l = bpf_program__attach_uprobe_opts(c->skel->progs.launch_marker, -1, c->k.marker, 0,
 					    &opts);
+	if (!l && c->k.marker_default) {
+		fprintf(stderr, PROG ": no launch uprobe on %s: %s (no xpusup_launch_marker?)\n",
+			c->k.marker, strerror(errno));
+		c->k.marker[0] = '\0';
+		return 0;
+	}
 	if (!l)
 		return fail(c,
 			    "unable to put the launch uprobe on %s: %s (does it export "

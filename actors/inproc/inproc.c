@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * xpusup-inproc: the in-process source (kind = inproc, docs/inproc.md).
+ * xpusup-inproc and xpusup-cupti: the in-process source (kind = inproc, kind = cupti,
+ * docs/inproc.md). One source file, built twice: INPROC_KIND_CUPTI selects the cupti build.
  *
  * Listens on SESSION/inproc.sock for the libraries loaded into profiled processes (the
- * annotate library; the CUPTI injection library speaks the same protocol). Each client says
- * hello and gets a ring of its own: a sealed memfd this actor created and formatted, passed
- * back in SCM_RIGHTS. The client produces into it; this actor is its consumer and copies
- * every record, validated by ring__consume, into the shard ring of the client's pid.
+ * annotate library, the CUPTI injection library). Each client says hello and gets a ring of
+ * its own: a sealed memfd this actor created and formatted, passed back in SCM_RIGHTS. The
+ * client produces into it; this actor is its consumer and copies every record, validated by
+ * ring__consume, into the shard ring of the client's pid.
+ *
+ * Both kinds serve annotate clients. Only kind = cupti serves CUPTI clients: its section says
+ * what they record (activities, launch_stacks), and the reply carries that in options; an
+ * inproc source was not configured for GPU activity and refuses them (EPROTONOSUPPORT).
  *
  * One epoll loop: the listening socket and the clients' sockets wake it (hello, EOF), and
  * every DRAIN_MS it drains every client ring in batches, so no syscall is made per record.
@@ -27,12 +32,19 @@
 #include <unistd.h>
 
 #include "actors/actor.h"
+#include "common/config.h"
 #include "common/inproc.h"
 #include "common/status.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
+#ifdef INPROC_KIND_CUPTI
+#define PROG "xpusup-cupti"
+#define KIND "cupti"
+#else
 #define PROG "xpusup-inproc"
+#define KIND "inproc"
+#endif
 #define DRAIN_MS 10 /* the longest a flushed record waits in a client ring */
 #define BUSY_MS 1 /* the wait after a round that moved records */
 #define DRAIN_BATCH 4096 /* records per ring__consume call */
@@ -47,6 +59,8 @@ enum counter {
 	C_CLIENT_DROPPED,
 	C_CORRUPT,
 	C_REFUSED,
+	C_CUPTI_DROPPED,
+	C_LOSSY_PROCESSES,
 	C_N,
 };
 
@@ -58,6 +72,8 @@ static const char *const counter_names[C_N] = {
 	[C_CLIENT_DROPPED] = "client_dropped",
 	[C_CORRUPT] = "corrupt",
 	[C_REFUSED] = "refused",
+	[C_CUPTI_DROPPED] = "cupti_dropped",
+	[C_LOSSY_PROCESSES] = "lossy_processes",
 };
 
 struct client {
@@ -69,12 +85,14 @@ struct client {
 	__u64 records;
 	__u64 loss_seen[XPU_LOSS_CAUSE_MAX]; /* drops the client reported in-band */
 	__u64 corrupt_reported; /* the ring's corrupt count already added to C_CORRUPT */
+	bool lossy; /* counted in C_LOSSY_PROCESSES */
 	char comm[XPU_COMM_LEN + 1];
 };
 
 struct inproc {
 	struct actor *a;
 	unsigned long long ring_kib, max_processes;
+	__u32 cupti_options; /* reply.options for CUPTI clients (kind = cupti only) */
 	struct ring *rings[CONF_MAX_SHARDS];
 	__u32 shards;
 	int listen_fd, epoll_fd;
@@ -94,7 +112,34 @@ static int load_keys(struct inproc *p)
 			       &p->max_processes);
 	if (p->ring_kib & (p->ring_kib - 1))
 		err = 1;
+#ifdef INPROC_KIND_CUPTI
+	{
+		unsigned int activities = 0;
+		int stacks = 0;
+
+		err |= conf_parse_activities(conf_actor__get(p->a->self, "activities"),
+					     &activities);
+		err |= conf_parse_bool(conf_actor__get(p->a->self, "launch_stacks"), &stacks);
+		p->cupti_options = XPU_INPROC_OPT_SET | activities |
+				   (stacks ? XPU_CUPTI_OPT_LAUNCH_STACKS : 0);
+	}
+#endif
 	return err ? -EINVAL : 0;
+}
+
+/* A process lost records (its ring's drops, or CUPTI's): say so in the status problem line,
+ * once per process, so `xpusup status` shows it while the session runs. */
+static void client__lost(struct inproc *p, struct client *c)
+{
+	unsigned long long n;
+
+	if (c->lossy)
+		return;
+	c->lossy = true;
+	n = ++p->count[C_LOSSY_PROCESSES];
+	/* under XPU_STATUS_PROBLEM_LEN: the counts are in the counters and the log */
+	actor__problem(p->a, "records lost in %llu process%s (latest pid %u %s); see the log", n,
+		       n == 1 ? "" : "es", c->pid, c->comm);
 }
 
 /* Create the socket; a restarted actor finds its predecessor's file and replaces it. */
@@ -158,6 +203,10 @@ static int drain__record(const void *rec, __u32 size, void *arg)
 		const struct xpu_loss *l = rec;
 
 		c->loss_seen[l->cause] += l->count; /* cause was checked by the validation */
+		if (l->cause == XPU_LOSS_CUPTI && c->kind == XPU_INPROC_CUPTI)
+			p->count[C_CUPTI_DROPPED] += l->count;
+		if (l->count)
+			client__lost(p, c);
 	}
 	if (ring__write(p->rings[xpu_shard_of(c->pid, p->shards)], rec, size)) {
 		p->count[C_RING_FULL]++;
@@ -190,8 +239,8 @@ static unsigned int client__drain(struct inproc *p, struct client *c, unsigned i
 }
 
 /* The client's drops that no in-band LOSS record reported (it exited while its ring was
- * still full), as LOSS records of its own pid. */
-static void client__report_losses(struct inproc *p, struct client *c)
+ * still full), as LOSS records of its own pid. Returns the ring's drops in all. */
+static __u64 client__report_losses(struct inproc *p, struct client *c)
 {
 	_Alignas(8) unsigned char rec[sizeof(struct xpu_loss)];
 	struct ring_stats st;
@@ -213,18 +262,29 @@ static void client__report_losses(struct inproc *p, struct client *c)
 		else
 			p->count[C_RECORDS_OUT]++;
 	}
+	return st.lost_full + st.lost_too_big;
 }
 
 /* The connection is over: drain what the client left, account for its drops, free it. */
 static void client__close(struct inproc *p, struct client *c)
 {
+	__u64 ring_lost, cupti_lost;
+
 	if (c->ring) {
 		client__drain(p, c, ~0u);
-		client__report_losses(p, c);
+		ring_lost = client__report_losses(p, c);
+		cupti_lost = c->loss_seen[XPU_LOSS_CUPTI];
 		ring__close(c->ring);
 		p->n_clients--;
-		fprintf(stderr, PROG ": pid %u (%s) detached after %llu records\n", c->pid, c->comm,
-			(unsigned long long)c->records);
+		/* The process's own account, one line when it goes: what it lost is told
+		 * where the user looks for that process, not only in the totals. */
+		fprintf(stderr,
+			PROG ": pid %u (%s): %llu records, %llu dropped by the ring, %llu dropped "
+			     "by CUPTI\n",
+			c->pid, c->comm, (unsigned long long)c->records,
+			(unsigned long long)ring_lost, (unsigned long long)cupti_lost);
+		if (ring_lost || cupti_lost)
+			client__lost(p, c);
 	} else {
 		p->n_pending--;
 	}
@@ -263,6 +323,8 @@ static int client__hello(struct inproc *p, struct client *c)
 	} else if (getsockopt(c->sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 		   (__u32)cred.pid != hello.pid) {
 		reply.status = EPERM; /* in another pid namespace, or lying */
+	} else if (hello.kind == XPU_INPROC_CUPTI && !p->cupti_options) {
+		reply.status = EPROTONOSUPPORT; /* kind = inproc: not configured for GPU work */
 	} else if (p->n_clients >= p->max_processes) {
 		reply.status = EMFILE;
 	} else {
@@ -281,6 +343,8 @@ static int client__hello(struct inproc *p, struct client *c)
 		ring__stats(c->ring, &st);
 		reply.capacity = capacity;
 		reply.max_record = st.max_record;
+		/* annotate clients take no options: 0 leaves them their defaults */
+		reply.options = hello.kind == XPU_INPROC_CUPTI ? p->cupti_options : 0;
 		if (inproc__send_reply(c->sock, &reply, fd)) {
 			ring__close(c->ring);
 			c->ring = NULL;
@@ -293,7 +357,14 @@ static int client__hello(struct inproc *p, struct client *c)
 		close(fd); /* the ring handle and the client hold their own */
 	if (reply.status) {
 		p->count[C_REFUSED]++;
-		fprintf(stderr, PROG ": refused pid %u: %s\n", hello.pid, strerror(reply.status));
+		if (reply.status == EPROTONOSUPPORT)
+			fprintf(stderr,
+				PROG ": refused pid %u: a CUPTI client needs a source of kind = "
+				     "cupti\n",
+				hello.pid);
+		else
+			fprintf(stderr, PROG ": refused pid %u: %s\n", hello.pid,
+				strerror(reply.status));
 		return -(int)reply.status;
 	}
 	c->pid = hello.pid;
@@ -392,11 +463,19 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN }, events[MAX_EVENTS];
 	int code = ACTOR_EXIT_PERMANENT, n, i, err;
 	bool busy = false;
+	char what[CONF_VALUE_MAX + 64] = "";
 	struct actor a;
 
 	if (actor__init(&a, argc, argv, PROG))
 		return ACTOR_EXIT_PERMANENT;
 	p.a = &a;
+	/* the supervisor runs xpusup-KIND: another kind means a mislaid program */
+	if (strcmp(a.self->kind, KIND)) {
+		fprintf(stderr,
+			PROG ": unable to start: [%s] is of kind %s, this program serves %s\n",
+			a.self->section, a.self->kind, KIND);
+		goto out;
+	}
 	if (load_keys(&p)) {
 		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
 			a.self->section);
@@ -410,8 +489,13 @@ int main(int argc, char **argv)
 	code = ACTOR_EXIT_RESTART;
 	if (actor__open_rings(&a, p.rings))
 		goto out;
-	for (i = 0; i < C_N; i++)
-		p.counter[i] = actor__counter(&a, counter_names[i]);
+	for (i = 0; i < C_N; i++) {
+		/* CUPTI's drops are only ever counted by the cupti kind */
+		if (i == C_CUPTI_DROPPED && !p.cupti_options)
+			p.counter[i] = -1;
+		else
+			p.counter[i] = actor__counter(&a, counter_names[i]);
+	}
 	p.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (p.epoll_fd < 0) {
 		fprintf(stderr, PROG ": unable to create an epoll set: %s\n", strerror(errno));
@@ -427,8 +511,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unable to watch %s: %s\n", p.sock_path, strerror(errno));
 		goto out;
 	}
-	fprintf(stderr, PROG ": listening on %s (rings of %llu KiB, up to %llu processes)\n",
-		p.sock_path, p.ring_kib, p.max_processes);
+	if (p.cupti_options)
+		snprintf(what, sizeof(what), "; CUPTI activities: %s, launch stacks %s",
+			 conf_actor__get(a.self, "activities"),
+			 p.cupti_options & XPU_CUPTI_OPT_LAUNCH_STACKS ? "on" : "off");
+	fprintf(stderr, PROG ": listening on %s (rings of %llu KiB, up to %llu processes%s)\n",
+		p.sock_path, p.ring_kib, p.max_processes, what);
 	actor__ready(&a);
 
 	while (!actor__stopping(&a)) {
