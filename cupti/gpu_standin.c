@@ -48,6 +48,18 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
+/* Stream 7 runs one thing at a time, as a GPU stream does: the next start is after the last
+ * end. */
+static __u64 stream_free_ns;
+
+static __u64 stream_start(__u64 dur)
+{
+	__u64 now = now_ns() + 10000, start = now > stream_free_ns ? now : stream_free_ns + 1000;
+
+	stream_free_ns = start + dur;
+	return start;
+}
+
 static int put(void *ctx, const void *rec, __u32 size)
 {
 	return ring__write(ring, rec, size);
@@ -63,14 +75,14 @@ static void __attribute__((noinline)) host_work(unsigned int n)
 		x = x * 1.0000001 + 1e-9;
 }
 
-static void kernel_record(__u32 corr, const char *name, __u64 start, __u64 graph_node)
+static void kernel_record(__u32 corr, const char *name, __u64 graph_node)
 {
 	CUpti_ActivityKernel10 k;
 
 	memset(&k, 0, sizeof(k));
 	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-	k.start = start;
-	k.end = start + 200000;
+	k.start = stream_start(200000);
+	k.end = k.start + 200000;
 	k.contextId = 1;
 	k.streamId = 7;
 	k.gridX = k.gridY = k.gridZ = 1;
@@ -107,7 +119,7 @@ static void __attribute__((noinline)) launch_matmul(__u32 corr)
 
 	marker(corr, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
 	api_record(corr, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, start, now_ns());
-	kernel_record(corr, "_Z6matmulPKfS0_Pfi", now_ns() + 10000, 0);
+	kernel_record(corr, "_Z6matmulPKfS0_Pfi", 0);
 }
 
 static void __attribute__((noinline)) build_graph(void)
@@ -122,7 +134,7 @@ static void __attribute__((noinline)) launch_graph(__u32 corr)
 
 	marker(corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
 	api_record(corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, start, now_ns());
-	kernel_record(corr, "_Z10graph_stepPf", now_ns() + 10000, 900);
+	kernel_record(corr, "_Z10graph_stepPf", 900);
 }
 
 static void __attribute__((noinline)) copy_inputs(__u32 corr)
@@ -133,7 +145,7 @@ static void __attribute__((noinline)) copy_inputs(__u32 corr)
 	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
 	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
 	m.bytes = 1 << 20;
-	m.start = now_ns();
+	m.start = stream_start(80000);
 	m.end = m.start + 80000;
 	m.contextId = 1;
 	m.streamId = 7;

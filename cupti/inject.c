@@ -498,7 +498,7 @@ static int subscribe(void)
 
 	res = cuptiSubscribe(&subscriber, callback, NULL);
 	if (res != CUPTI_SUCCESS) {
-		say("CUPTI refused a subscriber", cupti_error(res));
+		say("CUPTI refused a subscriber (no GPU or no driver?)", cupti_error(res));
 		return -EIO;
 	}
 	subscribed = true;
@@ -601,13 +601,13 @@ EXPORT int InitializeInjection(void)
 	conv__set_launch_marked(conv, options & XPU_CUPTI_OPT_LAUNCH_STACKS);
 	__atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
 	res = cuptiActivityRegisterTimestampCallback(timestamp_cb);
-	if (res != CUPTI_SUCCESS)
+	if (subscribe() || activities_enable())
+		goto err_teardown;
+	if (res != CUPTI_SUCCESS) /* said only now: when nothing else failed, it matters */
 		fprintf(stderr,
 			"xpusup: CUPTI keeps its own clock (%s): GPU times are aligned by the "
 			"clock pairs sent with each flush\n",
 			cupti_error(res));
-	if (subscribe() || activities_enable())
-		goto err_teardown;
 	pthread_atfork(NULL, NULL, at_fork_child);
 	atexit(at_exit);
 	flusher_running = !pthread_create(&flusher, NULL, flusher_main, NULL);
