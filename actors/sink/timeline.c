@@ -656,48 +656,30 @@ static struct device *device_of(struct timeline *t, __u32 device)
 	return d;
 }
 
-/* CUPTI callback ids of the calls seen most (cupti_runtime_cbid.h, cupti_driver_cbid.h:
- * stable numbers); others are named by number. */
-static const struct {
-	__u16 domain, id;
-	const char *name;
-} api_names[] = {
-	{ XPU_API_RUNTIME, 20, "cudaMalloc" },
-	{ XPU_API_RUNTIME, 22, "cudaFree" },
-	{ XPU_API_RUNTIME, 25, "cudaMallocHost" },
-	{ XPU_API_RUNTIME, 31, "cudaMemcpy" },
-	{ XPU_API_RUNTIME, 41, "cudaMemcpyAsync" },
-	{ XPU_API_RUNTIME, 49, "cudaMemset" },
-	{ XPU_API_RUNTIME, 51, "cudaMemsetAsync" },
-	{ XPU_API_RUNTIME, 131, "cudaStreamSynchronize" },
-	{ XPU_API_RUNTIME, 135, "cudaEventRecord" },
-	{ XPU_API_RUNTIME, 137, "cudaEventSynchronize" },
-	{ XPU_API_RUNTIME, 147, "cudaStreamWaitEvent" },
-	{ XPU_API_RUNTIME, 165, "cudaDeviceSynchronize" },
-	{ XPU_API_RUNTIME, 211, "cudaLaunchKernel" },
-	{ XPU_API_RUNTIME, 214, "cudaLaunchKernel_ptsz" },
-	{ XPU_API_RUNTIME, 269, "cudaLaunchCooperativeKernel" },
-	{ XPU_API_RUNTIME, 311, "cudaGraphLaunch" },
-	{ XPU_API_RUNTIME, 373, "cudaMallocAsync" },
-	{ XPU_API_RUNTIME, 375, "cudaFreeAsync" },
-	{ XPU_API_RUNTIME, 430, "cudaLaunchKernelExC" },
-	{ XPU_API_DRIVER, 17, "cuCtxSynchronize" },
-	{ XPU_API_DRIVER, 126, "cuStreamSynchronize" },
-	{ XPU_API_DRIVER, 243, "cuMemAlloc" },
-	{ XPU_API_DRIVER, 245, "cuMemFree" },
-	{ XPU_API_DRIVER, 276, "cuMemcpyHtoD" },
-	{ XPU_API_DRIVER, 278, "cuMemcpyDtoH" },
-	{ XPU_API_DRIVER, 307, "cuLaunchKernel" },
-	{ XPU_API_DRIVER, 652, "cuLaunchKernelEx" },
-};
+#include "actors/sink/cuda_api_names.h"
 
+static int api_name_cmp(const void *key, const void *elem)
+{
+	const struct cuda_api_name *a = key, *b = elem;
+
+	if (a->domain != b->domain)
+		return a->domain == XPU_API_RUNTIME ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The API's name from the CUPTI headers' callback ids (cuda_api_names.h); an id a later CUDA
+ * added is named by number. */
 static const char *api_name(__u32 domain, __u32 id, char *buf, size_t size)
 {
-	size_t i;
+	struct cuda_api_name key = { .domain = (__u16)domain, .id = (__u16)id };
+	const struct cuda_api_name *found = NULL;
 
-	for (i = 0; i < sizeof(api_names) / sizeof(api_names[0]); i++)
-		if (api_names[i].domain == domain && api_names[i].id == id)
-			return api_names[i].name;
+	if (id <= 0xffff && (domain == XPU_API_RUNTIME || domain == XPU_API_DRIVER))
+		found = bsearch(&key, cuda_api_names,
+				sizeof(cuda_api_names) / sizeof(cuda_api_names[0]),
+				sizeof(cuda_api_names[0]), api_name_cmp);
+	if (found)
+		return found->name;
 	snprintf(buf, size, "%s %u", domain == XPU_API_DRIVER ? "cuda driver" : "cuda runtime", id);
 	return buf;
 }
