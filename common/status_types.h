@@ -15,9 +15,9 @@
 #include <linux/types.h>
 
 #define XPU_STATUS_MAGIC 0x3154415453555058ull /* "XPUSTAT1" */
-#define XPU_STATUS_ABI 3
+#define XPU_STATUS_ABI 4 /* 4: 64 counters a slot (3: 32) */
 #define XPU_STATUS_MAX_ACTORS 64
-#define XPU_STATUS_MAX_COUNTERS 32
+#define XPU_STATUS_MAX_COUNTERS 64
 #define XPU_STATUS_NAME_LEN 32
 #define XPU_STATUS_KIND_LEN 16
 #define XPU_STATUS_COUNTER_NAME_LEN 24
@@ -92,9 +92,11 @@ struct xpu_status_block {
 	struct xpu_actor_slot slots[XPU_STATUS_MAX_ACTORS];
 };
 
+_Static_assert(sizeof(struct xpu_status_counter) == 32, "status counter layout");
 _Static_assert(sizeof(struct xpu_actor_slot) ==
 		       104 + 16 + 8 + XPU_STATUS_PROBLEM_LEN + 32 * XPU_STATUS_MAX_COUNTERS,
 	       "actor slot layout");
+_Static_assert(sizeof(struct xpu_actor_slot) == 2296, "actor slot size (ABI 4)");
 _Static_assert(sizeof(struct xpu_status_hdr) == 384, "status header layout");
 
 #endif /* XPUSUP_COMMON_STATUS_TYPES_H */

@@ -202,12 +202,16 @@ for line in open(sys.argv[1]):
         assert len(f) > 1 + len(r), line
     if r[-1:] == ["[range] forward"]:
         fwd += w
-# The program spins inside its ranges nearly all of its run, but the correlator nests a
-# sample in the ranges open on its thread when the sample arrives, not at its timestamp, and
-# the ranges come in batches from the program's buffer: how many samples get the frames, and
-# which (often "epoch" without the "forward" inside it), depends on that timing. So: some.
+# The program spins inside its ranges nearly all of its run (about two thirds of it inside
+# "forward"). The correlator places a sample by its timestamp among its thread's open and
+# recently closed ranges, so a sample that arrives after the ranges around it closed still
+# gets them; but the program's ranges reach the correlator in batches (a push goes out with
+# the pop that follows it, 20 to 40 ms later here), and a sample that arrives before the
+# push of a range around it cannot get that range. Measured over 21 runs: 42 to 87 % of the
+# time under range frames, 16 to 48 % under forward (before timestamp nesting: 10 to 26 %,
+# never forward).
 print(f"{inside}/{total} ns under range frames, {fwd} under forward")
-sys.exit(0 if total and inside >= 0.1 * total else 1)
+sys.exit(0 if total and inside >= 0.3 * total and fwd >= 0.1 * total else 1)
 PYEOF
 	ok_or $? "record: flame.folded has [range] frames above the samples inside them ($(cat "$WORK/rec.flame" | tail -1))" || { cat "$WORK/rec.flame"; head -20 "$WORK/rec/flame.folded"; }
 	log_clean "$PREFIX-rec" "record -c"

@@ -47,22 +47,28 @@ PYEOF
 )
 [ "$got" = "True True True True" ]
 ok $? "folded: GPU kernel, memcpy, memset and CPU time add up to what the source generated ($got)"
-# The user range around one launch in 32: its GPU work sits under "[range] train_step", right
-# after the comm, and nothing else does.
+# The user range around one launch in 32: its GPU work, and the CPU sample taken during it
+# (placed by its timestamp), sit under "[range] train_step", right after the comm, and
+# nothing else does.
 got=$("$PY" - "$WORK/folded/flame.folded" <<'PYEOF'
 import sys
-inside = 0
+inside = cpu = 0
 for line in open(sys.argv[1]):
     stack, w = line.rsplit(' ', 1)
     f = stack.split(';')
     r = [i for i, x in enumerate(f) if x.startswith('[range]')]
     if r:
-        assert r == [1] and f[1] == '[range] train_step' and f[-1].startswith('[gpu]'), line
-        inside += int(w)
-# synthetic.c: launch u is inside the range when u % 32 == (u / 32) % 32
-want = sum(1000 if u % 8 == 7 else 40000 if u % 4 == 3 else 1000 * (1 + u % 50)
-           for u in range(2400) if u % 32 == (u // 32) % 32)
-print(inside == want, inside, want)
+        assert r == [1] and f[1] == '[range] train_step', line
+        if f[-1].startswith('[gpu]'):
+            inside += int(w)
+        else:
+            cpu += int(w)
+# synthetic.c: launch u is inside the range when u % 32 == (u / 32) % 32; it has a CPU
+# sample (weight 10101010) when u % 16 == (u / 16) % 16
+ranged = [u for u in range(2400) if u % 32 == (u // 32) % 32]
+want = sum(1000 if u % 8 == 7 else 40000 if u % 4 == 3 else 1000 * (1 + u % 50) for u in ranged)
+want_cpu = 10101010 * sum(1 for u in ranged if u % 16 == (u // 16) % 16)
+print(inside == want and cpu == want_cpu, inside, want, cpu, want_cpu)
 PYEOF
 )
 [ "${got%% *}" = True ]

@@ -78,6 +78,22 @@ enum counter {
 	C_FRAMES,
 	C_FRAMES_UNKNOWN,
 	C_SYMBOLIZE_NS,
+	C_WAITING,
+	C_READINGS,
+	C_READINGS_DROPPED,
+	C_COUNTER_PIDS,
+	C_COUNTER_PIDS_EVICTED,
+	C_COUNTED,
+	C_COUNTED_ESTIMATED,
+	C_COUNTERS_ROUTED,
+	C_NEST_CLOSED,
+	C_NEST_TOO_OLD,
+	C_GRAPH_NODE_STACKS,
+	C_GRAPH_APPROXIMATE,
+	C_GRAPH_NODES,
+	C_GRAPH_NODES_EVICTED,
+	C_LAUNCH_WAITED,
+	C_LAUNCH_WAIT_EXPIRED,
 	C_N,
 };
 
@@ -114,7 +130,25 @@ static const char *const counter_names[C_N] = {
 	[C_FRAMES] = "frames",
 	[C_FRAMES_UNKNOWN] = "frames_unknown",
 	[C_SYMBOLIZE_NS] = "symbolize_ns_per_frame",
+	[C_WAITING] = "waiting",
+	[C_READINGS] = "readings",
+	[C_READINGS_DROPPED] = "readings_dropped",
+	[C_COUNTER_PIDS] = "counter_pids",
+	[C_COUNTER_PIDS_EVICTED] = "counter_pids_evicted",
+	[C_COUNTED] = "counted",
+	[C_COUNTED_ESTIMATED] = "counted_estimated",
+	[C_COUNTERS_ROUTED] = "counters_routed",
+	[C_NEST_CLOSED] = "nest_closed",
+	[C_NEST_TOO_OLD] = "nest_too_old",
+	[C_GRAPH_NODE_STACKS] = "graph_node_stacks",
+	[C_GRAPH_APPROXIMATE] = "graph_approximate",
+	[C_GRAPH_NODES] = "graph_nodes",
+	[C_GRAPH_NODES_EVICTED] = "graph_nodes_evicted",
+	[C_LAUNCH_WAITED] = "launch_waited",
+	[C_LAUNCH_WAIT_EXPIRED] = "launch_wait_expired",
 };
+
+_Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
 
 /* The shard's STRING table: (pid, id) -> text, so kernel, range and counter names resolve.
  * Counter names (STRING kind counter) have an id space of their own: the PMU source and the
@@ -493,8 +527,9 @@ static const struct xpu_gpu_sync *gpu_part(const void *rec)
  * filter, then sample: whether the record goes on to the join. Sampling keeps 1 in N CPU
  * samples (the kept one weighs N, so flame graph totals stay right) and counter readings,
  * and 1 in N launches by a hash of (pid, correlation id), the same in every shard and
- * source, so a kept launch keeps its API call and its GPU work. Ranges and control records
- * are never sampled: nesting and cleanup need all of them.
+ * source, so a kept launch keeps its API call and its GPU work. Ranges, CUDA graph node
+ * creations and control records are never sampled: nesting, the stacks of every later
+ * launch of a node, and cleanup need all of them.
  */
 static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 {
@@ -535,8 +570,11 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 		if (st->n_readings++ % st->sample)
 			break;
 		return true;
-	case XPU_REC_CUDA_API:
 	case XPU_REC_LAUNCH:
+		if (corr & XPU_LAUNCH_GRAPH_NODE)
+			return true;
+		/* fall through */
+	case XPU_REC_CUDA_API:
 	case XPU_REC_GPU_KERNEL:
 	case XPU_REC_GPU_MEMCPY:
 	case XPU_REC_GPU_MEMSET:
@@ -599,6 +637,22 @@ static void publish(struct shard *s)
 	v[C_SAMPLED_OUT] = s->sampled_out;
 	v[C_TIME_MATCHED_SAMPLES] = st.time_matched_samples;
 	v[C_SAMPLED_IN] = st.sampled_in;
+	v[C_WAITING] = st.waiting;
+	v[C_READINGS] = st.readings;
+	v[C_READINGS_DROPPED] = st.readings_dropped;
+	v[C_COUNTER_PIDS] = st.counter_pids;
+	v[C_COUNTER_PIDS_EVICTED] = st.counter_pids_evicted;
+	v[C_COUNTED] = st.counted;
+	v[C_COUNTED_ESTIMATED] = st.counted_estimated;
+	v[C_COUNTERS_ROUTED] = st.counters_routed;
+	v[C_NEST_CLOSED] = st.nest_closed;
+	v[C_NEST_TOO_OLD] = st.nest_too_old;
+	v[C_GRAPH_NODE_STACKS] = st.graph_node_stacks;
+	v[C_GRAPH_APPROXIMATE] = st.graph_approximate;
+	v[C_GRAPH_NODES] = st.graph_nodes;
+	v[C_GRAPH_NODES_EVICTED] = st.graph_nodes_evicted;
+	v[C_LAUNCH_WAITED] = st.launch_waited;
+	v[C_LAUNCH_WAIT_EXPIRED] = st.launch_wait_expired;
 	v[C_FRAMES] = v[C_FRAMES_UNKNOWN] = v[C_SYMBOLIZE_NS] = 0;
 	if (s->sym) {
 		struct symbolizer_stats ss;
@@ -692,6 +746,38 @@ static int stage__load(struct stage *st, const struct conf_actor *src)
 	return err ? -EINVAL : 0;
 }
 
+/*
+ * How long a kernel whose CUDA_API came waits for its LAUNCH (join_opts.launch_wait_ns): only
+ * when a `cpu` source is there to send LAUNCHes (its launch-marker uprobe) and no source has
+ * turned the marker calls off (launch_stacks = no). A LAUNCH waits in the CPU source's BPF
+ * ring up to its drain_ms, and the CUPTI library's activity may come sooner: the longest
+ * drain_ms plus 100 ms for the rings and the shard's turns.
+ */
+static __u64 launch_wait_ns(const struct conf *conf)
+{
+	unsigned long long drain, longest = 0;
+	bool cpu = false;
+	unsigned int i;
+	int stacks;
+
+	for (i = 0; i < conf->n_actors; i++) {
+		const struct conf_actor *src = &conf->actors[i];
+
+		if (src->role != CONF_ROLE_SOURCE)
+			continue;
+		if (!conf_parse_bool(conf_actor__get(src, "launch_stacks"), &stacks) && !stacks)
+			return 0;
+		if (strcmp(src->kind, "cpu"))
+			continue;
+		cpu = true;
+		if (conf_parse_uint(conf_actor__get(src, "drain_ms"), 1, 1000, &drain))
+			drain = 50;
+		if (drain > longest)
+			longest = drain;
+	}
+	return cpu ? (longest + 100) * 1000000ull : 0;
+}
+
 static int open_shard(struct shard *s, struct actor *a)
 {
 	unsigned long long ttl, linger, grace, max_pending, max_waiting, max_streams, idle;
@@ -722,6 +808,7 @@ static int open_shard(struct shard *s, struct actor *a)
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
 	o.shard = a->self->shard;
+	o.launch_wait_ns = launch_wait_ns(a->conf);
 	{
 		const char *strategies = conf_actor__get(a->self, "strategies");
 		unsigned long long window_ms = 0;

@@ -21,6 +21,12 @@
  *   ctr[]       per process with process-scope counter readings, the last CTR_READINGS
  *               readings of each of its counters, hashed by ctr_slots[]; stack_ts[] beside
  *               stacks[] holds when each open range began, for the counters over a range
+ *               and for placing a CPU sample by its timestamp
+ *   hist[]      per thread that has closed ranges, the last HIST_N of them (allocated at its
+ *               first pop, at most HIST_THREADS at once); horizon[] the newest end that no
+ *               history holds any more. A process's threads go when its exit grace has passed
+ *   gnodes[]    CUDA graph node creation stacks, a ring in creation order (the newest
+ *               max_graph_nodes), hashed by gnode_slots[] on (pid, node id)
  *
  * A queue item whose generation no longer matches its entry (the entry was matched away,
  * evicted, or reused) is skipped when it reaches the head.
@@ -47,6 +53,8 @@ enum {
 	F_GPU_OUT = 1 << 3, /* a GPU record of this key already went out */
 	F_EXITING = 1 << 4, /* queued on exit_q */
 	F_LINGER = 1 << 5, /* matched: queued on linger_q */
+	F_AWAIT = 1 << 6, /* its CUDA_API came, its kernels wait for the LAUNCH: on launch_q */
+	F_GAVE_UP = 1 << 7, /* the LAUNCH did not come within launch_wait_ns */
 };
 
 struct entry {
@@ -81,10 +89,44 @@ struct pidstate {
 };
 
 /* Per-thread stack of open RANGE events (seed 001's call stacks): what parent_id, root_id
- * and inside_range links come from. Threads are never removed from the table (a thread's
- * PROC_EXIT empties its stack); when the table is full new threads get no nesting. */
+ * and inside_range links come from. A thread's PROC_EXIT closes its open ranges; its entry
+ * goes when its process's exit grace has passed; when the table is full new threads get no
+ * nesting. */
 #define THREADS_MAX 16384
 #define NEST_MAX 32
+
+/*
+ * The last ranges that closed on a thread, for CPU samples that arrive after the ranges
+ * around them closed: CPU samples come from the eBPF CPU source tens of ms after they were
+ * taken, while a program's range records come within its 10 ms batches. Kept in pop order
+ * (a ring), so a search from the newest stops at the first range that ended before the
+ * event. HIST_N = 128 covers about 64 ms of back-to-back 0.5 ms ranges. 4 KiB a thread, at
+ * most HIST_THREADS threads at once (16 MiB); a thread that finds them all taken keeps no
+ * history, and its samples older than its last pop are counted as too old.
+ */
+#define HIST_N 128
+#define HIST_THREADS 4096
+
+struct closed {
+	__u64 id; /* the push's event id */
+	__u64 root; /* the outermost range around it (itself for an outermost one) */
+	__u64 push_ts, pop_ts;
+};
+
+struct hist {
+	__u32 n; /* held, up to HIST_N */
+	__u32 next; /* where the next one goes */
+	struct closed c[HIST_N];
+};
+
+/* A CUDA graph node's creation stack (a LAUNCH with XPU_LAUNCH_GRAPH_NODE). */
+struct gnode {
+	__u64 node; /* the node id, without XPU_LAUNCH_GRAPH_NODE */
+	__u64 *stack; /* n_stack user frames, owned */
+	__u32 pid; /* 0: free */
+	__u16 n_stack;
+	__u16 reserved;
+};
 
 /* Probed on every CPU-side record: kept small (16 bytes) so the table stays in cache; the
  * stacks live in a parallel array touched only inside ranges. */
@@ -202,6 +244,7 @@ struct join {
 	struct waiting *waiting;
 	__u32 free_wait, hw_wait;
 	struct fifo ttl_q, exit_q, linger_q;
+	struct fifo launch_q; /* keys whose kernels wait for their LAUNCH (launch_wait_ns) */
 	struct nest *threads; /* 2 * THREADS_MAX slots */
 	__u64 (*stacks)[NEST_MAX]; /* the open ranges of threads[i] */
 	struct recent *recent; /* 2 * RECENT_PIDS slots */
@@ -216,6 +259,14 @@ struct join {
 	__u32 gone_head, gone_len;
 	join_gone_fn gone_fn;
 	__u64 (*stack_ts)[NEST_MAX]; /* when each of stacks[] began */
+	struct hist **hist; /* by thread slot: its closed ranges, NULL: none yet */
+	__u64 *horizon; /* by thread slot: the newest pop ts no history holds any more */
+	__u32 n_hist;
+	__u64 *range_pids; /* bitmap by pid & 0xffff: may have threads (a set bit may be stale) */
+	struct gnode *gnodes; /* max_graph_nodes, a ring: gnode_head is the next to fill */
+	__u32 *gnode_slots; /* index + 1, 0 empty */
+	__u32 gnode_mask, gnode_head;
+	__u64 *graph_pids; /* bitmap by pid & 0xffff: may have node stacks */
 	struct ctr_proc *ctr; /* CTR_PIDS */
 	__u32 *ctr_slots; /* 2 * CTR_PIDS: index + 1, 0 empty */
 	__u32 ctr_free, ctr_hw;
@@ -601,11 +652,18 @@ static __u64 gpu_corr(const void *rec)
 	return ((const struct xpu_gpu_sync *)rec)->correlation_id;
 }
 
+#define THREAD_MASK (2 * THREADS_MAX - 1)
+
+static __u32 thread_home(__u32 pid, __u32 tid)
+{
+	return (__u32)hash64((__u64)pid << 32 | tid) & THREAD_MASK;
+}
+
 static struct nest *thread_get(struct join *j, __u32 pid, __u32 tid, bool create)
 {
-	__u32 mask = 2 * THREADS_MAX - 1, i = (__u32)hash64((__u64)pid << 32 | tid) & mask;
+	__u32 i = thread_home(pid, tid);
 
-	for (;; i = (i + 1) & mask) {
+	for (;; i = (i + 1) & THREAD_MASK) {
 		struct nest *t = &j->threads[i];
 
 		if (t->pid == pid && t->tid == tid)
@@ -615,8 +673,59 @@ static struct nest *thread_get(struct join *j, __u32 pid, __u32 tid, bool create
 				return NULL;
 			j->n_threads++;
 			*t = (struct nest){ .pid = pid, .tid = tid };
+			j->range_pids[(pid & 0xffff) / 64] |= 1ull << (pid % 64);
 			return t;
 		}
+	}
+}
+
+/* Free the thread in table slot `slot` and its history; backward-shift deletion as for
+ * keys, moving the parallel arrays with the entry. */
+static void thread_remove_slot(struct join *j, __u32 slot)
+{
+	__u32 i = slot, k, home;
+
+	if (j->hist[slot]) {
+		free(j->hist[slot]);
+		j->n_hist--;
+	}
+	j->n_threads--;
+	for (;;) {
+		j->threads[i].pid = 0;
+		j->hist[i] = NULL;
+		j->horizon[i] = 0;
+		for (k = (i + 1) & THREAD_MASK;; k = (k + 1) & THREAD_MASK) {
+			if (!j->threads[k].pid)
+				return;
+			home = thread_home(j->threads[k].pid, j->threads[k].tid);
+			if (((k - home) & THREAD_MASK) >= ((k - i) & THREAD_MASK))
+				break;
+		}
+		j->threads[i] = j->threads[k];
+		memcpy(j->stacks[i], j->stacks[k], j->threads[k].depth * sizeof(j->stacks[0][0]));
+		memcpy(j->stack_ts[i], j->stack_ts[k],
+		       j->threads[k].depth * sizeof(j->stack_ts[0][0]));
+		j->hist[i] = j->hist[k];
+		j->horizon[i] = j->horizon[k];
+		i = k;
+	}
+}
+
+/* Drop every thread of pid once its exit grace has passed: its late samples have come. A
+ * scan of the table, only for a process that may have had ranges. */
+static void nest_drop_pid(struct join *j, __u32 pid)
+{
+	__u32 start, k, i;
+
+	if (!(j->range_pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !j->n_threads)
+		return;
+	/* Begin at an empty slot, so no cluster wraps past the start (as stream_drop_pid). */
+	for (start = 0; j->threads[start].pid; start++)
+		;
+	for (k = 0; k <= THREAD_MASK; k++) {
+		i = (start + k) & THREAD_MASK;
+		while (j->threads[i].pid == pid)
+			thread_remove_slot(j, i);
 	}
 }
 
@@ -910,18 +1019,114 @@ static void ctr_range_end(struct join *j, struct xpu_cevent *ev)
 	}
 }
 
-/* A CPU-side event (API call, launch, sample) inside the thread's open ranges. */
+static void nest_set(struct xpu_cevent *ev, __u64 parent, __u64 root)
+{
+	ev->parent_id = parent;
+	ev->root_id = root;
+	ev->corr_type = XPU_CORR_NESTING;
+	ev->confidence = 1.0f;
+	add_link(ev, XPU_LINK_INSIDE_RANGE, parent);
+}
+
+/* A range record, API call or launch inside the thread's open ranges when it arrives: range
+ * records of a thread come in order, so for them what is open now is what was open then. */
 static void nest_annotate(struct join *j, struct xpu_cevent *ev)
 {
 	struct nest *t = thread_get(j, ev->pid, ev->tid, false);
 
-	if (!t || !t->depth)
+	if (t && t->depth)
+		nest_set(ev, stack_of(j, t)[t->depth - 1], stack_of(j, t)[0]);
+}
+
+/*
+ * A CPU sample placed by its own timestamp: the innermost of the ranges around ev->ts_ns,
+ * open or closed. Ranges nest per thread, so of all the ranges that contain ts the innermost
+ * is the one pushed last: the deepest open range pushed by ts, or a closed range [push, pop]
+ * around ts pushed later than that one. (Equal push times: the later event id, that is the
+ * later push, is inner.) A sample newer than everything the thread's ranges have said so far
+ * gets the open ranges, as on arrival; one at or before the horizon (a range that ended then
+ * is no longer held: the sample may have been inside it) is not nested rather than nested too
+ * shallow, and counted.
+ */
+static void nest_place(struct join *j, struct xpu_cevent *ev)
+{
+	struct nest *t = thread_get(j, ev->pid, ev->tid, false);
+	__u64 ts = ev->ts_ns, id = 0, push = 0, root = 0;
+	const struct closed *c, *inner = NULL;
+	const struct hist *h;
+	__u32 i, d, k;
+
+	if (!t)
 		return;
-	ev->parent_id = stack_of(j, t)[t->depth - 1];
-	ev->root_id = stack_of(j, t)[0];
-	ev->corr_type = XPU_CORR_NESTING;
-	ev->confidence = 1.0f;
-	add_link(ev, XPU_LINK_INSIDE_RANGE, ev->parent_id);
+	i = (__u32)(t - j->threads);
+	if (j->horizon[i] && ts <= j->horizon[i]) {
+		j->st.nest_too_old++;
+		return;
+	}
+	for (d = t->depth; d && j->stack_ts[i][d - 1] > ts; d--)
+		;
+	if (d) {
+		id = j->stacks[i][d - 1];
+		push = j->stack_ts[i][d - 1];
+		root = j->stacks[i][0];
+	}
+	/* Newest first: pops come in time order, so once one ended before ts, so did all the
+	 * older ones. */
+	for (h = j->hist[i], k = 0; h && k < h->n; k++) {
+		c = &h->c[(h->next + HIST_N - 1 - k) % HIST_N];
+		if (c->pop_ts < ts)
+			break;
+		if (c->push_ts <= ts && (c->push_ts > push || (c->push_ts == push && c->id > id))) {
+			inner = c;
+			push = c->push_ts;
+			id = c->id;
+		}
+	}
+	if (inner) {
+		root = inner->root;
+		j->st.nest_closed++;
+	}
+	if (id)
+		nest_set(ev, id, root);
+}
+
+/* Remember a range that closed on thread slot i, [push_ts, pop_ts]; the oldest one held goes
+ * when the history is full, and moves the horizon. */
+static void hist_add(struct join *j, __u32 i, __u64 id, __u64 root, __u64 push_ts, __u64 pop_ts)
+{
+	struct hist *h = j->hist[i];
+
+	if (!h && j->n_hist < HIST_THREADS && (h = malloc(sizeof(*h)))) {
+		h->n = h->next = 0;
+		j->hist[i] = h;
+		j->n_hist++;
+	}
+	if (!h) { /* no room for a history: what closed is lost to the samples before it */
+		if (pop_ts > j->horizon[i])
+			j->horizon[i] = pop_ts;
+		return;
+	}
+	if (h->n == HIST_N) {
+		if (h->c[h->next].pop_ts > j->horizon[i])
+			j->horizon[i] = h->c[h->next].pop_ts;
+	} else {
+		h->n++;
+	}
+	h->c[h->next] = (struct closed){ id, root, push_ts, pop_ts };
+	h->next = (h->next + 1) % HIST_N;
+}
+
+/* The thread ended at ts: its open ranges end there too (innermost first, as pops would),
+ * for its samples still on their way. */
+static void nest_thread_exit(struct join *j, struct nest *t, __u64 ts)
+{
+	__u32 i = (__u32)(t - j->threads);
+
+	while (t->depth) {
+		t->depth--;
+		hist_add(j, i, j->stacks[i][t->depth], j->stacks[i][0], j->stack_ts[i][t->depth],
+			 ts);
+	}
 }
 
 /* RANGE push/pop move the thread's stack; start/end ranges and marks do not nest. */
@@ -956,6 +1161,8 @@ static void nest_range(struct join *j, struct xpu_cevent *ev)
 		ev->corr_type = XPU_CORR_NESTING;
 		ev->confidence = 1.0f;
 		counters_attach(j, ev, j->stack_ts[t - j->threads][t->depth], ev->ts_ns);
+		hist_add(j, (__u32)(t - j->threads), stack_of(j, t)[t->depth], ev->root_id,
+			 j->stack_ts[t - j->threads][t->depth], ev->ts_ns);
 	} else {
 		nest_annotate(j, ev);
 		if (ev->sub_kind == XPU_RANGE_START)
@@ -1236,6 +1443,126 @@ static void expire_streams(struct join *j, __u64 now_ns)
 	}
 }
 
+/* ---- CUDA graph nodes ---- */
+
+static __u32 gnode_find(const struct join *j, __u32 pid, __u64 node, __u32 *slot)
+{
+	__u32 i = (__u32)key_hash(pid, node) & j->gnode_mask, e;
+
+	for (;; i = (i + 1) & j->gnode_mask) {
+		e = j->gnode_slots[i] - 1;
+		if (e == NIL || (j->gnodes[e].node == node && j->gnodes[e].pid == pid)) {
+			*slot = i;
+			return e;
+		}
+	}
+}
+
+/* Free the node in table slot `slot`; backward-shift deletion as for keys. */
+static void gnode_remove_slot(struct join *j, __u32 slot)
+{
+	__u32 i = slot, k, e = j->gnode_slots[slot] - 1, home;
+
+	free(j->gnodes[e].stack);
+	j->gnodes[e].stack = NULL;
+	j->gnodes[e].pid = 0;
+	j->st.graph_nodes--;
+	for (;;) {
+		j->gnode_slots[i] = 0;
+		for (k = (i + 1) & j->gnode_mask;; k = (k + 1) & j->gnode_mask) {
+			e = j->gnode_slots[k] - 1;
+			if (e == NIL)
+				return;
+			home = (__u32)key_hash(j->gnodes[e].pid, j->gnodes[e].node) & j->gnode_mask;
+			if (((k - home) & j->gnode_mask) >= ((k - i) & j->gnode_mask))
+				break;
+		}
+		j->gnode_slots[i] = e + 1;
+		i = k;
+	}
+}
+
+/*
+ * Keep the creation stack of graph node `node` of pid (a node created again replaces its
+ * stack). The entries are a ring in creation order: the next one to fill is the oldest node
+ * held (or a hole left by an exited process), so when the table is full the oldest goes. A
+ * node without a stack is not kept: its kernels are better off with the graph launch's.
+ */
+static void gnode_put(struct join *j, __u32 pid, __u64 node, const __u64 *ips, __u32 n)
+{
+	__u32 slot, e;
+	struct gnode *g;
+	__u64 *stack;
+
+	if (!n || !(stack = malloc(8u * n)))
+		return;
+	memcpy(stack, ips, 8u * n);
+	e = gnode_find(j, pid, node, &slot);
+	if (e != NIL) {
+		g = &j->gnodes[e];
+		free(g->stack);
+		g->stack = stack;
+		g->n_stack = (__u16)n;
+		return;
+	}
+	e = j->gnode_head;
+	g = &j->gnodes[e];
+	if (g->pid) {
+		__u32 old;
+
+		gnode_find(j, g->pid, g->node, &old);
+		gnode_remove_slot(j, old);
+		j->st.graph_nodes_evicted++;
+		gnode_find(j, pid, node, &slot); /* the table changed */
+	}
+	*g = (struct gnode){ .node = node, .stack = stack, .pid = pid, .n_stack = (__u16)n };
+	j->gnode_slots[slot] = e + 1;
+	j->gnode_head = (e + 1) % j->opts.max_graph_nodes;
+	j->graph_pids[(pid & 0xffff) / 64] |= 1ull << (pid % 64);
+	j->st.graph_nodes++;
+}
+
+/* Drop every node of pid: a scan of the table, only for a process that may have any. */
+static void gnode_drop_pid(struct join *j, __u32 pid)
+{
+	__u32 start, k, i, e;
+
+	if (!(j->graph_pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !j->st.graph_nodes)
+		return;
+	for (start = 0; j->gnode_slots[start]; start++)
+		;
+	for (k = 0; k <= j->gnode_mask; k++) {
+		i = (start + k) & j->gnode_mask;
+		while ((e = j->gnode_slots[i] - 1) != NIL && j->gnodes[e].pid == pid)
+			gnode_remove_slot(j, i);
+	}
+}
+
+/*
+ * A graph kernel joined to its graph launch: the stack that matters is the one that created
+ * its node. Known: that stack, an exact join (the launched_by links stay the graph
+ * launch's). Not known (created before we started, its LAUNCH lost, or not here yet: node
+ * LAUNCHes come through another ring, and a kernel goes out with what is known when it goes
+ * out): the graph launch's stack, marked approximate.
+ */
+static void graph_attribute(struct join *j, struct xpu_cevent *ev)
+{
+	__u64 node = ev->graph_node_id & ~XPU_LAUNCH_GRAPH_NODE;
+	__u32 slot, e = node ? gnode_find(j, ev->pid, node, &slot) : NIL;
+
+	if (e == NIL) {
+		ev->corr_type = XPU_CORR_APPROXIMATE;
+		ev->confidence = 0.5f;
+		j->st.graph_approximate++;
+		return;
+	}
+	if (j->enrich & CONF_ENRICH_STACKS) {
+		ev->n_user = j->gnodes[e].n_stack;
+		ev->stack = j->gnodes[e].stack;
+	}
+	j->st.graph_node_stacks++;
+}
+
 static void gone_pop(struct join *j)
 {
 	__u32 pid = j->gone[j->gone_head].pid;
@@ -1244,12 +1571,14 @@ static void gone_pop(struct join *j)
 	j->gone_len--;
 	stream_drop_pid(j, pid);
 	ctr_drop_pid(j, pid);
+	nest_drop_pid(j, pid);
+	gnode_drop_pid(j, pid);
 	if (j->gone_fn)
 		j->gone_fn(pid, j->ctx);
 }
 
-/* A process exited: its streams, counter readings and names go once its exit grace has
- * passed. */
+/* A process exited: its streams, counter readings, threads, graph nodes and names go once
+ * its exit grace has passed. */
 static void gone_push(struct join *j, __u32 pid, __u64 deadline)
 {
 	if (j->gone_len == GONE_MAX)
@@ -1284,6 +1613,8 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 				ev.stack = e->stack;
 			}
 		}
+		if (ev.kind == XPU_REC_GPU_KERNEL && (ev.flags & XPU_KERNEL_F_GRAPH))
+			graph_attribute(j, &ev);
 		/* kernel -> launch -> enclosing range: the user scope is the kernel's root */
 		if (e->range_id) {
 			add_link(&ev, XPU_LINK_INSIDE_RANGE, e->range_id);
@@ -1433,6 +1764,72 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 	return e;
 }
 
+/*
+ * With launch_wait_ns, a kernel whose CUDA_API has come waits for its LAUNCH (the launch
+ * stack) that long: the CUPTI library's records come within its flush interval, the launch
+ * marker's through the CPU source's BPF ring, which may hold them longer, so going out with
+ * the API call alone would often lose the stack. Other GPU records of a key whose kernels
+ * wait (a graph launch's copies) wait with them, in order; copies and memsets of a plain API
+ * call never have a LAUNCH and go at once.
+ */
+static bool launch_awaited(const struct join *j, const struct entry *e, __u32 type)
+{
+	return j->opts.launch_wait_ns && !(e->flags & (F_LAUNCH | F_GAVE_UP)) &&
+	       (type == XPU_REC_GPU_KERNEL || (e->flags & F_AWAIT));
+}
+
+static bool waits_kernel(const struct join *j, const struct entry *e)
+{
+	__u32 w;
+
+	for (w = e->wait_head; w != NIL; w = j->waiting[w].next)
+		if (((const struct xpu_rec *)j->waiting[w].rec)->type == XPU_REC_GPU_KERNEL)
+			return true;
+	return false;
+}
+
+static __u64 waiting_count(const struct join *j, const struct entry *e)
+{
+	__u64 n = 0;
+	__u32 w;
+
+	for (w = e->wait_head; w != NIL; w = j->waiting[w].next)
+		n++;
+	return n;
+}
+
+/* Queue e to give up on its LAUNCH launch_wait_ns from now (once: later records join the
+ * same wait). */
+static void await_launch(struct join *j, struct entry *e)
+{
+	if (e->flags & F_AWAIT)
+		return;
+	e->flags |= F_AWAIT;
+	fifo_push(j, &j->launch_q, j->now_ns + j->opts.launch_wait_ns, (__u32)(e - j->entries),
+		  e->gen);
+}
+
+/* Keys whose LAUNCH did not come in time: their waiting records go out with the API call. */
+static void expire_launch_wait(struct join *j, __u64 now_ns)
+{
+	struct qitem *it;
+
+	while ((it = fifo_peek(&j->launch_q)) && it->deadline <= now_ns) {
+		__u32 idx = it->entry, gen = it->gen;
+		struct entry *e = &j->entries[idx];
+
+		fifo_pop(&j->launch_q);
+		if (!item_live(j, &(struct qitem){ 0, idx, gen }))
+			continue;
+		e->flags &= ~F_AWAIT;
+		if (e->flags & F_LAUNCH)
+			continue;
+		e->flags |= F_GAVE_UP;
+		j->st.launch_wait_expired++;
+		release_waiting(j, e);
+	}
+}
+
 static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_ns)
 {
 	const struct xpu_rec *h = rec;
@@ -1450,6 +1847,14 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 		return;
 	if (!corr)
 		return;
+	/* A graph node's creation: no key (nothing carries its id as a correlation id), its
+	 * stack is kept for the node's kernels. */
+	if (h->type == XPU_REC_LAUNCH && (corr & XPU_LAUNCH_GRAPH_NODE)) {
+		const struct xpu_launch *l = rec;
+
+		gnode_put(j, h->pid, corr & ~XPU_LAUNCH_GRAPH_NODE, l->ips, l->n_user);
+		return;
+	}
 	e = entry_get(j, h->pid, corr, now_ns);
 	if (ev.parent_id && !e->range_id) {
 		e->range_id = ev.parent_id;
@@ -1475,6 +1880,12 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 		e->api_id = id;
 		e->flags |= F_API;
 	}
+	if (h->type == XPU_REC_CUDA_API && waits_kernel(j, e) &&
+	    launch_awaited(j, e, XPU_REC_GPU_KERNEL)) {
+		j->st.launch_waited += waiting_count(j, e);
+		await_launch(j, e);
+		return;
+	}
 	release_waiting(j, e);
 }
 
@@ -1492,15 +1903,17 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	}
 	idx = key_find(j, h->pid, corr, &slot);
 	e = idx == NIL ? NULL : &j->entries[idx];
-	if (e && (e->flags & (F_LAUNCH | F_API))) {
+	if (e && (e->flags & (F_LAUNCH | F_API)) && !launch_awaited(j, e, h->type)) {
 		emit_gpu(j, e, rec, id);
 		return;
 	}
 	/* Launch side not here yet (CUPTI may deliver activity before the callback's record
-	 * reaches us through another ring): wait for it, within bounds. */
+	 * reaches us through another ring), or a kernel's LAUNCH awaited: wait for it, within
+	 * bounds; without room, a record whose API call is known goes out joined to it. */
 	if (size > WAIT_REC_MAX || (slot = wait_take(j)) == NIL) {
-		j->st.evicted++;
-		emit_gpu(j, NULL, rec, id);
+		if (!e || !(e->flags & F_API))
+			j->st.evicted++;
+		emit_gpu(j, e && (e->flags & F_API) ? e : NULL, rec, id);
 		return;
 	}
 	/* Held from here on, before entry_get, which may evict (and emit) to make room: the
@@ -1519,6 +1932,10 @@ static void on_gpu(struct join *j, const void *rec, __u32 size, __u64 id, __u64 
 	else
 		e->wait_head = slot;
 	e->wait_tail = slot;
+	if (e->flags & F_API) {
+		j->st.launch_waited++;
+		await_launch(j, e);
+	}
 }
 
 static void on_process_exit(struct join *j, __u32 pid, __u64 now_ns)
@@ -1576,7 +1993,7 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 		if (h->type == XPU_REC_RANGE)
 			nest_range(j, &ev);
 		else if (h->type == XPU_REC_CPU_SAMPLE) {
-			nest_annotate(j, &ev);
+			nest_place(j, &ev);
 			sample_annotate(j, &ev);
 			if (j->opts.time_window_ns)
 				sample_remember(j, &ev);
@@ -1585,8 +2002,8 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 		if (h->type == XPU_REC_PROC_EXIT) {
 			struct nest *t = thread_get(j, h->pid, h->tid, false);
 
-			if (t)
-				t->depth = 0; /* the thread is gone: so are its open ranges */
+			if (t) /* the thread is gone: its open ranges end with it */
+				nest_thread_exit(j, t, h->ts_ns);
 			if (h->pid == h->tid)
 				on_process_exit(j, h->pid, now_ns);
 		}
@@ -1615,6 +2032,7 @@ void join__expire(struct join *j, __u64 now_ns)
 	expire_queue(j, &j->ttl_q, now_ns);
 	expire_queue(j, &j->exit_q, now_ns);
 	expire_queue(j, &j->linger_q, now_ns);
+	expire_launch_wait(j, now_ns);
 	/* after the keys: a process's last GPU records have gone out, with their stream links */
 	while (j->gone_len && j->gone[j->gone_head].deadline <= now_ns)
 		gone_pop(j);
@@ -1651,7 +2069,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	struct join *j;
 
 	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30) ||
-	    opts->max_streams > (1u << 24)) {
+	    opts->max_streams > (1u << 24) || opts->max_graph_nodes > (1u << 24)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1676,6 +2094,8 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->ttl_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->exit_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->linger_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
+	if (opts->launch_wait_ns)
+		j->launch_q.items = calloc(2ull * opts->max_pending, sizeof(struct qitem));
 	j->threads = calloc(2 * THREADS_MAX, sizeof(*j->threads));
 	j->stacks = calloc(2 * THREADS_MAX, sizeof(*j->stacks));
 	j->recent = calloc(2 * RECENT_PIDS, sizeof(*j->recent));
@@ -1692,15 +2112,26 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->stack_ts = calloc(2 * THREADS_MAX, sizeof(*j->stack_ts));
 	j->ctr = calloc(CTR_PIDS, sizeof(*j->ctr));
 	j->ctr_slots = calloc(2 * CTR_PIDS, sizeof(*j->ctr_slots));
+	j->hist = calloc(2 * THREADS_MAX, sizeof(*j->hist));
+	j->horizon = calloc(2 * THREADS_MAX, sizeof(*j->horizon));
+	j->range_pids = calloc(65536 / 64, sizeof(*j->range_pids));
+	if (!j->opts.max_graph_nodes)
+		j->opts.max_graph_nodes = 65536;
+	j->gnode_mask = pow2_at_least(2ull * j->opts.max_graph_nodes) - 1;
+	j->gnodes = calloc(j->opts.max_graph_nodes, sizeof(*j->gnodes));
+	j->gnode_slots = calloc((size_t)j->gnode_mask + 1, sizeof(*j->gnode_slots));
+	j->graph_pids = calloc(65536 / 64, sizeof(*j->graph_pids));
 	if (!j->entries || !j->keys || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items || !j->threads || !j->stacks || !j->streams ||
-	    !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone || !j->recent ||
-	    !j->stack_ts || !j->ctr || !j->ctr_slots) {
+	    !j->exit_q.items || !j->linger_q.items ||
+	    (opts->launch_wait_ns && !j->launch_q.items) || !j->threads || !j->stacks ||
+	    !j->streams || !j->stream_slots || !j->stream_q.items || !j->stream_pids || !j->gone ||
+	    !j->recent || !j->stack_ts || !j->ctr || !j->ctr_slots || !j->hist || !j->horizon ||
+	    !j->range_pids || !j->gnodes || !j->gnode_slots || !j->graph_pids) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
 	}
-	j->ttl_q.cap = j->exit_q.cap = j->linger_q.cap = 2 * opts->max_pending;
+	j->ttl_q.cap = j->exit_q.cap = j->linger_q.cap = j->launch_q.cap = 2 * opts->max_pending;
 	/* Free lists start empty and slots are first taken in order (hw_*): nothing is
 	 * touched up front, so a restarted shard is ready in milliseconds whatever the bounds. */
 	j->free_entry = j->free_wait = j->free_stream = j->ctr_free = NIL;
@@ -1725,6 +2156,7 @@ void join__free(struct join *j)
 	free(j->ttl_q.items);
 	free(j->exit_q.items);
 	free(j->linger_q.items);
+	free(j->launch_q.items);
 	free(j->threads);
 	free(j->stacks);
 	free(j->recent);
@@ -1736,5 +2168,17 @@ void join__free(struct join *j)
 	free(j->stack_ts);
 	free(j->ctr);
 	free(j->ctr_slots);
+	if (j->hist)
+		for (i = 0; i <= THREAD_MASK; i++)
+			free(j->hist[i]);
+	free(j->hist);
+	free(j->horizon);
+	free(j->range_pids);
+	if (j->gnodes)
+		for (i = 0; i < j->opts.max_graph_nodes; i++)
+			free(j->gnodes[i].stack);
+	free(j->gnodes);
+	free(j->gnode_slots);
+	free(j->graph_pids);
 	free(j);
 }

@@ -9,11 +9,23 @@
  *   - LAUNCH and CUDA_API at once (they start pending state for their key);
  *   - GPU activity at once when its launch side is known (corr_type EXACT_ID, confidence 1,
  *     links launched_by, the LAUNCH stack attached); otherwise it waits, and goes out when the
- *     launch side arrives, or unmatched (corr_type NONE) when its state expires or is evicted;
- *   - per thread, RANGE push/pop keep a stack of open ranges (seed 001): CUDA_API, LAUNCH and
- *     CPU samples get parent_id = the innermost range, root_id = the outermost, an
- *     inside_range link (corr_type NESTING); a pop links `completes` to its push; a GPU record
- *     links inside_range to its launch's range and takes its root;
+ *     launch side arrives, or unmatched (corr_type NONE) when its state expires or is evicted.
+ *     With launch_wait_ns, a kernel whose CUDA_API is known but not its LAUNCH (the stack,
+ *     through the CPU source's slower ring) waits for the LAUNCH up to that long, then goes
+ *     out with the API call alone;
+ *   - per thread, RANGE push/pop keep a stack of open ranges (seed 001): CUDA_API and LAUNCH
+ *     get parent_id = the innermost range, root_id = the outermost, an inside_range link
+ *     (corr_type NESTING); a pop links `completes` to its push; a GPU record links
+ *     inside_range to its launch's range and takes its root. CPU samples come through the
+ *     CPU source's ring, often well after the ranges around them closed: with a history of
+ *     each thread's last closed ranges they are nested by their own timestamp; one older
+ *     than the history goes out un-nested and counted (nest_too_old);
+ *   - LAUNCH records of CUDA graph node creation (correlation id XPU_LAUNCH_GRAPH_NODE |
+ *     node id) are no join keys: per (pid, node id) their stack is kept, and a graph kernel
+ *     (XPU_KERNEL_F_GRAPH) joined to its graph launch takes the stack of its node's
+ *     creation (exact); without one it keeps the graph launch's stack, corr_type
+ *     APPROXIMATE, confidence 0.5. Kept for max_graph_nodes nodes (the newest), dropped
+ *     after the process's exit grace;
  *   - per (pid, device, stream), the last few activities by start time (seed 002): a kernel,
  *     copy or memset links same_stream_prev to the one before it on its stream, whatever the
  *     arrival order within that window; overlaps on a stream are counted. Stream state is
@@ -54,6 +66,9 @@ struct join_opts {
 	__u32 max_streams; /* (pid, device, stream) states held at once; 0: 16384 */
 	__u64 stream_idle_ns; /* a stream without activity this long is dropped; 0: 60 s */
 	__u32 shard; /* this shard's number: CPU-scope counter readings go out from shard 0 */
+	__u32 max_graph_nodes; /* CUDA graph node creation stacks held at once; 0: 65536 */
+	__u64 launch_wait_ns; /* 0: a GPU record goes out once either launch side is known; else
+			       * a kernel whose CUDA_API came waits this long for its LAUNCH */
 };
 
 struct join_stats {
@@ -82,6 +97,14 @@ struct join_stats {
 	__u64 counted; /* events that went out with counters */
 	__u64 counted_estimated; /* of which some delta was extrapolated */
 	__u64 counters_routed; /* CPU-scope readings not sent: shard 0 sends them */
+	__u64 nest_closed; /* CPU samples placed in a range that had closed when they came */
+	__u64 nest_too_old; /* ... older than their thread's range history: not nested */
+	__u64 graph_node_stacks; /* graph kernels given the stack of their node's creation */
+	__u64 graph_approximate; /* graph kernels left with the graph launch's stack */
+	__u64 graph_nodes; /* node creation stacks held now */
+	__u64 graph_nodes_evicted; /* node stacks dropped to make room (max_graph_nodes) */
+	__u64 launch_waited; /* GPU records held for their LAUNCH after their API call came */
+	__u64 launch_wait_expired; /* keys whose LAUNCH did not come within launch_wait_ns */
 };
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
@@ -144,7 +167,8 @@ void join__stats(const struct join *j, struct join_stats *st);
 __u64 join__next_id(const struct join *j);
 
 /* Bytes of state per pending key (allocated up front for max_pending), not counting a
- * LAUNCH stack (8 bytes a frame, allocated when the LAUNCH arrives). */
+ * LAUNCH stack (8 bytes a frame, allocated when the LAUNCH arrives), nor the 32 bytes of
+ * another queue with launch_wait_ns. */
 size_t join__entry_size(void);
 
 #endif /* XPUSUP_ACTORS_CORRELATOR_JOIN_H */

@@ -644,6 +644,343 @@ static void test_samples(void)
 	join__free(j);
 }
 
+/* ---- nesting by timestamp ---- */
+
+static void *range_at(__u32 pid, __u32 tid, __u32 phase, const char *name, __u64 ts)
+{
+	xpu_range__build(buf, sizeof(buf), ts, pid, tid, phase, 0, 0, 0, name,
+			 name ? strlen(name) : 0);
+	return buf;
+}
+
+static void *thread_exit(__u32 pid, __u32 tid, __u64 ts)
+{
+	struct xpu_proc_exit *e = (void *)buf;
+
+	xpu_rec__init(e, XPU_REC_PROC_EXIT, sizeof(*e), ts, pid, tid);
+	return buf;
+}
+
+static const struct xpu_cevent *last(void)
+{
+	return &out.ev[out.n - 1];
+}
+
+/* Push a range and return its event id. */
+static __u64 push_at(struct join *j, __u32 pid, __u32 tid, const char *name, __u64 ts)
+{
+	offer(j, range_at(pid, tid, XPU_RANGE_PUSH, name, ts), 1);
+	return last()->id;
+}
+
+static bool nested_in(const struct xpu_cevent *ev, __u64 parent, __u64 root)
+{
+	return ev->parent_id == parent && ev->root_id == root &&
+	       ev->corr_type == XPU_CORR_NESTING && has_link(ev, XPU_LINK_INSIDE_RANGE, parent);
+}
+
+static bool not_nested(const struct xpu_cevent *ev)
+{
+	return !ev->parent_id && !ev->root_id && !ev->n_links && ev->corr_type == XPU_CORR_NONE;
+}
+
+/*
+ * CPU samples come through the CPU source's ring tens of ms after they were taken, when the
+ * program's range records (another ring) have long said that the ranges around them closed:
+ * a sample is placed by its own timestamp, among the open ranges and the thread's history
+ * of closed ones.
+ */
+static void test_nest_by_ts(void)
+{
+	__u64 outer, inner, epoch = 0, open2, worker, again;
+	struct join_stats st;
+	struct join *j = fresh(64, 64, 1000000);
+	unsigned int i;
+
+	/* outer [100, 200] { inner [110, 150] }, then open2 from 300, all before any sample */
+	outer = push_at(j, 7, 70, "outer", 100);
+	inner = push_at(j, 7, 70, "inner", 110);
+	offer(j, range_at(7, 70, XPU_RANGE_POP, NULL, 150), 3);
+	offer(j, range_at(7, 70, XPU_RANGE_POP, NULL, 200), 4);
+	open2 = push_at(j, 7, 70, "open2", 300);
+
+	offer(j, sample_at(7, 70, 120), 6);
+	tap_ok(nested_in(last(), inner, outer),
+	       "by ts: a sample inside a closed inner range: parent the inner, root the outer");
+	offer(j, sample_at(7, 70, 105), 7);
+	tap_ok(nested_in(last(), outer, outer),
+	       "by ts: one inside the outer range only: parent and root the outer");
+	offer(j, sample_at(7, 70, 150), 8);
+	tap_ok(nested_in(last(), inner, outer), "by ts: a range's end is still inside it");
+	offer(j, sample_at(7, 70, 250), 9);
+	tap_ok(not_nested(last()), "by ts: a sample between two closed ranges is not nested");
+	offer(j, sample_at(7, 70, 90), 10);
+	tap_ok(not_nested(last()), "by ts: nor one before the first range");
+	offer(j, sample_at(7, 70, 310), 11);
+	tap_ok(nested_in(last(), open2, open2),
+	       "by ts: one newer than every range record: the open ranges, as on arrival");
+	offer(j, sample_at(7, 71, 120), 12);
+	tap_ok(not_nested(last()), "by ts: another thread's sample at that time is not nested");
+
+	/* an inner range pushed after the sample: the sample is in the outer one only */
+	push_at(j, 7, 70, "late", 400);
+	offer(j, sample_at(7, 70, 350), 16);
+	tap_ok(nested_in(last(), open2, open2),
+	       "by ts: an open range pushed after the sample does not hold it");
+	offer(j, range_at(7, 70, XPU_RANGE_POP, NULL, 410), 17);
+	offer(j, range_at(7, 70, XPU_RANGE_POP, NULL, 420), 18);
+	join__stats(j, &st);
+	tap_ok(st.nest_closed == 3 && st.nest_too_old == 0,
+	       "by ts: placements in closed ranges counted (%llu)",
+	       (unsigned long long)st.nest_closed);
+
+	/* the history holds the last 128 closed ranges of a thread: older samples are lost */
+	for (i = 0; i < 200; i++) {
+		epoch = push_at(j, 7, 70, "epoch", 1000 + 10 * i);
+		offer(j, range_at(7, 70, XPU_RANGE_POP, NULL, 1005 + 10 * i), 21);
+	}
+	offer(j, sample_at(7, 70, 120), 22);
+	tap_ok(not_nested(last()), "too old: a sample older than the history is not nested");
+	offer(j, sample_at(7, 70, 1000 + 10 * 60 + 2), 23);
+	tap_ok(not_nested(last()), "too old: nor one inside a range the history dropped");
+	offer(j, sample_at(7, 70, 1000 + 10 * 199 + 2), 24);
+	tap_ok(nested_in(last(), epoch, epoch), "a sample inside a range still held is nested");
+	offer(j, sample_at(7, 70, 1000 + 10 * 199 + 7), 25);
+	tap_ok(not_nested(last()), "after the last range: not nested, not too old");
+	join__stats(j, &st);
+	tap_eq_u64(st.nest_too_old, 2, "too old: counted");
+
+	/* a thread's exit ends its open ranges: its late samples still find them */
+	worker = push_at(j, 7, 72, "worker", 5000);
+	offer(j, thread_exit(7, 72, 5100), 31);
+	offer(j, sample_at(7, 72, 5050), 32);
+	tap_ok(nested_in(last(), worker, worker),
+	       "a late sample of an exited thread is inside the ranges open at its exit");
+	offer(j, sample_at(7, 72, 5200), 33);
+	tap_ok(not_nested(last()), "one after the exit is not");
+	/* the process's threads go with its exit grace */
+	offer(j, thread_exit(7, 7, 6000), 40);
+	offer(j, sample_at(7, 72, 5050), 50);
+	tap_ok(nested_in(last(), worker, worker), "within the process's exit grace, still found");
+	join__expire(j, 40 + 100);
+	offer(j, sample_at(7, 72, 5050), 150);
+	tap_ok(not_nested(last()), "after it, the thread's state is gone");
+	again = push_at(j, 7, 70, "again", 7000);
+	offer(j, sample_at(7, 70, 7001), 152);
+	tap_ok(nested_in(last(), again, again), "a thread seen again starts afresh");
+	join__free(j);
+}
+
+/* ---- CUDA graphs ---- */
+
+#define NODE_FRAME(node) (0x700000 + (node)*16)
+
+/* A graph node's creation: the marker's LAUNCH with the node id as its correlation id. */
+static void *node_launch(__u32 pid, __u64 node)
+{
+	__u64 ips[4] = { NODE_FRAME(node), 0x700008, 0x700010, 0x700018 };
+
+	xpu_launch__build(buf, sizeof(buf), 50, pid, pid, XPU_LAUNCH_GRAPH_NODE | node,
+			  XPU_LAUNCH_API_GRAPH_NODE, ips, 4);
+	return buf;
+}
+
+static void *graph_kernel(__u32 pid, __u64 corr, __u64 node)
+{
+	struct xpu_gpu_kernel *k = kernel(pid, corr);
+
+	k->hdr.flags = XPU_KERNEL_F_GRAPH;
+	k->graph_node_id = node;
+	return buf;
+}
+
+/* Kernels of a graph launch share its correlation id; each one takes the stack that created
+ * its node, or, without one, the graph launch's, marked approximate. */
+static void test_graph(void)
+{
+	struct join_opts o = { .ttl_ns = 1000000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 1000000,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .max_graph_nodes = 4 };
+	const struct xpu_cevent *n, *l, *a, *k;
+	struct join_stats st;
+	struct join *j = fresh(64, 64, 1000000);
+	unsigned int ki = 0, i;
+	bool ok;
+
+	offer(j, node_launch(9, 0x55), 1);
+	n = find(XPU_REC_LAUNCH, 9, XPU_LAUNCH_GRAPH_NODE | 0x55, NULL);
+	join__stats(j, &st);
+	tap_ok(n && n->api_id == XPU_LAUNCH_API_GRAPH_NODE && n->n_user == 4 && st.pending == 0 &&
+		       st.graph_nodes == 1,
+	       "graph: a node's creation goes out as a LAUNCH event, kept as a node, no key");
+	offer(j, launch(9, 300, 3), 2); /* cudaGraphLaunch */
+	offer(j, api(9, 300), 3);
+	offer(j, graph_kernel(9, 300, 0x55), 4);
+	offer(j, graph_kernel(9, 300, 0x55), 5);
+	l = find(XPU_REC_LAUNCH, 9, 300, NULL);
+	a = find(XPU_REC_CUDA_API, 9, 300, NULL);
+	for (ok = l && a, i = out.n - 2; ok && i < out.n; i++) {
+		k = &out.ev[i];
+		ok = k->kind == XPU_REC_GPU_KERNEL && k->corr_type == XPU_CORR_EXACT_ID &&
+		     k->confidence == 1.0f && k->n_user == 4 && out.stack0[i] == NODE_FRAME(0x55) &&
+		     has_link(k, XPU_LINK_LAUNCHED_BY, l->id) &&
+		     has_link(k, XPU_LINK_LAUNCHED_BY, a->id) && k->parent_id == l->id;
+	}
+	tap_ok(ok, "graph: its kernels carry the node's creation stack, exact, launched_by the "
+		   "graph launch");
+	offer(j, graph_kernel(9, 300, 0x66), 6); /* a node created before we started */
+	k = last();
+	ki = out.n - 1;
+	tap_ok(k->corr_type == XPU_CORR_APPROXIMATE && k->confidence == 0.5f && k->n_user == 3 &&
+		       out.stack0[ki] == 0x400000 + 300 * 16 && l &&
+		       has_link(k, XPU_LINK_LAUNCHED_BY, l->id),
+	       "graph: a kernel of a node without a creation stack: the graph launch's, "
+	       "approximate");
+	offer(j, kernel(9, 300), 7); /* no graph flag: as before */
+	tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 3,
+	       "a kernel without the graph flag is joined as before");
+	join__stats(j, &st);
+	tap_ok(st.graph_node_stacks == 2 && st.graph_approximate == 1 && st.matched == 4,
+	       "graph: counted (node stacks %llu, approximate %llu)",
+	       (unsigned long long)st.graph_node_stacks, (unsigned long long)st.graph_approximate);
+
+	/* the node state goes with the process's exit grace */
+	offer(j, proc_exit(9), 10);
+	offer(j, launch(9, 301, 3), 20);
+	offer(j, graph_kernel(9, 301, 0x55), 30);
+	tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && out.stack0[out.n - 1] == NODE_FRAME(0x55),
+	       "graph: within the exit grace the node's stack is still there");
+	join__expire(j, 110);
+	join__stats(j, &st);
+	tap_eq_u64(st.graph_nodes, 0, "graph: after the exit grace, the node stacks are gone");
+	offer(j, launch(9, 302, 3), 120);
+	offer(j, graph_kernel(9, 302, 0x55), 121);
+	tap_ok(last()->corr_type == XPU_CORR_APPROXIMATE,
+	       "graph: a later kernel of that node is approximate");
+	join__free(j);
+
+	/* the table keeps the newest max_graph_nodes nodes */
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	for (i = 1; i <= 6; i++)
+		offer(j, node_launch(4, i), i);
+	offer(j, node_launch(4, 6), 7); /* created again: replaced, not another one */
+	join__stats(j, &st);
+	tap_ok(st.graph_nodes == 4 && st.graph_nodes_evicted == 2,
+	       "graph: at the cap the oldest nodes go, counted (%llu held, %llu evicted)",
+	       (unsigned long long)st.graph_nodes, (unsigned long long)st.graph_nodes_evicted);
+	offer(j, api(4, 500), 8);
+	offer(j, graph_kernel(4, 500, 1), 9);
+	tap_ok(last()->corr_type == XPU_CORR_APPROXIMATE, "graph: an evicted node's kernel is "
+							  "approximate");
+	offer(j, graph_kernel(4, 500, 6), 10);
+	tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && out.stack0[out.n - 1] == NODE_FRAME(6) &&
+		       last()->n_user == 4,
+	       "graph: a held node's kernel has its stack (no graph launch stack needed)");
+	/* a kernel that waits for its graph launch takes what is known when it goes out */
+	offer(j, graph_kernel(4, 501, 7), 11);
+	offer(j, node_launch(4, 7), 12);
+	offer(j, api(4, 501), 13);
+	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
+		       out.stack0[out.n - 1] == NODE_FRAME(7),
+	       "graph: a kernel released by its launch after its node came has the node's stack");
+	join__flush(j);
+	join__stats(j, &st);
+	tap_ok(st.pending == 0 && st.waiting == 0 && out.n == st.in,
+	       "graph: every record out once, nothing held after flush");
+	join__free(j);
+}
+
+static unsigned int count_links(const struct xpu_cevent *ev, __u32 type)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < ev->n_links; i++)
+		n += ev->links[i].type == type;
+	return n;
+}
+
+/* With launch_wait_ns (a cpu source sends LAUNCHes, later than CUPTI sends the rest), a
+ * kernel whose API call came waits for its LAUNCH's stack, for a while. */
+static void test_launch_wait(void)
+{
+	struct join_opts o = { .ttl_ns = 1000000,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 1000000,
+			       .max_pending = 64,
+			       .max_waiting = 2,
+			       .launch_wait_ns = 100 };
+	struct xpu_gpu_memcpy *m;
+	struct join_stats st;
+	struct join *j;
+	unsigned int n;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	offer(j, api(2, 1), 10);
+	offer(j, kernel(2, 1), 11);
+	tap_eq_u64(out.n, 1, "launch wait: a kernel whose API call came waits for its LAUNCH");
+	offer(j, launch(2, 1, 3), 50);
+	tap_ok(out.n == 3 && last()->kind == XPU_REC_GPU_KERNEL && last()->n_links == 2 &&
+		       last()->n_user == 3 && out.stack0[out.n - 1] == 0x400000 + 16,
+	       "launch wait: the LAUNCH releases it, with both links and the stack");
+
+	offer(j, kernel(2, 2), 60); /* kernel first, then its API call: still waits */
+	offer(j, api(2, 2), 61);
+	n = out.n;
+	join__expire(j, 160);
+	tap_eq_u64(out.n, n, "launch wait: nothing given up before the wait is over");
+	join__expire(j, 161);
+	tap_ok(out.n == n + 1 && last()->kind == XPU_REC_GPU_KERNEL &&
+		       count_links(last(), XPU_LINK_LAUNCHED_BY) == 1 &&
+		       last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 0,
+	       "launch wait: no LAUNCH in time: out with the API call alone");
+	offer(j, kernel(2, 2), 170);
+	tap_ok(out.n == n + 2 && last()->kind == XPU_REC_GPU_KERNEL,
+	       "launch wait: later kernels of that key go at once");
+
+	offer(j, api(2, 3), 180);
+	m = (void *)kernel(2, 3);
+	xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), 190, 2, 0);
+	m->start_ns = 190;
+	m->end_ns = 200;
+	m->correlation_id = 3;
+	offer(j, m, 181);
+	tap_ok(last()->kind == XPU_REC_GPU_MEMCPY && last()->corr_type == XPU_CORR_EXACT_ID,
+	       "launch wait: a copy (no LAUNCH ever) goes out at once");
+
+	offer(j, api(2, 4), 200);
+	offer(j, kernel(2, 4), 201);
+	offer(j, kernel(2, 4), 202); /* max_waiting is 2 */
+	offer(j, kernel(2, 4), 203); /* no room: out with what is known */
+	join__stats(j, &st);
+	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
+		       st.evicted == 0,
+	       "launch wait: with no room to wait, a kernel goes out joined to its API call");
+	tap_ok(st.launch_waited == 4 && st.launch_wait_expired == 1,
+	       "launch wait: counted (waited %llu, expired %llu)",
+	       (unsigned long long)st.launch_waited, (unsigned long long)st.launch_wait_expired);
+
+	/* a graph launch: its kernels wait for its LAUNCH, and so find the node's stack that came
+	 * through the same ring before it */
+	join__expire(j, 301); /* key 4's wait is over: room to wait again */
+	offer(j, api(2, 5), 310);
+	offer(j, graph_kernel(2, 5, 0x31), 311);
+	offer(j, node_launch(2, 0x31), 312);
+	offer(j, launch(2, 5, 3), 313);
+	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
+		       out.stack0[out.n - 1] == NODE_FRAME(0x31),
+	       "launch wait: a graph kernel waits for its launch and gets its node's stack");
+	join__flush(j);
+	join__stats(j, &st);
+	tap_ok(out.n == st.in && st.waiting == 0 && st.pending == 0,
+	       "launch wait: every record out once");
+	join__free(j);
+}
+
 /* ---- counters ---- */
 
 /* Counter names as STRING records of kind counter would give them; id 6 has none. Kernel
@@ -935,6 +1272,9 @@ int main(void)
 	test_timestamp();
 	test_streams();
 	test_samples();
+	test_nest_by_ts();
+	test_graph();
+	test_launch_wait();
 	test_counters();
 	test_counters_routing();
 	return tap_done();

@@ -262,8 +262,11 @@ static void one_launch(struct synth *s)
 	}
 	s->gpu_records++;
 	delay_gpu(s, shard, rec);
-	if (u % 32 == (u / 32) % 32) { /* the range closes on the thread that opened it */
-		xpu_range__build(rec, sizeof(rec), now + 5000, pid, tid, XPU_RANGE_POP, corr, 0, 0,
+	/* The range closes on the thread that opened it, before the thread's next launch: the
+	 * correlator places CPU samples by their time, so a range stamped past the thread's later
+	 * records would take in their samples. */
+	if (u % 32 == (u / 32) % 32) {
+		xpu_range__build(rec, sizeof(rec), now + 1, pid, tid, XPU_RANGE_POP, corr, 0, 0,
 				 NULL, 0);
 		put(s, shard, rec);
 	}
