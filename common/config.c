@@ -463,22 +463,25 @@ static const struct key_schema pmu_keys[] = {
 	{ .key = NULL },
 };
 
+/* The keys of the in-process hand-off's actors (kind inproc and cupti): one ring per
+ * attached process. */
+#define INPROC_RING_KEYS(ring_def)                                                           \
+	{ .key = "ring_kib",                                                                 \
+	  .type = T_POW2,                                                                    \
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),                                               \
+	  .min = 4,                                                                          \
+	  .max = 1048576,                                                                    \
+	  .def = ring_def,                                                                   \
+	  .doc = "size of each process's ring, in KiB (a power of two)" },                   \
+	{                                                                                    \
+		.key = "max_processes", .type = T_UINT, .roles = ROLE_BIT(CONF_ROLE_SOURCE), \
+		.min = 1, .max = 65536, .def = "1024",                                       \
+		.doc = "processes attached at once; more are refused (and run unrecorded)"   \
+	}
+
 /* kind = inproc: the in-process hand-off for the annotate library (docs/inproc.md). */
 static const struct key_schema inproc_keys[] = {
-	{ .key = "ring_kib",
-	  .type = T_POW2,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 4,
-	  .max = 1048576,
-	  .def = "1024",
-	  .doc = "size of each process's ring, in KiB (a power of two)" },
-	{ .key = "max_processes",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 65536,
-	  .def = "1024",
-	  .doc = "processes attached at once; more are refused (and run unrecorded)" },
+	INPROC_RING_KEYS("1024"),
 	{ .key = NULL },
 };
 
@@ -488,20 +491,7 @@ static const struct key_schema cupti_keys[] = {
 	/* A process's GPU activity arrives in CUPTI's buffer-completed bursts, flushed at
 	 * once: 8 MiB holds about 45,000 launches (kernel and API records, 176 bytes) between
 	 * two drains. */
-	{ .key = "ring_kib",
-	  .type = T_POW2,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 4,
-	  .max = 1048576,
-	  .def = "8192",
-	  .doc = "size of each process's ring, in KiB (a power of two)" },
-	{ .key = "max_processes",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 65536,
-	  .def = "1024",
-	  .doc = "processes attached at once; more are refused (and run unrecorded)" },
+	INPROC_RING_KEYS("8192"),
 	{ .key = "activities",
 	  .type = T_ACTIVITIES,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),

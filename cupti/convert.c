@@ -384,47 +384,50 @@ static __u8 copy_kind(__u8 cupti_kind)
 	return cupti_kind <= CUPTI_ACTIVITY_MEMCPY_KIND_PTOP ? cupti_kind : XPU_COPY_UNKNOWN;
 }
 
-static int memcpy1(struct conv *c, const CUpti_ActivityMemcpy6 *m)
+/* The fields every copy record has, whatever its CUPTI struct. */
+struct copy_fields {
+	__u64 start, end, bytes;
+	__u32 corr, device, context, stream;
+	__u8 kind, src, dst, flags;
+};
+
+static int copy(struct conv *c, const struct copy_fields *f)
 {
 	struct xpu_gpu_memcpy *r = (struct xpu_gpu_memcpy *)c->buf;
 
-	xpu_rec__init(r, XPU_REC_GPU_MEMCPY, sizeof(*r), m->start, c->pid, 0);
-	if (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
+	xpu_rec__init(r, XPU_REC_GPU_MEMCPY, sizeof(*r), f->start, c->pid, 0);
+	if (f->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
 		r->hdr.flags |= XPU_COPY_F_ASYNC;
-	r->start_ns = m->start;
-	r->end_ns = m->end;
-	r->correlation_id = m->correlationId;
-	r->bytes = m->bytes;
-	r->device_id = m->deviceId;
-	r->context_id = m->contextId;
-	r->stream_id = m->streamId;
-	r->copy_kind = copy_kind(m->copyKind);
-	r->src_kind = m->srcKind;
-	r->dst_kind = m->dstKind;
-	conv__context(c, m->contextId, m->deviceId);
+	r->start_ns = f->start;
+	r->end_ns = f->end;
+	r->correlation_id = f->corr;
+	r->bytes = f->bytes;
+	r->device_id = f->device;
+	r->context_id = f->context;
+	r->stream_id = f->stream;
+	r->copy_kind = f->kind;
+	r->src_kind = f->src;
+	r->dst_kind = f->dst;
 	c->st.copies++;
 	return emit(c, sizeof(*r));
 }
 
+static int memcpy1(struct conv *c, const CUpti_ActivityMemcpy6 *m)
+{
+	conv__context(c, m->contextId, m->deviceId);
+	return copy(c, &(struct copy_fields){ m->start, m->end, m->bytes, m->correlationId,
+					      m->deviceId, m->contextId, m->streamId,
+					      copy_kind(m->copyKind), m->srcKind, m->dstKind,
+					      m->flags });
+}
+
+/* Peer to peer: deviceId is the device the copy runs on; the source and destination devices
+ * (srcDeviceId, dstDeviceId) have no place in the record yet. */
 static int memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 {
-	struct xpu_gpu_memcpy *r = (struct xpu_gpu_memcpy *)c->buf;
-
-	xpu_rec__init(r, XPU_REC_GPU_MEMCPY, sizeof(*r), m->start, c->pid, 0);
-	if (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC)
-		r->hdr.flags |= XPU_COPY_F_ASYNC;
-	r->start_ns = m->start;
-	r->end_ns = m->end;
-	r->correlation_id = m->correlationId;
-	r->bytes = m->bytes;
-	r->device_id = m->deviceId;
-	r->context_id = m->contextId;
-	r->stream_id = m->streamId;
-	r->copy_kind = XPU_COPY_PTOP;
-	r->src_kind = m->srcKind;
-	r->dst_kind = m->dstKind;
-	c->st.copies++;
-	return emit(c, sizeof(*r));
+	return copy(c, &(struct copy_fields){ m->start, m->end, m->bytes, m->correlationId,
+					      m->deviceId, m->contextId, m->streamId, XPU_COPY_PTOP,
+					      m->srcKind, m->dstKind, m->flags });
 }
 
 static int memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
