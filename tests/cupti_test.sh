@@ -11,12 +11,13 @@
 #     host functions that launched them (the uprobe's stacks, joined by correlation id), and
 #     graph kernels under the function that created their node.
 #
-# Usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN
+# Usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE
 set -u
-XPUSUP=${1:?usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN}
+XPUSUP=${1:?usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE}
 LIB=${2:?}
 LOAD_TEST=${3:?}
 STANDIN=${4:?}
+NVTX_SMOKE=${5:?}
 . "$(dirname "$0")/session_lib.sh"
 session_lib_init cuptitest u
 cd "$WORK" || exit 1
@@ -37,6 +38,12 @@ XPUSUP_SESSION_DIR=$WORK/gone "$LOAD_TEST" "$LIB" >stale.out 2>stale.err
 rc=$?
 [ $rc = 0 ] && [ "$(grep -c "GPU activity off: no session at $WORK/gone/inproc.sock" stale.err)" = 1 ]
 ok $? "stale session: the program goes on, one line says why (rc $rc: $(head -c 200 stale.err))"
+
+# ---- NVTX through the library ----------------------------------------------------------------
+NVTX_INJECTION64_PATH=$LIB LD_DEBUG=libs "$NVTX_SMOKE" >nvtx.out 2>nvtx.err
+rc=$?
+[ $rc = 0 ] && grep -qx 'nvtx ok' nvtx.out && grep -q "calling init: $LIB" nvtx.err
+ok $? "NVTX_INJECTION64_PATH: NVTX loads the library, hands over to CUPTI, the program's NVTX calls go on (rc $rc)"
 
 # ---- a live session, no GPU --------------------------------------------------------------------
 cat >live.conf <<CONF
