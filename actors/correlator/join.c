@@ -1879,6 +1879,10 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 	} else if (!e->api_id) {
 		e->api_id = id;
 		e->flags |= F_API;
+		/* The CUPTI library says which calls it marked: no LAUNCH will come for the
+		 * others (launch_stacks = no), so their kernels need not wait for one. */
+		if (!(h->flags & XPU_API_F_LAUNCH_MARKED))
+			e->flags |= F_GAVE_UP;
 	}
 	if (h->type == XPU_REC_CUDA_API && waits_kernel(j, e) &&
 	    launch_awaited(j, e, XPU_REC_GPU_KERNEL)) {

@@ -61,6 +61,15 @@ static void *api(__u32 pid, __u64 corr)
 	return buf;
 }
 
+/* A launch API call the CUPTI library marked: its LAUNCH is on its way. */
+static void *marked_api(__u32 pid, __u64 corr)
+{
+	struct xpu_cuda_api *a = api(pid, corr);
+
+	a->hdr.flags |= XPU_API_F_LAUNCH_MARKED;
+	return a;
+}
+
 static void *kernel(__u32 pid, __u64 corr)
 {
 	struct xpu_gpu_kernel *k = (void *)buf;
@@ -920,7 +929,7 @@ static void test_launch_wait(void)
 
 	out.n = 0;
 	j = join__new(&o, collect, &out);
-	offer(j, api(2, 1), 10);
+	offer(j, marked_api(2, 1), 10);
 	offer(j, kernel(2, 1), 11);
 	tap_eq_u64(out.n, 1, "launch wait: a kernel whose API call came waits for its LAUNCH");
 	offer(j, launch(2, 1, 3), 50);
@@ -929,7 +938,7 @@ static void test_launch_wait(void)
 	       "launch wait: the LAUNCH releases it, with both links and the stack");
 
 	offer(j, kernel(2, 2), 60); /* kernel first, then its API call: still waits */
-	offer(j, api(2, 2), 61);
+	offer(j, marked_api(2, 2), 61);
 	n = out.n;
 	join__expire(j, 160);
 	tap_eq_u64(out.n, n, "launch wait: nothing given up before the wait is over");
@@ -942,7 +951,7 @@ static void test_launch_wait(void)
 	tap_ok(out.n == n + 2 && last()->kind == XPU_REC_GPU_KERNEL,
 	       "launch wait: later kernels of that key go at once");
 
-	offer(j, api(2, 3), 180);
+	offer(j, marked_api(2, 3), 180);
 	m = (void *)kernel(2, 3);
 	xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), 190, 2, 0);
 	m->start_ns = 190;
@@ -952,7 +961,7 @@ static void test_launch_wait(void)
 	tap_ok(last()->kind == XPU_REC_GPU_MEMCPY && last()->corr_type == XPU_CORR_EXACT_ID,
 	       "launch wait: a copy (no LAUNCH ever) goes out at once");
 
-	offer(j, api(2, 4), 200);
+	offer(j, marked_api(2, 4), 200);
 	offer(j, kernel(2, 4), 201);
 	offer(j, kernel(2, 4), 202); /* max_waiting is 2 */
 	offer(j, kernel(2, 4), 203); /* no room: out with what is known */
@@ -967,13 +976,19 @@ static void test_launch_wait(void)
 	/* a graph launch: its kernels wait for its LAUNCH, and so find the node's stack that came
 	 * through the same ring before it */
 	join__expire(j, 301); /* key 4's wait is over: room to wait again */
-	offer(j, api(2, 5), 310);
+	offer(j, marked_api(2, 5), 310);
 	offer(j, graph_kernel(2, 5, 0x31), 311);
 	offer(j, node_launch(2, 0x31), 312);
 	offer(j, launch(2, 5, 3), 313);
 	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
 		       out.stack0[out.n - 1] == NODE_FRAME(0x31),
 	       "launch wait: a graph kernel waits for its launch and gets its node's stack");
+	/* a call the CUPTI library did not mark (launch_stacks = no): nothing to wait for */
+	offer(j, api(2, 6), 320);
+	offer(j, kernel(2, 6), 321);
+	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
+		       last()->n_user == 0,
+	       "launch wait: a kernel of an unmarked API call goes out at once");
 	join__flush(j);
 	join__stats(j, &st);
 	tap_ok(out.n == st.in && st.waiting == 0 && st.pending == 0,
