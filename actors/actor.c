@@ -218,6 +218,11 @@ int actor__open_rings(struct actor *a, struct ring **rings)
 	unsigned int i;
 	int err;
 
+	if (!a->conf->shards) {
+		fprintf(stderr, "%s: unable to start: no [correlator] to send records to\n",
+			a->prog);
+		return -ENOTCONN;
+	}
 	for (i = 0; i < a->conf->shards; i++) {
 		snprintf(name, sizeof(name), XPU_RING_NAME_FMT, a->self->name, i);
 		rings[i] = ring__open(a->dirfd, name, RING_PRODUCER);

@@ -22,6 +22,7 @@
 #ifndef XPUSUP_ACTORS_ACTOR_H
 #define XPUSUP_ACTORS_ACTOR_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -87,8 +88,16 @@ struct ring;
  * actor__open_rings - a source's producer ends of its rings, one per correlator shard
  * (a->conf->shards), into rings[0..shards). Says which ring and why on stderr and returns
  * -errno when one cannot be opened; those opened stay in rings[] for the caller to close.
+ * A pipeline without a [correlator] is said on stderr too: -ENOTCONN.
  */
 int actor__open_rings(struct actor *a, struct ring **rings);
+
+/* The exit status for actor__open_rings' error: no correlator is a configuration error (do
+ * not restart), a ring that will not open a system failure (restart). */
+static inline int actor__rings_exit(int err)
+{
+	return err == -ENOTCONN ? ACTOR_EXIT_PERMANENT : ACTOR_EXIT_RESTART;
+}
 
 void actor__fini(struct actor *a);
 

@@ -539,7 +539,7 @@ static int attach(struct cpu_src *c)
 int main(int argc, char **argv)
 {
 	struct cpu_src c = { .cgroup_fd = -1 };
-	int code = ACTOR_EXIT_PERMANENT;
+	int code = ACTOR_EXIT_PERMANENT, err;
 	struct actor a;
 	unsigned int i;
 
@@ -553,12 +553,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	c.shards = a.conf->shards;
-	if (!c.shards) {
-		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
-		goto out;
-	}
-	if (actor__open_rings(&a, c.rings)) {
-		code = ACTOR_EXIT_RESTART;
+	if ((err = actor__open_rings(&a, c.rings))) {
+		code = actor__rings_exit(err);
 		goto out;
 	}
 	for (i = 0; i < C_N; i++)

@@ -482,13 +482,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	p.shards = a.conf->shards;
-	if (!p.shards) {
-		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
+	if ((err = actor__open_rings(&a, p.rings))) {
+		code = actor__rings_exit(err);
 		goto out;
 	}
 	code = ACTOR_EXIT_RESTART;
-	if (actor__open_rings(&a, p.rings))
-		goto out;
 	for (i = 0; i < C_N; i++) {
 		/* CUPTI's drops are only ever counted by the cupti kind */
 		if (i == C_CUPTI_DROPPED && !p.cupti_options)

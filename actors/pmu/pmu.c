@@ -921,7 +921,7 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct pmu_src p = { .cgroup_fd = -1 };
-	int code = ACTOR_EXIT_PERMANENT;
+	int code = ACTOR_EXIT_PERMANENT, err;
 	__u64 next, now, interval_ns;
 	struct actor a;
 	unsigned int i;
@@ -935,12 +935,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	p.shards = a.conf->shards;
-	if (!p.shards) {
-		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
-		goto out;
-	}
-	if (actor__open_rings(&a, p.rings)) {
-		code = ACTOR_EXIT_RESTART;
+	if ((err = actor__open_rings(&a, p.rings))) {
+		code = actor__rings_exit(err);
 		goto out;
 	}
 	for (i = 0; i < C_N; i++)

@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	const char *path = NULL, *speed;
 	char path_buf[4096];
 	char shown[4400];
-	int code = ACTOR_EXIT_PERMANENT;
+	int code = ACTOR_EXIT_PERMANENT, err;
 	struct actor a;
 	FILE *f = NULL;
 	__u32 i;
@@ -141,10 +141,9 @@ int main(int argc, char **argv)
 	speed = conf_actor__get(a.self, "speed");
 	r.original = speed && !strcmp(speed, "original");
 	r.shards = a.conf->shards;
-	if (!path || !r.shards) {
-		fprintf(stderr, PROG ": unable to start [%s]: %s\n", a.self->section,
-			!path ? "the key 'path' is required" :
-				"no [correlator] to send records to");
+	if (!path) {
+		fprintf(stderr, PROG ": unable to start [%s]: the key 'path' is required\n",
+			a.self->section);
 		goto out;
 	}
 	/* conf_actor__path took a relative name from the configuration file's folder */
@@ -161,8 +160,8 @@ int main(int argc, char **argv)
 			shown, XPU_EVENT_ABI);
 		goto out;
 	}
-	if (actor__open_rings(&a, r.rings)) {
-		code = ACTOR_EXIT_RESTART;
+	if ((err = actor__open_rings(&a, r.rings))) {
+		code = actor__rings_exit(err);
 		goto out;
 	}
 	r.c_records = actor__counter(&a, "records_out");

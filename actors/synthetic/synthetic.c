@@ -327,7 +327,7 @@ static void end_processes(struct synth *s)
 int main(int argc, char **argv)
 {
 	struct synth s = { .rng = 0x5eed };
-	int code = ACTOR_EXIT_PERMANENT;
+	int code = ACTOR_EXIT_PERMANENT, err;
 	struct actor a;
 	__u64 start, due, n;
 	__u32 i;
@@ -341,17 +341,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	s.shards = a.conf->shards;
-	if (!s.shards) {
-		fprintf(stderr, PROG ": unable to start: no [correlator] to send records to\n");
-		goto out;
-	}
 	s.flat_out = s.k.rate == 0;
 	s.delay = calloc(s.k.reorder ? s.k.reorder : 1, sizeof(*s.delay));
 	code = ACTOR_EXIT_RESTART;
 	if (!s.delay)
 		goto out;
-	if (actor__open_rings(&a, s.rings))
+	if ((err = actor__open_rings(&a, s.rings))) {
+		code = actor__rings_exit(err);
 		goto out;
+	}
 	s.c_launches = actor__counter(&a, "launches");
 	s.c_records = actor__counter(&a, "records_out");
 	s.c_dropped = actor__counter(&a, "records_dropped");
