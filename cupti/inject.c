@@ -51,6 +51,7 @@
 #define FLUSH_MS 100 /* how often activity is forced out of CUPTI's buffers */
 #define BUFFER_BYTES (1u << 20) /* one CUPTI activity buffer */
 #define STRINGS_MAX 4096 /* NVTX registered strings remembered */
+#define CONVERT_CHUNK 64 /* records converted per hold of the lock */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* ring, conv, strings */
 static struct ring *ring;
@@ -144,13 +145,21 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 				      size_t size, size_t valid)
 {
 	CUpti_Activity *rec = NULL;
-	size_t dropped = 0;
+	size_t dropped = 0, n = 0;
 
 	if (!on() || !buffer)
 		goto free_buffer;
+	/* The lock is also taken by application threads (NVTX ranges, graph clones): give it
+	 * up every CONVERT_CHUNK records (a few microseconds of conversion), so a thread
+	 * pushing a range never waits for a whole buffer (thousands of records). */
 	pthread_mutex_lock(&lock);
-	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
+	while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		conv__activity(conv, rec);
+		if (++n % CONVERT_CHUNK == 0) {
+			pthread_mutex_unlock(&lock);
+			pthread_mutex_lock(&lock);
+		}
+	}
 	if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped)
 		conv__loss(conv, now_ns(), XPU_LOSS_CUPTI, dropped, 0);
 	ring__flush(ring);
