@@ -33,9 +33,11 @@ static const char *const kind_names[XPU_REC_TYPE_MAX] = {
 const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_PAD] = { 8, 0xfffffff8u },
 	[XPU_REC_CPU_SAMPLE] = { sizeof(struct xpu_cpu_sample),
-				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES },
+				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
+					 sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX },
 	[XPU_REC_LAUNCH] = { sizeof(struct xpu_launch),
-			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES },
+			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES +
+				     sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX },
 	[XPU_REC_CUDA_API] = FIXED(struct xpu_cuda_api),
 	[XPU_REC_GPU_KERNEL] = FIXED(struct xpu_gpu_kernel),
 	[XPU_REC_GPU_MEMCPY] = FIXED(struct xpu_gpu_memcpy),
@@ -54,7 +56,12 @@ const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_LOSS] = FIXED(struct xpu_loss),
 };
 
-_Static_assert(XPU_REC_MAX_SIZE == XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX),
+_Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
+				       sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
+	       "XPU_REC_MAX_SIZE is the largest CPU_SAMPLE");
+_Static_assert(XPU_REC_MAX_SIZE >= XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) &&
+		       XPU_REC_MAX_SIZE >= sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES +
+						   sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest kind");
 
 __u32 xpu_rec_type__min_size(__u32 type)

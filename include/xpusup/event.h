@@ -124,6 +124,32 @@ struct xpu_launch {
 	__u64 ips[];
 };
 
+/*
+ * A copy of the user stack, for unwinding without frame pointers (docs/unwind.md).
+ *
+ * A CPU_SAMPLE or LAUNCH with XPU_STACK_F_COPY in hdr.flags ends, after its ips[], with a
+ * struct xpu_stack_copy and then len bytes of the thread's user stack from sp upward, padded
+ * to a multiple of 8. ip, sp and fp are the user registers where the stack was taken (x86-64:
+ * rip, rsp, rbp). The record's n_user frames, if any, come from a frame-pointer walk and are
+ * what a reader that does not unwind shows; the correlator unwinds the copy with the CFI of
+ * the files the process maps, replaces the user frames with the result and clears the flag,
+ * so nothing downstream of it ever sees a copy.
+ *
+ * The copy is untrusted data like the rest of the record: an unwinder reads only inside
+ * [sp, sp + len) and treats every word there as a guess.
+ */
+#define XPU_STACK_F_COPY (1u << 8)
+#define XPU_STACK_COPY_MAX 32768u /* bytes of stack at most */
+
+struct xpu_stack_copy {
+	__u64 ip;
+	__u64 sp;
+	__u64 fp;
+	__u32 len; /* bytes of stack that follow, at most XPU_STACK_COPY_MAX */
+	__u32 reserved;
+	/* __u8 bytes[len], then padding to 8 */
+};
+
 enum xpu_api_domain {
 	XPU_API_RUNTIME = 1,
 	XPU_API_DRIVER = 2,
@@ -405,6 +431,7 @@ XPU_STATIC_OFFSET(struct xpu_cpu_sample, n_kernel, 32);
 XPU_STATIC_OFFSET(struct xpu_cpu_sample, comm, 40);
 XPU_STATIC_OFFSET(struct xpu_cpu_sample, ips, 56);
 XPU_STATIC_LAYOUT(struct xpu_launch, 40);
+XPU_STATIC_LAYOUT(struct xpu_stack_copy, 32);
 XPU_STATIC_OFFSET(struct xpu_launch, api_id, 32);
 XPU_STATIC_OFFSET(struct xpu_launch, ips, 40);
 XPU_STATIC_LAYOUT(struct xpu_cuda_api, 56);
@@ -445,6 +472,31 @@ static inline __u32 xpu_launch__size(__u32 n_user)
 	return (__u32)sizeof(struct xpu_launch) + 8u * n_user;
 }
 
+/* Bytes a stack copy of len bytes adds to a CPU_SAMPLE or LAUNCH (XPU_STACK_F_COPY). */
+static inline __u32 xpu_stack_copy__size(__u32 len)
+{
+	return (__u32)sizeof(struct xpu_stack_copy) + XPU_ROUND_UP8(len);
+}
+
+/* The copy of a record whose size was validated with its flags, or NULL without one. */
+static inline const struct xpu_stack_copy *xpu_stack_copy__of(const struct xpu_rec *h)
+{
+	__u32 base;
+
+	if (!(h->flags & XPU_STACK_F_COPY))
+		return (const struct xpu_stack_copy *)0;
+	if (h->type == XPU_REC_CPU_SAMPLE) {
+		const struct xpu_cpu_sample *s = (const struct xpu_cpu_sample *)h;
+
+		base = xpu_cpu_sample__size(s->n_kernel, s->n_user);
+	} else if (h->type == XPU_REC_LAUNCH) {
+		base = xpu_launch__size(((const struct xpu_launch *)h)->n_user);
+	} else {
+		return (const struct xpu_stack_copy *)0;
+	}
+	return (const struct xpu_stack_copy *)((const __u8 *)h + base);
+}
+
 static inline __u32 xpu_range__size(__u32 name_len)
 {
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_range) + name_len);
@@ -460,8 +512,9 @@ static inline __u32 xpu_string__size(__u32 len)
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_string) + len);
 }
 
-/* The largest valid record of any kind (a STRING of XPU_STRING_MAX bytes). */
-#define XPU_REC_MAX_SIZE XPU_ROUND_UP8(40u + XPU_STRING_MAX)
+/* The largest valid record of any kind: a CPU_SAMPLE with every frame and the largest stack
+ * copy (common/event.c asserts that it is the largest). */
+#define XPU_REC_MAX_SIZE (56u + 8u * 2u * XPU_MAX_FRAMES + 32u + XPU_STACK_COPY_MAX)
 
 /*
  * xpu_rec__init - fill in the common header of a record of size bytes at rec.
@@ -511,6 +564,17 @@ extern const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX];
  */
 int xpu_rec__validate(const void *buf, size_t len);
 
+/* The size a record must have when its stack copy starts at base; 0 (never a size) when the
+ * copy's header does not fit or its len is out of bounds. */
+static inline __u64 xpu_rec__copy_size(const void *buf, __u32 size, __u64 base)
+{
+	const struct xpu_stack_copy *c = (const struct xpu_stack_copy *)((const __u8 *)buf + base);
+
+	if (base + sizeof(*c) > size || c->len > XPU_STACK_COPY_MAX)
+		return 0;
+	return base + xpu_stack_copy__size(c->len);
+}
+
 static inline int xpu_rec__check(const void *buf, size_t len)
 {
 	const struct xpu_rec *hdr = (const struct xpu_rec *)buf;
@@ -532,6 +596,8 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 		if (s->n_kernel > XPU_MAX_FRAMES || s->n_user > XPU_MAX_FRAMES)
 			return -EBADMSG;
 		want = xpu_cpu_sample__size(s->n_kernel, s->n_user);
+		if (hdr->flags & XPU_STACK_F_COPY)
+			want = xpu_rec__copy_size(buf, size, want);
 		break;
 	}
 	case XPU_REC_LAUNCH: {
@@ -540,6 +606,8 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 		if (l->n_user > XPU_MAX_FRAMES)
 			return -EBADMSG;
 		want = xpu_launch__size(l->n_user);
+		if (hdr->flags & XPU_STACK_F_COPY)
+			want = xpu_rec__copy_size(buf, size, want);
 		break;
 	}
 	case XPU_REC_RANGE: {
