@@ -36,6 +36,7 @@
 #include "actors/correlator/checkpoint.h"
 #include "actors/correlator/join.h"
 #include "actors/correlator/symbolize.h"
+#include "actors/correlator/unwind.h"
 #include "common/mix.h"
 #include "common/wire.h"
 #include "shm/ring.h"
@@ -94,6 +95,19 @@ enum counter {
 	C_GRAPH_NODES_EVICTED,
 	C_LAUNCH_WAITED,
 	C_LAUNCH_WAIT_EXPIRED,
+	C_UNWOUND,
+	C_UNWIND_COMPLETE,
+	C_UNWIND_TRUNCATED,
+	C_UNWIND_FAILED,
+	C_UNWIND_NO_RULE,
+	C_UNWIND_BAD_CFI,
+	C_UNWIND_LOOP,
+	C_UNWIND_FRAMES_CFI,
+	C_UNWIND_FRAMES_FP,
+	C_UNWIND_NS,
+	C_CFI_FILES,
+	C_CFI_KIB,
+	C_CFI_EVICTED,
 	C_N,
 };
 
@@ -146,6 +160,19 @@ static const char *const counter_names[C_N] = {
 	[C_GRAPH_NODES_EVICTED] = "graph_nodes_evicted",
 	[C_LAUNCH_WAITED] = "launch_waited",
 	[C_LAUNCH_WAIT_EXPIRED] = "launch_wait_expired",
+	[C_UNWOUND] = "unwind_stacks",
+	[C_UNWIND_COMPLETE] = "unwind_ok",
+	[C_UNWIND_TRUNCATED] = "unwind_truncated",
+	[C_UNWIND_FAILED] = "unwind_failed",
+	[C_UNWIND_NO_RULE] = "unwind_failed_no_rule",
+	[C_UNWIND_BAD_CFI] = "unwind_failed_bad_cfi",
+	[C_UNWIND_LOOP] = "unwind_failed_loop",
+	[C_UNWIND_FRAMES_CFI] = "unwind_frames_cfi",
+	[C_UNWIND_FRAMES_FP] = "unwind_frames_fp",
+	[C_UNWIND_NS] = "unwind_ns_per_stack",
+	[C_CFI_FILES] = "cfi_files",
+	[C_CFI_KIB] = "cfi_kib",
+	[C_CFI_EVICTED] = "cfi_evicted",
 };
 
 _Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
@@ -285,11 +312,16 @@ struct shard {
 	__u64 *sym_again; /* read the map again on the next record: the exec's is not complete */
 	__u64 *sym_kernel; /* on this host: its kernel frames are named even without a map */
 	__u64 frames_unknown;
+	/* Copied stacks (XPU_STACK_F_COPY) unwound into ordinary records before the join. */
+	unsigned char *unwound; /* one record: a CPU_SAMPLE with every frame */
+	struct stack_unwind_stats uw;
 	__u64 ips[XPU_WIRE_STACK_MAX];
 	const char *frame_names[XPU_WIRE_STACK_MAX];
 };
 
 #define PID_BITS (1u << 22) /* the kernel's largest pid_max */
+/* The largest record an unwound copy becomes: a CPU_SAMPLE with every frame. */
+#define UNWOUND_MAX (sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES)
 
 _Static_assert(SYMBOLIZER_NAME_MAX <= XPU_WIRE_FRAME_NAME_MAX, "every interned name fits the wire");
 
@@ -316,6 +348,29 @@ static void sample__reweigh(void *rec, __u64 sample)
 	__u64 w = (__u64)cs->weight * sample;
 
 	cs->weight = w > 0xffffffffull ? 0xffffffffu : (__u32)w;
+}
+
+/* The symbolizer, for the `symbols` stage or for the unwinder: 0 or -ENOMEM (then none). */
+static int symbols__open(struct shard *s)
+{
+	/* elfutils would fetch missing debug info from these servers while the shard waits:
+	 * symbols here come from the files on this host only */
+	unsetenv("DEBUGINFOD_URLS");
+	s->sym = symbolizer__new();
+	s->sym_tried = calloc(PID_BITS / 64, sizeof(__u64));
+	s->sym_live = calloc(PID_BITS / 64, sizeof(__u64));
+	s->sym_again = calloc(PID_BITS / 64, sizeof(__u64));
+	s->sym_kernel = calloc(PID_BITS / 64, sizeof(__u64));
+	if (s->sym && s->sym_tried && s->sym_live && s->sym_again && s->sym_kernel)
+		return 0;
+	symbolizer__free(s->sym);
+	free(s->sym_tried);
+	free(s->sym_live);
+	free(s->sym_again);
+	free(s->sym_kernel);
+	s->sym = NULL;
+	s->sym_tried = s->sym_live = s->sym_again = s->sym_kernel = NULL;
+	return -ENOMEM;
 }
 
 /* A record of a source with `symbols`: read the process's map the first time it is seen, and
@@ -591,14 +646,51 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 
 static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 {
+	const struct xpu_rec *h = rec;
+	int n;
+
 	if (!stage__pass(s, st, rec))
 		return;
-	if (((const struct xpu_rec *)rec)->type == XPU_REC_STRING)
+	if (h->type == XPU_REC_STRING)
 		names__put(s->names, rec);
 	if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS))
 		symbols__note(s, rec);
+	/* After the maps were read (a process's first record may be this one): the walk
+	 * needs its files. */
+	if (h->flags & XPU_STACK_F_COPY &&
+	    (h->type == XPU_REC_CPU_SAMPLE || h->type == XPU_REC_LAUNCH)) {
+		if (!s->sym)
+			symbols__open(s); /* on failure: frame pointers only */
+		n = stack_unwind__record(s->sym, rec, s->unwound, UNWOUND_MAX, &s->uw);
+		if (n < 0)
+			return; /* cannot happen for a validated record: the buffer fits any */
+		rec = s->unwound;
+		size = (__u32)n;
+	}
 	if (join__record_enrich(s->join, rec, size, s->now, st->enrich) == JOIN_ROUTED)
 		s->filtered++; /* shard 0 sends it: never an event here */
+}
+
+static void publish_unwind(struct shard *s, __u64 *v)
+{
+	const struct stack_unwind_stats *u = &s->uw;
+	struct symbolizer_stats ss = { 0 };
+
+	if (s->sym)
+		symbolizer__stats(s->sym, &ss);
+	v[C_UNWOUND] = u->stacks;
+	v[C_UNWIND_COMPLETE] = u->ends[UNWIND_END_OUTERMOST];
+	v[C_UNWIND_TRUNCATED] = u->ends[UNWIND_END_MAX_FRAMES] + u->ends[UNWIND_END_STACK];
+	v[C_UNWIND_NO_RULE] = u->ends[UNWIND_END_NO_RULE];
+	v[C_UNWIND_BAD_CFI] = u->ends[UNWIND_END_BAD_CFI];
+	v[C_UNWIND_LOOP] = u->ends[UNWIND_END_LOOP];
+	v[C_UNWIND_FAILED] = v[C_UNWIND_NO_RULE] + v[C_UNWIND_BAD_CFI] + v[C_UNWIND_LOOP];
+	v[C_UNWIND_FRAMES_CFI] = u->frames_cfi;
+	v[C_UNWIND_FRAMES_FP] = u->frames_fp;
+	v[C_UNWIND_NS] = u->stacks ? u->ns / u->stacks : 0;
+	v[C_CFI_FILES] = ss.cfi_files;
+	v[C_CFI_KIB] = ss.cfi_bytes / 1024;
+	v[C_CFI_EVICTED] = ss.cfi_evicted;
 }
 
 static void publish(struct shard *s)
@@ -662,6 +754,7 @@ static void publish(struct shard *s)
 		v[C_FRAMES_UNKNOWN] = s->frames_unknown;
 		v[C_SYMBOLIZE_NS] = ss.frames ? ss.resolve_ns / ss.frames : 0;
 	}
+	publish_unwind(s, v);
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -851,17 +944,13 @@ static int open_shard(struct shard *s, struct actor *a)
 	for (i = 0; i < s->n_rings; i++) {
 		if (!(s->stages[i].enrich & CONF_ENRICH_SYMBOLS) || s->sym)
 			continue;
-		/* elfutils would fetch missing debug info from these servers while the shard
-		 * waits: symbols here come from the files on this host only */
-		unsetenv("DEBUGINFOD_URLS");
-		s->sym = symbolizer__new();
-		s->sym_tried = calloc(PID_BITS / 64, sizeof(__u64));
-		s->sym_live = calloc(PID_BITS / 64, sizeof(__u64));
-		s->sym_again = calloc(PID_BITS / 64, sizeof(__u64));
-		s->sym_kernel = calloc(PID_BITS / 64, sizeof(__u64));
-		if (!s->sym || !s->sym_tried || !s->sym_live || !s->sym_again || !s->sym_kernel)
-			return -ENOMEM;
+		err = symbols__open(s);
+		if (err)
+			return err;
 	}
+	s->unwound = aligned_alloc(8, UNWOUND_MAX);
+	if (!s->unwound)
+		return -ENOMEM;
 	s->scratch = aligned_alloc(8, s->scratch_len ? s->scratch_len : 8);
 	s->names = calloc(1, sizeof(*s->names));
 	if (!s->scratch || !s->names)
@@ -915,6 +1004,7 @@ static void shard__close(struct shard *s)
 	xpu_wire_enc__free(s->enc);
 	checkpoint__close(s->ckpt);
 	free(s->scratch);
+	free(s->unwound);
 	symbolizer__free(s->sym);
 	free(s->sym_tried);
 	free(s->sym_live);

@@ -2,6 +2,8 @@
 /* The symbolizer: contract in symbolize.h, design and limits in docs/symbolize.md. */
 #include "actors/correlator/symbolize.h"
 
+#include "actors/correlator/cfi_file.h"
+
 #include <elf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -39,6 +41,9 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 /* The maps read buffer is given back after a read that needed more than this. */
 #define MAPS_BUF_KEEP (256 * 1024)
 #define ARENA_BLOCK (64 * 1024)
+/* CFI rules looked up by (file, address): a direct-mapped cache, so the frames a process
+ * returns to again and again (its loops) cost a probe, not a run of call frame instructions. */
+#define RULE_CACHE_SLOTS 16384
 
 /* sym.name: an offset into the owner's string pool until the symbol is first looked up, then
  * NAME_INTERNED | the id of its interned (demangled) name. */
@@ -69,6 +74,12 @@ struct objfile {
 	unsigned int refs; /* mappings that point here */
 	enum objfile_state state;
 	bool vdso;
+	/* Its CFI for the unwinder: loaded on the first frame that needs it, on the CFI list
+	 * (most recently used last) while loaded, dropped first past cfi_bytes_max. */
+	struct cfi_file *cfi;
+	struct objfile *cfi_prev, *cfi_next;
+	__u64 cfi_failed_ns; /* the last load failed then: tried again FILE_RETRY_NS later */
+	__u64 serial; /* unique for the symbolizer's life: the rule cache's key, never reused */
 	struct seg *segs;
 	struct sym *syms;
 	char *strs; /* the symbols' names, NUL-terminated, back to back */
@@ -118,6 +129,14 @@ struct kernel {
 	bool hidden;
 };
 
+/* A cached cfi__find answer for (serial, vaddr): err 0 and its rule, or the error. */
+struct rule_slot {
+	__u64 serial; /* 0: empty */
+	__u64 vaddr;
+	struct cfi_rule rule;
+	int err;
+};
+
 struct symbolizer {
 	struct proc **procs;
 	__u32 proc_mask, n_procs;
@@ -130,6 +149,9 @@ struct symbolizer {
 	struct kernel kernel;
 	char *buf; /* maps read buffer */
 	size_t buf_cap;
+	struct objfile *cfi_head, *cfi_tail; /* files with CFI loaded, least recently used first */
+	__u64 cfi_bytes, cfi_bytes_max, next_serial;
+	struct rule_slot *rules; /* RULE_CACHE_SLOTS, allocated on the first rule lookup */
 	struct symbolizer_stats st;
 };
 
@@ -495,8 +517,28 @@ static void unused_unlink(struct symbolizer *s, struct objfile *f)
 	s->n_unused--;
 }
 
+static void cfi_drop(struct symbolizer *s, struct objfile *f)
+{
+	if (!f->cfi)
+		return;
+	if (f->cfi_prev)
+		f->cfi_prev->cfi_next = f->cfi_next;
+	else
+		s->cfi_head = f->cfi_next;
+	if (f->cfi_next)
+		f->cfi_next->cfi_prev = f->cfi_prev;
+	else
+		s->cfi_tail = f->cfi_prev;
+	f->cfi_prev = f->cfi_next = NULL;
+	s->cfi_bytes -= cfi_file__bytes(f->cfi);
+	s->st.cfi_files--;
+	cfi_file__free(f->cfi);
+	f->cfi = NULL;
+}
+
 static void objfile_unload(struct symbolizer *s, struct objfile *f)
 {
+	cfi_drop(s, f);
 	if (f->state == OBJFILE_LOADED)
 		s->n_loaded--;
 	free(f->segs);
@@ -550,6 +592,7 @@ static struct objfile *objfile_get(struct symbolizer *s, __u64 dev, __u64 ino, c
 	f->dev = dev;
 	f->ino = ino;
 	f->refs = 1;
+	f->serial = ++s->next_serial;
 	f->vdso = !strcmp(path, "[vdso]");
 	memcpy(f->path, path, len + 1);
 	h = objfile_hash(dev, ino, path) & s->file_mask;
@@ -1054,32 +1097,48 @@ static struct mapping *maps_find(struct proc *p, __u64 ip)
 
 /* Lookups */
 
-static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now)
+/* The loaded file that process pid maps at ip, and ip as that file's ELF virtual address; NULL
+ * when there is none (no mapping even after a re-read, anonymous memory, a file that cannot
+ * be loaded). */
+static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now,
+				 __u64 *vaddr, struct mapping **map)
 {
 	struct proc *p = proc_get(s, pid);
 	struct mapping *m;
 	struct objfile *f;
-	struct sym *sym;
-	__u64 vaddr;
 
 	if (!p)
-		return unknown(s);
+		return NULL;
 	p->used = s->st.frames;
 	m = maps_find(p, ip);
 	if (!m) {
 		if (p->read_ns && now - p->read_ns < MAPS_REREAD_NS) {
 			s->st.maps_throttled++;
-			return unknown(s);
+			return NULL;
 		}
 		proc_read_maps(s, p, now);
 		m = maps_find(p, ip);
 		if (!m)
-			return unknown(s);
+			return NULL;
 	}
 	f = m->file;
 	if (!f || (f->state != OBJFILE_LOADED && objfile_load(s, f, p->pid, m, now)))
-		return unknown(s);
-	if (!objfile_vaddr(f, ip - m->start + m->pgoff, &vaddr))
+		return NULL;
+	if (!objfile_vaddr(f, ip - m->start + m->pgoff, vaddr))
+		return NULL;
+	*map = m;
+	return f;
+}
+
+static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now)
+{
+	struct mapping *m;
+	struct objfile *f;
+	struct sym *sym;
+	__u64 vaddr;
+
+	f = user_file(s, pid, ip, now, &vaddr, &m);
+	if (!f)
 		return unknown(s);
 	sym = syms_find(f->syms, f->n_syms, vaddr);
 	if (!sym)
@@ -1169,6 +1228,7 @@ struct symbolizer *symbolizer__new(void)
 	s->procs = calloc((size_t)s->proc_mask + 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto free_s;
+	s->cfi_bytes_max = SYMBOLIZER_CFI_BYTES_MAX;
 	s->file_mask = 255;
 	s->files = calloc((size_t)s->file_mask + 1, sizeof(*s->files));
 	if (!s->files)
@@ -1209,6 +1269,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->kernel.strs);
 	names_free(&s->names);
 	free(s->buf);
+	free(s->rules);
 	free(s);
 }
 
@@ -1315,5 +1376,113 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 			bytes += sizeof(*f) + strlen(f->path) + 1 +
 				 (size_t)f->n_segs * sizeof(*f->segs) +
 				 (size_t)f->n_syms * sizeof(*f->syms) + f->strs_len;
-	out->bytes = bytes;
+	out->cfi_bytes = s->cfi_bytes;
+	out->bytes = bytes + (s->rules ? RULE_CACHE_SLOTS * sizeof(*s->rules) : 0);
+}
+
+/* Load f's CFI (it is loaded: its segments are known) and put it last on the CFI list; drop
+ * the least recently used files' CFI while the total is past its bound. 0 or -errno. */
+static int cfi_load(struct symbolizer *s, struct objfile *f, __u32 pid, const struct mapping *m,
+		    __u64 now)
+{
+	int fd;
+
+	if (f->cfi_failed_ns && now - f->cfi_failed_ns < FILE_RETRY_NS)
+		return -EAGAIN;
+	fd = objfile_open(f, pid, m);
+	if (fd >= 0) {
+		f->cfi = cfi_file__open(fd);
+		close(fd);
+	}
+	if (fd < 0 || !f->cfi) {
+		f->cfi_failed_ns = now ? now : 1;
+		s->st.cfi_failed++;
+		return fd < 0 ? fd : -errno;
+	}
+	f->cfi_failed_ns = 0;
+	s->st.cfi_files++;
+	s->st.cfi_loaded++;
+	s->cfi_bytes += cfi_file__bytes(f->cfi);
+	f->cfi_prev = s->cfi_tail;
+	if (s->cfi_tail)
+		s->cfi_tail->cfi_next = f;
+	else
+		s->cfi_head = f;
+	s->cfi_tail = f;
+	while (s->cfi_bytes > s->cfi_bytes_max && s->cfi_head != f) {
+		s->st.cfi_evicted++;
+		cfi_drop(s, s->cfi_head);
+	}
+	return 0;
+}
+
+/* f was used: last on the CFI list. */
+static void cfi_touch(struct symbolizer *s, struct objfile *f)
+{
+	if (f == s->cfi_tail)
+		return;
+	if (f->cfi_prev)
+		f->cfi_prev->cfi_next = f->cfi_next;
+	else
+		s->cfi_head = f->cfi_next;
+	f->cfi_next->cfi_prev = f->cfi_prev; /* not the tail: it has a next */
+	f->cfi_prev = s->cfi_tail;
+	f->cfi_next = NULL;
+	s->cfi_tail->cfi_next = f;
+	s->cfi_tail = f;
+}
+
+static __u32 rule_slot_of(__u64 serial, __u64 vaddr)
+{
+	__u64 h = (vaddr ^ serial * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+
+	return (__u32)(h >> 40) & (RULE_CACHE_SLOTS - 1);
+}
+
+int symbolizer__rule(struct symbolizer *s, __u32 pid, __u64 addr, struct cfi_rule *out)
+{
+	__u64 now = now_ns(), vaddr, bias;
+	struct rule_slot *slot;
+	struct mapping *m;
+	struct objfile *f;
+	int err;
+
+	f = user_file(s, pid, addr, now, &vaddr, &m);
+	if (!f)
+		return -ENOENT;
+	if (!s->rules) {
+		s->rules = calloc(RULE_CACHE_SLOTS, sizeof(*s->rules));
+		if (!s->rules)
+			return -ENOMEM;
+	}
+	bias = addr - vaddr;
+	slot = &s->rules[rule_slot_of(f->serial, vaddr)];
+	if (slot->serial == f->serial && slot->vaddr == vaddr) {
+		s->st.rule_hits++;
+		err = slot->err;
+	} else {
+		if (!f->cfi) {
+			err = cfi_load(s, f, pid, m, now);
+			if (err)
+				return -ENOENT; /* no CFI to be had: the frame pointer may do */
+		} else {
+			cfi_touch(s, f);
+		}
+		err = cfi_file__find(f->cfi, vaddr, &slot->rule);
+		slot->serial = f->serial;
+		slot->vaddr = vaddr;
+		slot->err = err;
+		s->st.rule_misses++;
+	}
+	if (err)
+		return err;
+	*out = slot->rule;
+	out->start += bias;
+	out->end += bias;
+	return 0;
+}
+
+void symbolizer__set_cfi_max(struct symbolizer *s, __u64 bytes)
+{
+	s->cfi_bytes_max = bytes;
 }

@@ -30,6 +30,8 @@
 #include <linux/types.h>
 #include <stdbool.h>
 
+#include "unwind/cfi.h"
+
 /* Names are cut to this many bytes (the wire's XPU_WIRE_FRAME_NAME_MAX). */
 #define SYMBOLIZER_NAME_MAX 4096
 
@@ -55,8 +57,19 @@ struct symbolizer_stats {
 	__u64 kernel_hidden; /* 1: /proc/kallsyms shows zero addresses (kptr_restrict, no
 			      * CAP_SYSLOG): every kernel frame is "[unknown]" */
 	__u64 names; /* interned names held (they live until symbolizer__free) */
-	__u64 bytes; /* memory held by all caches, approximately */
+	__u64 bytes; /* memory held by all caches, approximately (CFI sections not included) */
+	/* The unwinder's CFI (symbolizer__rule): */
+	__u64 cfi_files; /* files whose CFI is held now */
+	__u64 cfi_bytes; /* ... their CFI sections (mapped) and indexes, in bytes */
+	__u64 cfi_loaded; /* CFI loads, in total */
+	__u64 cfi_evicted; /* files whose CFI was dropped to stay within the bound */
+	__u64 cfi_failed; /* CFI loads that failed (no file, no CFI section, not x86-64 ELF) */
+	__u64 rule_hits, rule_misses; /* rule cache lookups */
 };
+
+/* The default bound on the CFI the symbolizer holds for the unwinder: past it, the least
+ * recently used files' CFI is dropped (and read again when needed). */
+#define SYMBOLIZER_CFI_BYTES_MAX (256ull << 20)
 
 /*
  * symbolizer__new - an empty symbolizer; nothing is read until it is used.
@@ -111,6 +124,21 @@ void symbolizer__exec(struct symbolizer *s, __u32 pid);
 /* symbolizer__forget - process pid is gone for good: free its maps. Files no process uses any
  * more stay cached (at most 64 of them, least recently released evicted first). */
 void symbolizer__forget(struct symbolizer *s, __u32 pid);
+
+/*
+ * symbolizer__rule - the CFI rule (unwind/cfi.h) for the code at addr in process pid, with
+ * start and end as addresses in the process (for the unwinder: unwind_ops.rule). The file's
+ * CFI is read on the first lookup in it, through the same maps and files the names come
+ * from; answers are cached by (file, address).
+ *
+ * Returns 0, -ENOENT (no file mapped there, or it has no CFI that can be read: the caller may
+ * try the frame pointer), -EBADMSG / -ENOTSUP (cfi__find's: malformed, or not a rule the
+ * unwinder can follow), -ENOMEM.
+ */
+int symbolizer__rule(struct symbolizer *s, __u32 pid, __u64 addr, struct cfi_rule *out);
+
+/* symbolizer__set_cfi_max - bound the CFI held (default SYMBOLIZER_CFI_BYTES_MAX). */
+void symbolizer__set_cfi_max(struct symbolizer *s, __u64 bytes);
 
 /* symbolizer__stats - counters and sizes, as of now. */
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
 #include "common/wire.h"
 
 /* Where a format reads its options: the sink's section of pipeline.conf, or the command line
@@ -29,6 +30,9 @@ struct fmt_env {
 	/* a restarted sink of the same session: a format may pick up its last complete
 	 * output (the counts the sink reports assume it does only what tick said it wrote) */
 	bool resume;
+	/* the session's status block (read-only here), for a format that reports what other
+	 * actors counted; NULL outside a session (unit tests) */
+	const struct xpu_status_block *status;
 };
 
 #define FMT_COUNTERS_MAX 12

@@ -300,7 +300,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	if (actor__init(&a, argc, argv, prog))
 		return ACTOR_EXIT_PERMANENT;
 	s.a = &a;
-	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path };
+	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path, .status = a.status };
 	env.resume = state__open(&s);
 	err = fmt->open(&s.st, &env, why, sizeof(why));
 	if (err) {

@@ -241,6 +241,7 @@ struct text {
 };
 
 struct stats {
+	const struct xpu_status_block *status; /* NULL outside a session */
 	char path[STATS_PATH_MAX];
 	char text[STATS_PATH_MAX]; /* "" for none */
 	char intervals[STATS_PATH_MAX];
@@ -1985,6 +1986,59 @@ static void put_clock_sync(struct text *t, struct stats *st)
 	free(json);
 }
 
+/*
+ * What the correlators' unwinders counted (actors/correlator/unwind.h), summed over the
+ * shards from their counters in the session's status block: how many copied stacks were
+ * unwound and how their walks ended, frames by CFI and by frame pointer, time per stack, CFI
+ * held. All zero outside a session or when no source copies stacks (unwind = fp).
+ */
+static void put_unwind(struct text *t, const struct stats *st)
+{
+	static const char *const keys[][2] = {
+		{ "stacks", "unwind_stacks" },
+		{ "ok", "unwind_ok" },
+		{ "truncated", "unwind_truncated" },
+		{ "failed", "unwind_failed" },
+		{ "failed_no_rule", "unwind_failed_no_rule" },
+		{ "failed_bad_cfi", "unwind_failed_bad_cfi" },
+		{ "failed_loop", "unwind_failed_loop" },
+		{ "frames_cfi", "unwind_frames_cfi" },
+		{ "frames_fp", "unwind_frames_fp" },
+		{ "ns_per_stack", "unwind_ns_per_stack" },
+		{ "cfi_files", "cfi_files" },
+		{ "cfi_kib", "cfi_kib" },
+		{ "cfi_evicted", "cfi_evicted" },
+	};
+	enum { STACKS = 0, NS_PER_STACK = 9, N_KEYS = sizeof(keys) / sizeof(keys[0]) };
+	__u64 v[N_KEYS] = { 0 }, one[N_KEYS], ns = 0;
+	unsigned int i, k, c, n;
+
+	for (i = 0; st->status && i < XPU_STATUS_MAX_ACTORS; i++) {
+		const struct xpu_actor_slot *a = &st->status->slots[i];
+
+		if (!a->name[0] || a->role != CONF_ROLE_CORRELATOR)
+			continue;
+		memset(one, 0, sizeof(one));
+		/* pairs with the release store of n_counters in actor__counter: the names it
+		 * covers are written */
+		n = __atomic_load_n(&a->n_counters, __ATOMIC_ACQUIRE);
+		for (c = 0; c < n && c < XPU_STATUS_MAX_COUNTERS; c++)
+			for (k = 0; k < N_KEYS; k++)
+				if (!strncmp(a->counters[c].name, keys[k][1],
+					     sizeof(a->counters[c].name)))
+					one[k] = __atomic_load_n(&a->counters[c].value,
+								 __ATOMIC_RELAXED);
+		for (k = 0; k < N_KEYS; k++)
+			v[k] += one[k];
+		ns += one[NS_PER_STACK] * one[STACKS]; /* a shard's mean back to its total */
+	}
+	v[NS_PER_STACK] = v[STACKS] ? ns / v[STACKS] : 0;
+	put(t, ",\n  \"unwind\": {");
+	for (k = 0; k < N_KEYS; k++)
+		put(t, "%s\"%s\": %" PRIu64, k ? ", " : "", keys[k][0], (uint64_t)v[k]);
+	put(t, "}");
+}
+
 static void put_json(struct text *t, struct stats *st, bool final)
 {
 	put(t,
@@ -1995,6 +2049,7 @@ static void put_json(struct text *t, struct stats *st, bool final)
 	put_limits(t, st);
 	put_sm_active(t, st, st->run.first_ns, st->run.last_ns, final, UINT64_MAX);
 	put_clock_sync(t, st);
+	put_unwind(t, st);
 	put(t, "\n}\n");
 }
 
@@ -2678,6 +2733,7 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 	if (!st)
 		return -ENOMEM;
 	st->intervals_opened = env->resume; /* a restarted sink appends to its lines */
+	st->status = env->status;
 	st->cpu.max_fns = CPU_FUNCTIONS_MAX;
 	sketch__init(&st->run.queue);
 	sketch__init(&st->cur.queue);
