@@ -1100,8 +1100,8 @@ static struct mapping *maps_find(struct proc *p, __u64 ip)
 /* The loaded file that process pid maps at ip, and ip as that file's ELF virtual address; NULL
  * when there is none (no mapping even after a re-read, anonymous memory, a file that cannot
  * be loaded). */
-static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now,
-				 __u64 *vaddr, struct mapping **map)
+static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now, __u64 *vaddr,
+				 struct mapping **map)
 {
 	struct proc *p = proc_get(s, pid);
 	struct mapping *m;
