@@ -4,10 +4,14 @@
 # sampler costs shows as a longer run, not as fewer rounds. It runs alone (the baseline), then
 # at each frequency under:
 #   perf      perf record -F HZ -g -e cpu-clock -o TMPFS/perf.data -- PROG
+#   perf-dwarf  perf record -F HZ --call-graph dwarf -e cpu-clock -o TMPFS/perf.data -- PROG
+#             (8 KiB of user stack copied per sample, unwound by perf report/script later)
 #   bpftrace  bpftrace -e 'profile:hz:HZ { @[ustack, kstack] = count(); }' -c PROG
 #             (system-wide, as written: it samples every CPU, the workload's and the idle one)
 #   xpusup    xpusup record -o TMPFS/DIR -F HZ -- PROG: the built-in pipeline (the cpu source
-#             on PROG's tree at HZ, one correlator, the folded, timeline and stats sinks)
+#             on PROG's tree at HZ, one correlator, the folded, timeline and stats sinks),
+#             unwind = auto: 16 KiB of user stack copied per sample, unwound in the correlator
+#   xpusup-fp the same with --unwind fp (frame pointers walked in the kernel, no copy)
 #             ("n/a" when this build's `xpusup record` is the placeholder of an older tree)
 # Every output goes to a tmpfs (/dev/shm), removed after each run. The runs of one repetition
 # go in one order, those of the next in the reverse order, so drift (other load, frequency)
@@ -33,7 +37,7 @@ BUILD=build/release
 REPS=5
 WORK=10000
 HZ_LIST="99 999"
-TOOLS="perf bpftrace xpusup"
+TOOLS="perf perf-dwarf bpftrace xpusup xpusup-fp"
 NICE=-20
 
 usage() {
@@ -43,7 +47,7 @@ usage() {
 	echo "  --reps N        repetitions of every run (default 5)"
 	echo "  --work ROUNDS   hotspots rounds (default 10000: about 4 s on the VM of docs/performance.md)"
 	echo "  --hz LIST       sampling frequencies (default \"99 999\")"
-	echo "  --tools LIST    of perf, bpftrace, xpusup (default all three)"
+	echo "  --tools LIST    of perf, perf-dwarf, bpftrace, xpusup, xpusup-fp (default all)"
 	echo "  --nice N        run every command (tool, workload, session) at niceness N (default"
 	echo "                  -20, so that other load on the machine disturbs the runs less; 0: as is)"
 }
@@ -76,7 +80,7 @@ for hz in $HZ_LIST; do
 done
 [ -n "$HZ_LIST" ] || { echo "cpu_overhead: --hz is empty" >&2; exit 100; }
 for t in $TOOLS; do
-	case $t in perf | bpftrace | xpusup) ;; *) echo "cpu_overhead: unknown tool: $t" >&2; exit 100 ;; esac
+	case $t in perf | perf-dwarf | bpftrace | xpusup | xpusup-fp) ;; *) echo "cpu_overhead: unknown tool: $t" >&2; exit 100 ;; esac
 done
 
 [ "$(id -u)" = 0 ] || die "unable to run: needs root (bpftrace and the BPF sampler load BPF programs)"
@@ -85,9 +89,9 @@ XPUSUP=$BUILD/supervisor/xpusup
 [ -x "$HOTSPOTS" ] || die "unable to find $HOTSPOTS: build it (ninja -C $BUILD) or pass --build"
 for t in $TOOLS; do
 	case $t in
-	perf | bpftrace) command -v "$t" >/dev/null 2>&1 ||
+	perf | perf-dwarf | bpftrace) command -v "${t%-dwarf}" >/dev/null 2>&1 ||
 		die "unable to find $t: scripts/install-deps installs it" ;;
-	xpusup) [ -x "$XPUSUP" ] || die "unable to find $XPUSUP: build it or leave xpusup out of --tools" ;;
+	xpusup | xpusup-fp) [ -x "$XPUSUP" ] || die "unable to find $XPUSUP: build it or leave xpusup out of --tools" ;;
 	esac
 done
 { [ -d /dev/shm ] && [ -w /dev/shm ]; } || die "unable to use /dev/shm: the outputs go to a tmpfs"
@@ -119,10 +123,11 @@ def command(tool, hz, w):
     """(argv, output path) of one run; the output is checked then removed."""
     if tool == "baseline":
         return prog(w), None
-    if tool == "perf":
+    if tool in ("perf", "perf-dwarf"):
         out = os.path.join(tmp, "perf.data")
-        return ["perf", "record", "-F", str(hz), "-g", "-e", "cpu-clock", "-o", out, "--"] + \
-            prog(w), out
+        graph = ["-g"] if tool == "perf" else ["--call-graph", "dwarf"]
+        return ["perf", "record", "-F", str(hz)] + graph + ["-e", "cpu-clock", "-o", out,
+                                                            "--"] + prog(w), out
     if tool == "bpftrace":
         out = os.path.join(tmp, "bpftrace.out")
         return ["bpftrace", "-o", out, "-e",
@@ -131,7 +136,8 @@ def command(tool, hz, w):
     # the built-in pipeline (cpu source on the command's tree, one correlator, the folded,
     # timeline and stats sinks) at HZ: what a user's `xpusup record` runs
     out = os.path.join(tmp, "xpusup-out")
-    return [xpusup, "record", "-o", out, "-F", str(hz), "--"] + prog(w), out
+    unwind = ["--unwind", "fp"] if tool == "xpusup-fp" else []
+    return [xpusup, "record", "-o", out, "-F", str(hz)] + unwind + ["--"] + prog(w), out
 
 
 def busy_seconds():
@@ -170,7 +176,7 @@ def run(argv, timeout=900):
 
 
 def samples(tool, hz, out, text):
-    if tool == "perf":
+    if tool in ("perf", "perf-dwarf"):
         m = PERF_SAMPLES.search(text)
         return int(m.group(1)) if m else 0
     if tool == "bpftrace":

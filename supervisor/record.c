@@ -37,7 +37,8 @@
 #define TOP_FUNCTIONS 5
 
 static const char usage_record[] =
-	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] [-F HZ] [--session NAME] -- CMD [ARGS...]\n"
+	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] [-F HZ] [--unwind MODE] [--session NAME]\n"
+	"                     -- CMD [ARGS...]\n"
 	"\n"
 	"Profile CMD from start to exit: start a session, run CMD, stop the session when CMD\n"
 	"exits, and leave in DIR the folded stacks and flame graph (flame.folded, flame.html),\n"
@@ -54,6 +55,10 @@ static const char usage_record[] =
 	"\n"
 	"  -o, --output DIR     where the outputs go (default ./" OUT_DEFAULT ")\n"
 	"  -F, --frequency HZ   CPU samples a second (default 99)\n"
+	"  -u, --unwind MODE    how user stacks are unwound: auto (default: dwarf on x86-64),\n"
+	"                       dwarf (copies of the stack unwound with the CFI of the files\n"
+	"                       mapped: no frame pointers needed) or fp (frame pointers only;\n"
+	"                       docs/unwind.md); for the built-in pipeline, -c has its own\n"
 	"  -c, --config FILE    run this pipeline instead of the built-in one; its sinks write\n"
 	"                       where its paths say, and `target = command` is CMD's tree\n"
 	"  -s, --session NAME   session name (default: record-PID)\n"
@@ -69,6 +74,7 @@ static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, 
 				   "[source cpu]\n"
 				   "kind = cpu\n"
 				   "frequency_hz = %llu\n"
+				   "unwind = %s\n"
 				   "target = command\n"
 				   "optional = yes\n"
 				   "\n"
@@ -233,7 +239,8 @@ static bool runnable(const char *cmd)
 	return false;
 }
 
-static int write_builtin(const char *dir, unsigned long long hz, char *path, size_t size)
+static int write_builtin(const char *dir, unsigned long long hz, const char *unwind, char *path,
+			 size_t size)
 {
 	FILE *f;
 
@@ -242,7 +249,7 @@ static int write_builtin(const char *dir, unsigned long long hz, char *path, siz
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, builtin_conf, hz);
+	fprintf(f, builtin_conf, hz, unwind);
 	if (fclose(f))
 		return -errno;
 	return 0;
@@ -372,11 +379,12 @@ int record_cmd(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
+		{ "unwind", required_argument, NULL, 'u' },
 		{ "session", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = OUT_DEFAULT, *conf_path = NULL;
+	const char *out = OUT_DEFAULT, *conf_path = NULL, *unwind = "auto";
 	char *progs[CONF_MAX_ACTORS] = { 0 }, *dir = NULL;
 	char name[64], conf_buf[PATH_MAX], envpid[32];
 	unsigned long long hz = 99;
@@ -394,7 +402,7 @@ int record_cmd(int argc, char **argv)
 	snprintf(name, sizeof(name), "record-%d", (int)getpid());
 	/* a closed terminal or pipe must not kill us between start and stop */
 	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt_long(argc, argv, "+c:o:F:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:o:F:u:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			conf_path = optarg;
@@ -410,6 +418,16 @@ int record_cmd(int argc, char **argv)
 					optarg);
 				return XPUSUP_EXIT_USAGE;
 			}
+			break;
+		case 'u':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "dwarf") && strcmp(optarg, "fp")) {
+				fprintf(stderr,
+					"xpusup: unable to record: bad --unwind '%s': auto, dwarf or fp "
+					"(see `xpusup record --help`)\n",
+					optarg);
+				return XPUSUP_EXIT_USAGE;
+			}
+			unwind = optarg;
 			break;
 		case 's':
 			snprintf(name, sizeof(name), "%s", optarg);
@@ -448,7 +466,7 @@ int record_cmd(int argc, char **argv)
 				strerror(err ? -err : errno));
 			return XPUSUP_EXIT_SYSTEM;
 		}
-		err = write_builtin(dir, hz, conf_buf, sizeof(conf_buf));
+		err = write_builtin(dir, hz, unwind, conf_buf, sizeof(conf_buf));
 		if (err) {
 			fprintf(stderr,
 				"xpusup: unable to record: cannot write %s/pipeline.conf: %s\n",
