@@ -307,8 +307,9 @@ static const struct key_schema test_keys[] = {
 	  .doc = "test records per second written into each output ring" },
 	{ .key = "dump",
 	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "as a sink: write every event received to this file, one JSON line each" },
+	  .roles = ROLE_BIT(CONF_ROLE_SINK) | ROLE_BIT(CONF_ROLE_CORRELATOR),
+	  .doc = "as a sink: write every event received to this file, one JSON line each; as a "
+		 "correlator (one shard): every record read, as a replay file" },
 	{ .key = NULL },
 };
 
