@@ -64,11 +64,16 @@ static const char usage_record[] =
  * privileges for BPF or perf events the session goes on without them. The cupti source
  * listens on the session's inproc.sock, which CMD finds through XPUSUP_SESSION_DIR: the CUPTI
  * injection library (CUDA_INJECTION64_PATH) sends CMD's GPU activity there, and a program
- * linked with libxpusup_annotate its ranges, without a pipeline of its own. */
+ * linked with libxpusup_annotate its ranges, without a pipeline of its own.
+ *
+ * unwind = fp: the correlator does not unwind stack copies (unwind = dwarf, the default on
+ * x86-64) yet, and without that the flame graph would have no user frames; it goes back to
+ * the default once it does. */
 static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
 				   "[source cpu]\n"
 				   "kind = cpu\n"
 				   "frequency_hz = %llu\n"
+				   "unwind = fp\n"
 				   "target = command\n"
 				   "optional = yes\n"
 				   "\n"

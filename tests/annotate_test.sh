@@ -148,6 +148,8 @@ kind = inproc
 kind = cpu
 target = command
 frequency_hz = 499
+; user frames under the ranges: until the correlator unwinds stack copies (docs/cpu.md)
+unwind = fp
 
 [correlator]
 

@@ -9,6 +9,9 @@
 #   - target = pid:, cgroup:; BPF ring buffer overflow counted and sent as LOSS;
 #   - without CAP_BPF/CAP_PERFMON: exit 100 naming them; record goes on without CPU stacks.
 #
+# The checks of user frames in the sinks' output (record, tree, launch) say unwind = fp until
+# the correlator unwinds stack copies; `record` itself does too (supervisor/record.c).
+#
 # Usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY
 set -u
 XPUSUP=${1:?usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY}
@@ -102,7 +105,7 @@ pkill -f "sleep 20.$$" 2>/dev/null
 # ---- the process tree: forks and execs followed, other processes left out ------------------
 "$HOTSPOTS" --seconds 6 2>/dev/null &
 bg=$!
-dump_conf "$WORK/tree.conf" "$WORK/tree.jsonl" "frequency_hz = 499"
+dump_conf "$WORK/tree.conf" "$WORK/tree.jsonl" "frequency_hz = 499" "unwind = fp"
 "$XPUSUP" record -c "$WORK/tree.conf" --session "$PREFIX-tree" -- \
 	"$FORKTREE" --children 3 --seconds 2 --exec --program "$HOTSPOTS" >"$WORK/tree.out" 2>&1
 ok $? "tree: record of forktree (3 children that exec hotspots) succeeds"
@@ -136,7 +139,7 @@ wait "$bg" 2>/dev/null
 bg=
 
 # ---- the launch uprobe -------------------------------------------------------------------
-dump_conf "$WORK/launch.conf" "$WORK/launch.jsonl" "launch_marker = $LAUNCHER"
+dump_conf "$WORK/launch.conf" "$WORK/launch.jsonl" "launch_marker = $LAUNCHER" "unwind = fp"
 "$XPUSUP" record -c "$WORK/launch.conf" --session "$PREFIX-launch" -- "$LAUNCHER" 200 \
 	>"$WORK/launch.out" 2>&1
 ok $? "launch: record of the stand-in launcher succeeds"
