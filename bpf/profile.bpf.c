@@ -9,8 +9,13 @@
  *   proc_exec/fork/exit  sched tracepoints -> PROC_EXEC (exec, or fork with XPU_PROC_F_FORK)
  *                    and PROC_EXIT; in tree mode fork adds the child to the targets
  *
+ * User stacks come in one of two ways (stack_copy_bytes): a frame-pointer walk in the kernel
+ * (bpf_get_stack), or, for code built without frame pointers, a copy of the user stack and
+ * registers at the end of the record (XPU_STACK_F_COPY) that the correlator unwinds with the
+ * CFI of the files the process maps.
+ *
  * Records are written complete and exactly sized in the layouts of include/xpusup/event.h,
- * built in per-CPU scratch buffers and copied into the BPF ring buffer with
+ * built in a scratch buffer of the CPU and copied into the BPF ring buffer with
  * bpf_ringbuf_output (a reservation must have a constant size; ours vary with the stack).
  * Wake-ups are batched: the consumer is woken only when wakeup_bytes are waiting, and
  * otherwise finds the data on its next timed poll.
@@ -30,6 +35,11 @@ const volatile __u32 sample_weight = 0; /* ns one sample stands for */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile __u64 wakeup_bytes = 256 * 1024;
+/* dwarf mode: bytes of user stack copied into each sample and launch (a multiple of 8, at
+ * most XPU_STACK_COPY_MAX); 0: fp mode, user stacks are walked with frame pointers */
+const volatile __u32 stack_copy_bytes = 0;
+
+#define PAGE_BYTES 4096u
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -58,32 +68,44 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* Room for a sample: header, then up to XPU_MAX_FRAMES kernel and XPU_MAX_FRAMES user frames.
- * One more slot than needed, so the verifier sees the user stack's bound at any n_kernel. */
+/* Room for a stack copy after the frames: its header, XPU_STACK_COPY_MAX bytes and one page
+ * more, so that the verifier sees every page read in bounds whatever the length so far (it
+ * knows the offset is below XPU_STACK_COPY_MAX and the read at most a page, not their sum). */
+#define COPY_ROOM (sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX + PAGE_BYTES)
+
+/* Room for a sample: header, then up to XPU_MAX_FRAMES kernel and XPU_MAX_FRAMES user frames,
+ * then a stack copy. One more frame slot than needed, so the verifier sees the user stack's
+ * bound at any n_kernel. */
 struct sample_buf {
-	__u8 bytes[sizeof(struct xpu_cpu_sample) + 8 * (2 * XPU_MAX_FRAMES + 2)];
+	__u8 bytes[sizeof(struct xpu_cpu_sample) + 8 * (2 * XPU_MAX_FRAMES + 2) + COPY_ROOM];
 };
 
 struct launch_buf {
-	__u8 bytes[sizeof(struct xpu_launch) + 8 * (XPU_MAX_FRAMES + 1)];
+	__u8 bytes[sizeof(struct xpu_launch) + 8 * (XPU_MAX_FRAMES + 1) + COPY_ROOM];
 };
 
 struct proc_buf {
 	__u8 bytes[sizeof(struct xpu_proc_exec) + XPU_PATH_MAX + 8];
 };
 
-/* One scratch map per program type: a cpu-clock sample can interrupt a tracepoint or uprobe
- * program on the same CPU, and must not write over the record that one is building. */
+/*
+ * One scratch map per program type: a cpu-clock sample can interrupt a tracepoint or uprobe
+ * program on the same CPU, and must not write over the record that one is building.
+ *
+ * With room for a stack copy, a sample or launch buffer is over the 32 KiB a per-CPU map
+ * value may have: these two are plain arrays with one buffer per CPU, indexed by
+ * bpf_get_smp_processor_id(), and the actor sets max_entries to the possible CPUs.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the possible CPUs, set by the actor */
 	__type(key, __u32);
 	__type(value, struct sample_buf);
 } sample_scratch SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the possible CPUs, set by the actor */
 	__type(key, __u32);
 	__type(value, struct launch_buf);
 } launch_scratch SEC(".maps");
@@ -145,6 +167,92 @@ static __always_inline __u32 frames(long bytes)
 	return n < XPU_MAX_FRAMES ? n : XPU_MAX_FRAMES;
 }
 
+/*
+ * dwarf mode: fills c with the user registers ip, sp, fp and the user stack from sp upward,
+ * at most stack_copy_bytes. The stack is read a page at a time (first up to the next page
+ * boundary): a read fails as a whole when any of its bytes is unmapped or not present, so the
+ * first failing page is the top of the stack (or a page never touched), and what was read up
+ * to there is kept. Returns the bytes the copy adds to the record, or 0 when nothing could be
+ * read (the record then goes without it).
+ */
+static __always_inline __u32 stack_copy(struct xpu_stack_copy *c, __u64 ip, __u64 sp, __u64 fp)
+{
+	/* 64-bit, all of them: a 32-bit value is bounds-checked in one register and passed to
+	 * the helper in another, whose bounds the verifier does not know */
+	__u64 want = stack_copy_bytes, len = 0, chunk, off;
+	__u8 *bytes = (__u8 *)(c + 1);
+	__u32 i;
+
+	if (want > XPU_STACK_COPY_MAX)
+		want = XPU_STACK_COPY_MAX;
+	chunk = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
+	for (i = 0; i <= XPU_STACK_COPY_MAX / PAGE_BYTES; i++) {
+		if (len >= want)
+			break;
+		if (chunk > want - len)
+			chunk = want - len;
+		/* Both bounds hold already (len < want, chunk <= a page); they are what the
+		 * verifier needs to see the read inside the buffer. barrier_var keeps clang from
+		 * folding the test into the min above, where the verifier would lose it. */
+		off = len & (XPU_STACK_COPY_MAX - 1);
+		barrier_var(chunk);
+		if (chunk > PAGE_BYTES)
+			break;
+		if (bpf_probe_read_user(bytes + off, chunk, (const void *)(sp + len)))
+			break;
+		len += chunk;
+		chunk = PAGE_BYTES;
+	}
+	/* Whole words only: a misaligned sp leaves a partial word at the top, which no unwinder
+	 * reads, and the record then needs no padding (no stale scratch bytes leave). */
+	len &= ~7ull;
+	if (!len)
+		return 0;
+	c->ip = ip;
+	c->sp = sp;
+	c->fp = fp;
+	c->len = (__u32)len;
+	c->reserved = 0;
+	return sizeof(*c) + (__u32)len;
+}
+
+/* dwarf mode is x86-64 only (the actor never sets stack_copy_bytes elsewhere): the
+ * correlator's unwinder knows its registers, and some arches have no PT_REGS_FP. */
+#if defined(__TARGET_ARCH_x86)
+/* stack_copy() at the user registers regs. */
+static __always_inline __u32 regs_stack_copy(struct xpu_stack_copy *c, struct pt_regs *regs)
+{
+	return stack_copy(c, PT_REGS_IP(regs), PT_REGS_SP(regs), PT_REGS_FP(regs));
+}
+
+/* In a sample: the user registers of current wherever the sample hit it (in user or kernel
+ * mode, they are the ones saved at its last entry into the kernel). Kernel threads have none;
+ * nor do a process's kernel-side workers (io_uring), whose saved registers are not user
+ * mode. Returns as stack_copy(). */
+static __always_inline __u32 sample_stack_copy(struct xpu_stack_copy *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if (!task->mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || !(regs->cs & 3))
+		return 0;
+	return regs_stack_copy(c, regs);
+}
+#else
+static __always_inline __u32 regs_stack_copy(struct xpu_stack_copy *c, struct pt_regs *regs)
+{
+	return 0;
+}
+
+static __always_inline __u32 sample_stack_copy(struct xpu_stack_copy *c)
+{
+	return 0;
+}
+#endif
+
 /* Fills the common header; the buffer is per-CPU scratch, so every field is written. */
 static __always_inline void header(struct xpu_rec *h, __u16 type, __u16 flags, __u32 size,
 				   __u32 pid, __u32 tid)
@@ -161,24 +269,26 @@ SEC("perf_event")
 int profile_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0;
+	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
 	struct xpu_cpu_sample *s;
-	__u32 nk = 0, nu = 0;
+	__u32 nk = 0, nu = 0, copy = 0;
 	__u64 size;
 
 	if (!wanted(tgid))
 		return 0;
-	s = bpf_map_lookup_elem(&sample_scratch, &zero);
+	s = bpf_map_lookup_elem(&sample_scratch, &cpu);
 	if (!s)
 		return 0;
 	/* frames() bounds nk, which the verifier needs before ips + nk is a destination */
 	if (kernel_stacks)
 		nk = frames(bpf_get_stack(ctx, s->ips, XPU_MAX_FRAMES * 8, 0));
-	if (user_stacks)
+	if (user_stacks && stack_copy_bytes)
+		copy = sample_stack_copy((struct xpu_stack_copy *)&s->ips[nk]);
+	else if (user_stacks)
 		nu = frames(bpf_get_stack(ctx, &s->ips[nk], XPU_MAX_FRAMES * 8, BPF_F_USER_STACK));
-	size = sizeof(*s) + 8 * (nk + nu);
-	header(&s->hdr, XPU_REC_CPU_SAMPLE, 0, size, tgid, (__u32)id);
-	s->cpu = bpf_get_smp_processor_id();
+	size = sizeof(*s) + 8 * (nk + nu) + copy;
+	header(&s->hdr, XPU_REC_CPU_SAMPLE, copy ? XPU_STACK_F_COPY : 0, size, tgid, (__u32)id);
+	s->cpu = cpu;
 	s->weight = sample_weight;
 	s->n_kernel = nk;
 	s->n_user = nu;
@@ -200,16 +310,22 @@ SEC("uprobe") /* BPF_KPROBE reads the arguments of uprobes too */
 int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ret = 0;
-	__u32 tgid = id >> 32, zero = 0;
+	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
 	struct xpu_launch *l;
-	__u32 n;
+	__u32 n = 0, copy = 0;
 	__u64 size;
 
 	if (!wanted(tgid))
 		return 0;
-	l = bpf_map_lookup_elem(&launch_scratch, &zero);
+	l = bpf_map_lookup_elem(&launch_scratch, &cpu);
 	if (!l)
 		return 0;
+	/* dwarf mode: the marker's entry, with sp at the return address into the caller; the
+	 * correlator's unwind drops the marker's own frame, as the walk below does */
+	if (stack_copy_bytes) {
+		copy = regs_stack_copy((struct xpu_stack_copy *)l->ips, ctx);
+		goto send;
+	}
 	n = frames(bpf_get_stack(ctx, l->ips, XPU_MAX_FRAMES * 8, BPF_F_USER_STACK));
 #if defined(__TARGET_ARCH_x86)
 	/* x86-64: call pushed the return address; it is the word at the stack pointer */
@@ -221,8 +337,9 @@ int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 	if (n > 0 && ret)
 		l->ips[0] = ret;
 #endif
-	size = sizeof(*l) + 8 * n;
-	header(&l->hdr, XPU_REC_LAUNCH, 0, size, tgid, (__u32)id);
+send:
+	size = sizeof(*l) + 8 * n + copy;
+	header(&l->hdr, XPU_REC_LAUNCH, copy ? XPU_STACK_F_COPY : 0, size, tgid, (__u32)id);
 	l->correlation_id = correlation_id;
 	l->api_id = api_id;
 	l->n_user = n;

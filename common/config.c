@@ -64,6 +64,7 @@ struct key_schema {
 	enum key_type type;
 	unsigned int roles; /* ROLE_* bits where the key is allowed */
 	unsigned long long min, max;
+	unsigned int multiple; /* T_UINT: when not 0, the value must be a multiple of it */
 	const char *const *names; /* T_ENUM */
 	const char *def; /* parsed like a value from the file; NULL: absent unless written */
 	bool required; /* a section of this kind without the key is an error */
@@ -306,8 +307,9 @@ static const struct key_schema test_keys[] = {
 	  .doc = "test records per second written into each output ring" },
 	{ .key = "dump",
 	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "as a sink: write every event received to this file, one JSON line each" },
+	  .roles = ROLE_BIT(CONF_ROLE_SINK) | ROLE_BIT(CONF_ROLE_CORRELATOR),
+	  .doc = "as a sink: write every event received to this file, one JSON line each; as a "
+		 "correlator (one shard): every record read, as a replay file" },
 	{ .key = NULL },
 };
 
@@ -367,6 +369,7 @@ static const struct key_schema synthetic_keys[] = {
 };
 
 static const char *const cpu_event_names[] = { "cpu-clock", "cycles", "auto", NULL };
+static const char *const cpu_unwind_names[] = { "auto", "fp", "dwarf", NULL };
 
 /* kind = cpu: the eBPF stack sampler (docs/cpu.md). */
 static const struct key_schema cpu_keys[] = {
@@ -399,6 +402,24 @@ static const struct key_schema cpu_keys[] = {
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
 	  .def = "yes",
 	  .doc = "capture the user part of each stack" },
+	{ .key = "unwind",
+	  .type = T_ENUM,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .names = cpu_unwind_names,
+	  .def = "auto",
+	  .doc = "how user stacks are unwound: dwarf copies stack_bytes of each user stack for "
+		 "the correlator to unwind with the CFI of the files mapped (no frame pointers "
+		 "needed); fp walks frame pointers in the kernel; auto is dwarf where it can run "
+		 "(x86-64), else fp" },
+	/* A multiple of 8: the copy is sent in whole words (event.h, struct xpu_stack_copy). */
+	{ .key = "stack_bytes",
+	  .type = T_UINT,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .min = 1024,
+	  .max = XPU_STACK_COPY_MAX,
+	  .multiple = 8,
+	  .def = "16384",
+	  .doc = "bytes of user stack copied per sample and launch in dwarf mode" },
 	/* No schema default: when not written, the actor takes the CUPTI injection library's
 	 * path (common/paths.h, the file `record` and `run` inject) if that file exists, and
 	 * attaches no uprobe if it does not; a path written here must exist. */
@@ -1238,7 +1259,7 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 	case T_KIND:
 		return 0;
 	case T_UINT:
-		if (conf_parse_uint(s, k->min, k->max, &n))
+		if (conf_parse_uint(s, k->min, k->max, &n) || (k->multiple && n % k->multiple))
 			return -EINVAL;
 		v->u = n;
 		return 0;
@@ -1305,7 +1326,11 @@ static void key_schema__expected(const struct key_schema *k, char *buf, size_t s
 		snprintf(buf, size, "a kind");
 		return;
 	case T_UINT:
-		snprintf(buf, size, "an integer in %llu..%llu", k->min, k->max);
+		if (k->multiple)
+			snprintf(buf, size, "a multiple of %u in %llu..%llu", k->multiple, k->min,
+				 k->max);
+		else
+			snprintf(buf, size, "an integer in %llu..%llu", k->min, k->max);
 		return;
 	case T_POW2:
 		snprintf(buf, size, "a power of two in %llu..%llu", k->min, k->max);

@@ -363,6 +363,17 @@ static void test_errors(void)
 		    "t.conf:4: ", "bad value 'pid:x' for 'target'");
 	check_error("cpu frequency", "[correlator]\n[source c]\nkind = cpu\nfrequency_hz = 0\n",
 		    "t.conf:4: ", "bad value '0' for 'frequency_hz'");
+	check_error("cpu unwind", "[correlator]\n[source c]\nkind = cpu\nunwind = lbr\n",
+		    "t.conf:4: ", "bad value 'lbr' for 'unwind': expected one of auto, fp, dwarf");
+	check_error("cpu stack_bytes not a multiple of 8",
+		    "[correlator]\n[source c]\nkind = cpu\nstack_bytes = 4100\n", "t.conf:4: ",
+		    "bad value '4100' for 'stack_bytes': expected a multiple of 8 in 1024..32768");
+	check_error("cpu stack_bytes over the copy's bound",
+		    "[correlator]\n[source c]\nkind = cpu\nstack_bytes = 32776\n",
+		    "t.conf:4: ", "bad value '32776' for 'stack_bytes'");
+	check_error("cpu stack_bytes under 1 KiB",
+		    "[correlator]\n[source c]\nkind = cpu\nstack_bytes = 512\n",
+		    "t.conf:4: ", "bad value '512' for 'stack_bytes'");
 	check_error("pmu interval", "[correlator]\n[source h]\nkind = pmu\ninterval_ms = 5\n",
 		    "t.conf:4: ", "bad value '5' for 'interval_ms'");
 	check_error("folded without path", "[sink f]\nkind = folded\n",
@@ -734,6 +745,35 @@ static void test_target(void)
 	       "refused");
 }
 
+/* Whether text loads and its source c reads unwind and stack_bytes as given. */
+static bool cpu_unwind_keys(const char *text, const char *unwind, const char *stack_bytes)
+{
+	const struct conf_actor *a;
+	struct conf *conf = NULL;
+	bool ok;
+
+	a = load(text, &conf) ? NULL : conf__find(conf, "c");
+	ok = a && !strcmp(conf_actor__get(a, "unwind"), unwind) &&
+	     !strcmp(conf_actor__get(a, "stack_bytes"), stack_bytes);
+	conf__free(conf);
+	return ok;
+}
+
+/* kind = cpu: the unwinding keys' defaults, and values written read back. */
+static void test_cpu(void)
+{
+	tap_ok(cpu_unwind_keys("[correlator]\n[source c]\nkind = cpu\n", "auto", "16384"),
+	       "cpu: defaults unwind auto, stack_bytes 16384");
+	tap_ok(cpu_unwind_keys("[correlator]\n[source c]\nkind = cpu\nunwind = fp\n"
+			       "stack_bytes = 1032\n",
+			       "fp", "1032"),
+	       "cpu: unwind = fp and a stack_bytes of 1032 (a multiple of 8) are read back");
+	tap_ok(cpu_unwind_keys("[correlator]\n[source c]\nkind = cpu\nunwind = dwarf\n"
+			       "stack_bytes = 32768\n",
+			       "dwarf", "32768"),
+	       "cpu: unwind = dwarf with the largest stack_bytes loads");
+}
+
 /* kind = cupti: its keys, their defaults, the options they become. */
 static void test_cupti(void)
 {
@@ -813,6 +853,7 @@ int main(void)
 	test_cupti();
 	test_full();
 	test_defaults();
+	test_cpu();
 	test_errors();
 	test_many_errors();
 	test_parsers();

@@ -69,7 +69,8 @@ static const char usage_record[] =
  * privileges for BPF or perf events the session goes on without them. The cupti source
  * listens on the session's inproc.sock, which CMD finds through XPUSUP_SESSION_DIR: the CUPTI
  * injection library (CUDA_INJECTION64_PATH) sends CMD's GPU activity there, and a program
- * linked with libxpusup_annotate its ranges, without a pipeline of its own. */
+ * linked with libxpusup_annotate its ranges, without a pipeline of its own. The cpu source's
+ * unwind is --unwind's (auto by default: stack copies unwound by the correlator, docs/unwind.md). */
 static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
 				   "[source cpu]\n"
 				   "kind = cpu\n"

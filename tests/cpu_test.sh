@@ -9,6 +9,7 @@
 #   - target = pid:, cgroup:; BPF ring buffer overflow counted and sent as LOSS;
 #   - without CAP_BPF/CAP_PERFMON: exit 100 naming them; record goes on without CPU stacks.
 #
+#
 # Usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY
 set -u
 XPUSUP=${1:?usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY}

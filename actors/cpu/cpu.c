@@ -40,6 +40,7 @@
 #define PROG "xpusup-cpu"
 #define MAX_CPUS 1024
 #define LOSS_EVERY_NS 1000000000ull /* BPF drop counters become LOSS records this often */
+#define ROOM_MS 250 /* a BPF ring buffer should hold this much sampling at full copies */
 
 _Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
 		       (int)CONF_TARGET_PIDS == (int)PROFILE_TARGET_PIDS &&
@@ -49,9 +50,19 @@ _Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
 
 enum cpu_event { EV_CPU_CLOCK, EV_CYCLES, EV_AUTO };
 
+/* How user stacks are taken (docs/cpu.md, "User stacks"). dwarf copies the stack for the
+ * correlator's CFI unwinder, which knows x86-64's registers only. */
+enum cpu_unwind { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
+#if defined(__x86_64__)
+#define DWARF_HERE 1
+#else
+#define DWARF_HERE 0
+#endif
+
 struct cpu_keys {
-	unsigned long long hz, ringbuf_kb, wakeup_kb, drain_ms;
+	unsigned long long hz, ringbuf_kb, wakeup_kb, drain_ms, stack_bytes;
 	enum cpu_event event;
+	enum cpu_unwind unwind; /* never UNWIND_AUTO once resolve_unwind() has run */
 	struct conf_target target;
 	int kernel_stacks, user_stacks;
 	char marker[4096]; /* "" when there is no launch_marker */
@@ -70,14 +81,29 @@ enum counter {
 	C_CORRUPT,
 	C_CPUS,
 	C_PROBES,
+	C_STACK_COPIES,
+	C_STACK_COPY_KIB,
+	C_STACK_COPY_SHORT,
+	C_RING_TOO_BIG,
 	C_N,
 };
 
 static const char *const counter_names[C_N] = {
-	[C_SAMPLES] = "samples",     [C_LAUNCHES] = "launches",	   [C_EXECS] = "execs",
-	[C_FORKS] = "forks",	     [C_EXITS] = "exits",	   [C_RECORDS_OUT] = "records_out",
-	[C_RING_FULL] = "ring_full", [C_BPF_DROPS] = "bpf_drops",  [C_CORRUPT] = "corrupt",
-	[C_CPUS] = "cpus",	     [C_PROBES] = "launch_probes",
+	[C_SAMPLES] = "samples",
+	[C_LAUNCHES] = "launches",
+	[C_EXECS] = "execs",
+	[C_FORKS] = "forks",
+	[C_EXITS] = "exits",
+	[C_RECORDS_OUT] = "records_out",
+	[C_RING_FULL] = "ring_full",
+	[C_BPF_DROPS] = "bpf_drops",
+	[C_CORRUPT] = "corrupt",
+	[C_CPUS] = "cpus",
+	[C_PROBES] = "launch_probes",
+	[C_STACK_COPIES] = "stack_copies",
+	[C_STACK_COPY_KIB] = "stack_copy_kib",
+	[C_STACK_COPY_SHORT] = "stack_copy_short",
+	[C_RING_TOO_BIG] = "ring_too_big",
 };
 
 struct cpu_src {
@@ -96,6 +122,7 @@ struct cpu_src {
 	__u64 drops_reported; /* BPF drops already sent as LOSS */
 	__u64 first_drop_ns;
 	__u64 next_loss_ns;
+	__u64 stack_copy_bytes; /* the sum of the copies' len, shown in KiB */
 	const char *event_name; /* what drives sampling, for messages */
 };
 
@@ -129,8 +156,13 @@ static int load_keys(struct actor *a, struct cpu_keys *k)
 	err |= conf_parse_bool(conf_actor__get(a->self, "kernel_stacks"), &k->kernel_stacks);
 	err |= conf_parse_bool(conf_actor__get(a->self, "user_stacks"), &k->user_stacks);
 	err |= conf_parse_target(conf_actor__get(a->self, "target"), &k->target);
+	err |= conf_parse_uint(conf_actor__get(a->self, "stack_bytes"), 1024, XPU_STACK_COPY_MAX,
+			       &k->stack_bytes);
+	err |= k->stack_bytes % 8 != 0; /* the config check said so already */
 	v = conf_actor__get(a->self, "event");
 	k->event = !strcmp(v, "cycles") ? EV_CYCLES : !strcmp(v, "auto") ? EV_AUTO : EV_CPU_CLOCK;
+	v = conf_actor__get(a->self, "unwind");
+	k->unwind = !strcmp(v, "fp") ? UNWIND_FP : !strcmp(v, "dwarf") ? UNWIND_DWARF : UNWIND_AUTO;
 	/* Not written: the CUPTI injection library, the very file `record` and `run` inject
 	 * (a uprobe is on an inode), when it is there; when it is not, nothing to attach. */
 	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker))) {
@@ -382,10 +414,26 @@ static int set_target(struct cpu_src *c)
 	return 0;
 }
 
+/* A record with a stack copy: counted, and its len summed; a copy shorter than stack_bytes
+ * ended at the top of the stack (or at a page never touched), which is no loss. */
+static void count_copy(struct cpu_src *c, const struct xpu_rec *h)
+{
+	const struct xpu_stack_copy *sc = xpu_stack_copy__of(h);
+
+	if (!sc)
+		return;
+	c->count[C_STACK_COPIES]++;
+	c->stack_copy_bytes += sc->len;
+	c->count[C_STACK_COPY_KIB] = c->stack_copy_bytes / 1024;
+	if (sc->len < c->k.stack_bytes)
+		c->count[C_STACK_COPY_SHORT]++;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct cpu_src *c = ctx;
 	const struct xpu_rec *h = data;
+	int err;
 
 	/* Written by our own program, but checked like any producer's: a record that is not
 	 * well formed is counted and skipped, never passed on. */
@@ -409,7 +457,12 @@ static int on_record(void *ctx, void *data, size_t size)
 	default:
 		break;
 	}
-	if (ring__write(c->rings[xpu_shard_of(h->pid, c->shards)], data, (__u32)size))
+	count_copy(c, h);
+	/* Both kinds of drop are counted by the ring too, and reach the correlator as LOSS. */
+	err = ring__write(c->rings[xpu_shard_of(h->pid, c->shards)], data, (__u32)size);
+	if (err == -E2BIG)
+		c->count[C_RING_TOO_BIG]++;
+	else if (err)
 		c->count[C_RING_FULL]++;
 	else
 		c->count[C_RECORDS_OUT]++;
@@ -472,11 +525,27 @@ static void publish(struct cpu_src *c)
 		actor__count(c->a, c->counter[i], c->count[i]);
 }
 
+/* auto becomes dwarf where the correlator can unwind a copy (x86-64), else fp. Returns 0, or
+ * an exit code after saying why when dwarf was asked for where it cannot run. */
+static int resolve_unwind(struct cpu_src *c)
+{
+	if (c->k.unwind == UNWIND_DWARF && !DWARF_HERE)
+		return fail(c,
+			    "unable to unwind with dwarf: stack copies are unwound on x86-64 only, "
+			    "this build is not (use unwind = fp or auto)");
+	if (c->k.unwind == UNWIND_AUTO && !DWARF_HERE)
+		fprintf(stderr, PROG ": unwind = auto: stack copies are unwound on x86-64 only; "
+				     "walking frame pointers\n");
+	if (c->k.unwind == UNWIND_AUTO)
+		c->k.unwind = DWARF_HERE ? UNWIND_DWARF : UNWIND_FP;
+	return 0;
+}
+
 /* Open, configure and load the programs. Returns 0 or an exit code after saying why. */
 static int load(struct cpu_src *c)
 {
+	int err, ncpu = libbpf_num_possible_cpus();
 	const char *caps;
-	int err;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return fail(c, "unable to load the CPU sampler: no kernel BTF "
@@ -495,7 +564,14 @@ static int load(struct cpu_src *c)
 	c->skel->rodata->kernel_stacks = c->k.kernel_stacks;
 	c->skel->rodata->user_stacks = c->k.user_stacks;
 	c->skel->rodata->wakeup_bytes = c->k.wakeup_kb * 1024;
+	c->skel->rodata->stack_copy_bytes = c->k.unwind == UNWIND_DWARF ? (__u32)c->k.stack_bytes :
+									  0;
 	bpf_map__set_max_entries(c->skel->maps.events, (__u32)(c->k.ringbuf_kb * 1024));
+	/* one scratch buffer per CPU, indexed by bpf_get_smp_processor_id() */
+	if (ncpu <= 0)
+		return fail(c, "unable to count the possible CPUs: %s", strerror(-ncpu));
+	bpf_map__set_max_entries(c->skel->maps.sample_scratch, (__u32)ncpu);
+	bpf_map__set_max_entries(c->skel->maps.launch_scratch, (__u32)ncpu);
 	if (!c->k.marker[0])
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
 	err = profile_bpf__load(c->skel);
@@ -536,6 +612,45 @@ static int attach(struct cpu_src *c)
 	return attach_samplers(c);
 }
 
+/*
+ * Says at start, once, what the sizes configured cannot hold, and goes on: a stack copy makes
+ * a sample up to 33 KiB, ten to thirty times one without.
+ *   - a shard ring takes records up to its max_record (a quarter of ring_kib, at most
+ *     XPU_REC_MAX_SIZE): larger ones are dropped and counted (ring_too_big, LOSS too_big);
+ *   - the BPF ring buffer is the slack for an actor that is late: holding less than ROOM_MS
+ *     of samples with full copies on every CPU, a short stall loses samples (bpf_drops).
+ */
+static void check_room(struct cpu_src *c)
+{
+	__u64 largest = xpu_cpu_sample__size(XPU_MAX_FRAMES, XPU_MAX_FRAMES), full, ms, kib;
+	bool dwarf = c->k.unwind == UNWIND_DWARF;
+	struct ring_stats st;
+
+	if (dwarf)
+		largest = xpu_cpu_sample__size(XPU_MAX_FRAMES, 0) +
+			  xpu_stack_copy__size((__u32)c->k.stack_bytes);
+	ring__stats(c->rings[0], &st);
+	for (kib = 4; kib * 1024 / 4 < largest; kib *= 2)
+		;
+	if (st.max_record < largest)
+		fprintf(stderr,
+			PROG ": the shard rings take records of up to %u bytes (ring_kib = %u), "
+			     "samples reach %llu: larger ones are dropped (ring_too_big); "
+			     "ring_kib = %llu takes them all\n",
+			st.max_record, c->a->conf->ring_kib, (unsigned long long)largest,
+			(unsigned long long)kib);
+	if (!dwarf)
+		return;
+	full = xpu_cpu_sample__size(0, 0) + xpu_stack_copy__size((__u32)c->k.stack_bytes);
+	ms = c->k.ringbuf_kb * 1024 * 1000 / (c->count[C_CPUS] * c->k.hz * full);
+	if (ms < ROOM_MS)
+		fprintf(stderr,
+			PROG ": ringbuf_kb = %llu holds %llu ms of samples with full stack copies "
+			     "on %llu CPUs at %llu Hz: raise it if bpf_drops grows\n",
+			c->k.ringbuf_kb, (unsigned long long)ms,
+			(unsigned long long)c->count[C_CPUS], c->k.hz);
+}
+
 int main(int argc, char **argv)
 {
 	struct cpu_src c = { .cgroup_fd = -1 };
@@ -559,11 +674,15 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < C_N; i++)
 		c.counter[i] = actor__counter(&a, counter_names[i]);
-	if ((code = load(&c)) || (code = attach(&c)))
+	if ((code = resolve_unwind(&c)) || (code = load(&c)) || (code = attach(&c)))
 		goto out;
-	fprintf(stderr, PROG ": sampling %s at %llu Hz on %llu CPUs%s%s\n", c.event_name, c.k.hz,
-		(unsigned long long)c.count[C_CPUS], c.k.marker[0] ? "; launch uprobe on " : "",
-		c.k.marker);
+	fprintf(stderr, PROG ": sampling %s at %llu Hz on %llu CPUs, user stacks: %s%s%s\n",
+		c.event_name, c.k.hz, (unsigned long long)c.count[C_CPUS],
+		!c.k.user_stacks	   ? "none" :
+		c.k.unwind == UNWIND_DWARF ? "copied (dwarf)" :
+					     "frame pointers (fp)",
+		c.k.marker[0] ? "; launch uprobe on " : "", c.k.marker);
+	check_room(&c);
 	actor__ready(&a);
 
 	while (!actor__stopping(&a)) {

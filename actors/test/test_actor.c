@@ -4,7 +4,8 @@
  * is tested with real processes (docs/pipeline.md lists the keys): slow or no readiness,
  * crashes, exits with a chosen code, ignoring SIGTERM, freezing. As a source it writes test
  * records into its rings; as a correlator it reads its rings; so the ring mesh and its
- * survival across restarts are exercised too.
+ * survival across restarts are exercised too. With `dump`, a correlator writes the records it
+ * reads, as they are, into a replay file, and a sink the events it receives as JSON lines.
  */
 #include "actors/actor.h"
 
@@ -73,7 +74,7 @@ struct mesh {
 	int c_records, c_lost;
 	/* sinks: the correlators' wire batches, decoded and counted */
 	bool listening;
-	FILE *dump; /* `dump = FILE`: every event received as a JSON line */
+	FILE *dump; /* `dump = FILE`: every record read (a replay file) or event received */
 	nng_socket pull;
 	struct xpu_cevent *events;
 	struct xpu_wire_pool pool;
@@ -216,20 +217,36 @@ static void dump__event(FILE *f, __u32 producer, const struct xpu_cevent *ev)
 #define SINK_STACK_POOL (SINK_MAX_EVENTS * XPU_WIRE_STACK_MAX)
 #define SINK_TEXT_POOL (64u << 20) /* as the sinks' (actors/sink/sink.c) */
 
+/* Opens `dump` when the section has one; a restarted actor goes on after what its previous
+ * run wrote. Returns 0 or -errno after saying why. */
+static int dump__open(struct mesh *m, struct actor *a)
+{
+	bool again = status_load(&a->slot->restarts) != 0;
+	char path[4096];
+
+	if (conf_actor__path(a->conf, a->self, "dump", path, sizeof(path)))
+		return 0;
+	m->dump = fopen(path, again ? "ae" : "we");
+	if (!m->dump) {
+		fprintf(stderr, PROG ": unable to open %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	setvbuf(m->dump, NULL, _IOFBF, 1 << 20); /* large writes, not one per event */
+	if (a->self->role == CONF_ROLE_CORRELATOR && !again) {
+		struct xpu_replay_hdr h = { .magic = XPU_REPLAY_MAGIC, .event_abi = XPU_EVENT_ABI };
+
+		fwrite(&h, sizeof(h), 1, m->dump);
+	}
+	return 0;
+}
+
 /* A sink of kind test listens where the correlators push (XPU_SINK_URL_FMT). */
 static int sink__open(struct mesh *m, struct actor *a)
 {
-	char path[4096];
+	int err = dump__open(m, a);
 
-	if (!conf_actor__path(a->conf, a->self, "dump", path, sizeof(path))) {
-		/* a restarted sink goes on after what its previous run wrote */
-		m->dump = fopen(path, status_load(&a->slot->restarts) ? "ae" : "we");
-		if (!m->dump) {
-			fprintf(stderr, PROG ": unable to open %s: %s\n", path, strerror(errno));
-			return -errno;
-		}
-		setvbuf(m->dump, NULL, _IOFBF, 1 << 20); /* large writes, not one per event */
-	}
+	if (err)
+		return err;
 	m->events = calloc(SINK_MAX_EVENTS, sizeof(*m->events));
 	if (!m->events || xpu_wire_pool__init(&m->pool, SINK_STACK_POOL, SINK_TEXT_POOL))
 		return -ENOMEM;
@@ -345,6 +362,7 @@ static int mesh__open(struct mesh *m, struct actor *a)
 		}
 		m->c_records = actor__counter(a, "records_in");
 		m->c_lost = actor__counter(a, "records_lost");
+		return dump__open(m, a);
 	}
 	return 0;
 err:
@@ -357,7 +375,8 @@ static int count_record(const void *rec, __u32 size, void *ctx)
 	struct mesh *m = ctx;
 	const struct xpu_rec *h = rec;
 
-	(void)size;
+	if (m->dump)
+		fwrite(rec, size, 1, m->dump);
 	if (h->type == XPU_REC_LOSS)
 		m->lost += ((const struct xpu_loss *)rec)->count;
 	else
