@@ -55,7 +55,7 @@ PYEOF
 ok $? "auto: stats.json counts the stacks unwound, most complete: $(cut -c1-300 "$WORK/stats.txt")"
 
 printf '[source cpu]\nkind = cpu\ntarget = command\nfrequency_hz = 499\nunwind = fp\n' >"$WORK/fp.conf"
-printf '\n[correlator]\n\n[sink folded]\nkind = folded\nfile = %s/fp.folded\n' "$WORK" >>"$WORK/fp.conf"
+printf '\n[correlator]\n\n[sink folded]\nkind = folded\npath = %s/fp.folded\n' "$WORK" >>"$WORK/fp.conf"
 "$XPUSUP" record -c "$WORK/fp.conf" -o "$WORK/recfp" --session "$PREFIX-fp" -- "$NOFP" --seconds 2 \
 	>/dev/null 2>"$WORK/fp.err"
 ok $? "record (unwind = fp) of nofp: exit status 0"

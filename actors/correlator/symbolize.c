@@ -80,6 +80,7 @@ struct objfile {
 	struct objfile *cfi_prev, *cfi_next;
 	__u64 cfi_failed_ns; /* the last load failed then: tried again FILE_RETRY_NS later */
 	__u64 serial; /* unique for the symbolizer's life: the rule cache's key, never reused */
+	__u32 module_name; /* the interned "[basename]" + 1; 0 until a frame needs it */
 	struct seg *segs;
 	struct sym *syms;
 	char *strs; /* the symbols' names, NUL-terminated, back to back */
@@ -1130,6 +1131,30 @@ static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u6
 	return f;
 }
 
+/*
+ * A frame inside a file that has no symbol for it (a static function of a stripped program:
+ * Debian's python3.11 keeps only .dynsym) is named after the file, "[python3.11]", as perf
+ * does: where the time went, to the module, rather than "[unknown]", which stays for
+ * addresses no file is mapped at.
+ */
+static const char *module_name(struct symbolizer *s, struct objfile *f)
+{
+	char buf[SYMBOLIZER_NAME_MAX];
+	const char *base = strrchr(f->path, '/');
+	int id;
+
+	s->st.module_named++;
+	if (f->module_name)
+		return s->names.text[f->module_name - 1];
+	base = base ? base + 1 : f->path;
+	snprintf(buf, sizeof(buf), "[%s]", base);
+	id = names_intern(&s->names, buf);
+	if (id < 0)
+		return unknown(s);
+	f->module_name = (__u32)id + 1;
+	return s->names.text[id];
+}
+
 static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now)
 {
 	struct mapping *m;
@@ -1142,7 +1167,7 @@ static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 no
 		return unknown(s);
 	sym = syms_find(f->syms, f->n_syms, vaddr);
 	if (!sym)
-		return unknown(s);
+		return module_name(s, f);
 	return sym_name(s, sym, f->strs);
 }
 

@@ -3,7 +3,8 @@
  * The symbolizer: the function name of a stack frame, an enrich stage the correlator runs on
  * CPU samples and launch stacks. A frame's name is the bare function name, as perf's folded
  * output has it (no +offset, no module), C++ names demangled in full
- * ("ns::Widget::run(int)"), "[unknown]" when it cannot be resolved; so flamegraph shares
+ * ("ns::Widget::run(int)"), "[file]" (its basename) for an address inside a mapped file that
+ * has no symbol covering it, "[unknown]" when no file is known there; so flamegraph shares
  * compare with perf's. docs/symbolize.md has the details.
  *
  * Single-threaded: one symbolizer per correlator shard, no locks. Its caches:
@@ -65,6 +66,7 @@ struct symbolizer_stats {
 	__u64 cfi_evicted; /* files whose CFI was dropped to stay within the bound */
 	__u64 cfi_failed; /* CFI loads that failed (no file, no CFI section, not x86-64 ELF) */
 	__u64 rule_hits, rule_misses; /* rule cache lookups */
+	__u64 module_named; /* frames in a file with no symbol for them, named "[file]" */
 };
 
 /* The default bound on the CFI the symbolizer holds for the unwinder: past it, the least
