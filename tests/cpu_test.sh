@@ -7,16 +7,20 @@
 #     PROC_EXEC (fork and exec, with the path) and PROC_EXIT (with the status) arrive;
 #   - the launch uprobe: LAUNCH records with the right correlation ids and stacks;
 #   - target = pid:, cgroup:; BPF ring buffer overflow counted and sent as LOSS;
+#   - user stacks both ways, on the records as they left the source (a test correlator's
+#     replay file, read by cpu/stack_copies.py): the default (dwarf on x86-64) copies the
+#     stack into samples and launches, unwind = fp walks frame pointers and copies nothing;
 #   - without CAP_BPF/CAP_PERFMON: exit 100 naming them; record goes on without CPU stacks.
 #
 #
-# Usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY
+# Usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY STACK_COPIES_PY
 set -u
-XPUSUP=${1:?usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY}
+XPUSUP=${1:?usage: cpu_test.sh XPUSUP HOTSPOTS FORKTREE LAUNCHER PERF_FOLDED_PY STACK_COPIES_PY}
 HOTSPOTS=${2:?}
 FORKTREE=${3:?}
 LAUNCHER=${4:?}
 PERF_FOLDED=${5:?}
+STACK_COPIES=${6:?}
 . "$(dirname "$0")/session_lib.sh"
 session_lib_init cputest c
 # A cgroup v2 folder: under the host's cgroup2 mount, or one of our own on a v1 host.
@@ -186,6 +190,48 @@ done
 kill "$bg" "$other" 2>/dev/null
 wait "$bg" "$other" 2>/dev/null
 bg=
+
+# ---- user stacks: copied (the default, dwarf) or walked (fp) ----------------------------------
+# A [correlator] of kind test writes the records it reads, as the source wrote them. Stack
+# copies are x86-64's only: elsewhere the default is fp.
+modes="dwarf fp"
+[ "$(uname -m)" = x86_64 ] || modes=fp
+"$HOTSPOTS" --seconds 30 2>/dev/null &
+bg=$!
+sleep 0.2
+cp "/proc/$bg/maps" "$WORK/hot.maps"
+for mode in $modes; do
+	s="$PREFIX-u$mode"
+	key=""
+	[ "$mode" = fp ] && key="unwind = fp"
+	printf '[source cpu]\nkind = cpu\nfrequency_hz = 499\ntarget = pid:%s\n%s\n\n[correlator]\nkind = test\ndump = %s\n' \
+		"$bg" "$key" "$WORK/$mode.replay" >"$WORK/$mode.conf"
+	"$XPUSUP" start "$WORK/$mode.conf" --session "$s" >/dev/null 2>&1
+	ok $? "unwind $mode: a session on pid $bg starts${key:+ ($key)}"
+	if [ "$mode" = dwarf ]; then
+		wait_for 20 "$s" "c('cpu', 'stack_copies') >= 200 and c('cpu', 'stack_copy_kib') > 0"
+		ok $? "unwind $mode: the actor counts stack copies ($(json "$s" "c('cpu', 'stack_copies'), c('cpu', 'stack_copy_kib'), c('cpu', 'stack_copy_short')"))"
+	else
+		wait_for 20 "$s" "c('cpu', 'samples') >= 200"
+		ok $? "unwind $mode: samples arrive, no stack copies ($(json "$s" "c('cpu', 'stack_copies')"))"
+	fi
+	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	"$PY" "$STACK_COPIES" samples "$WORK/$mode.replay" "$mode" "$bg" "$WORK/hot.maps" 16384 \
+		>"$WORK/$mode.txt" 2>&1
+	ok $? "unwind $mode: the records as they left the source: $(grep -c '^ok' "$WORK/$mode.txt") checks ok $(grep -v '^ok' "$WORK/$mode.txt" | tr '\n' ' ')"
+done
+kill "$bg" 2>/dev/null
+wait "$bg" 2>/dev/null
+bg=
+if [ "$modes" != fp ]; then
+	printf '[source cpu]\nkind = cpu\ntarget = command\nstack_bytes = 32768\nlaunch_marker = %s\n\n[correlator]\nkind = test\ndump = %s\n' \
+		"$LAUNCHER" "$WORK/launch.replay" >"$WORK/ulaunch.conf"
+	"$XPUSUP" record -c "$WORK/ulaunch.conf" --session "$PREFIX-ulaunch" -- "$LAUNCHER" 200 \
+		>"$WORK/ulaunch.out" 2>&1
+	ok $? "unwind dwarf: record of the stand-in launcher with stack_bytes = 32768 succeeds"
+	"$PY" "$STACK_COPIES" launches "$WORK/launch.replay" 200 >"$WORK/ulaunch.txt" 2>&1
+	ok $? "unwind dwarf: launches carry the stack at the marker's entry: $(grep -c '^ok' "$WORK/ulaunch.txt") checks ok $(grep -v '^ok' "$WORK/ulaunch.txt" | tr '\n' ' ')"
+fi
 
 # ---- a BPF ring buffer too small: drops counted, sent as LOSS --------------------------------
 s="$PREFIX-drop"
