@@ -193,11 +193,11 @@ static bool rd_at(struct rd *r, const struct cfi_sections *s, enum section sec, 
 	__u64 len = sec == SEC_EH ? s->eh_frame_len : s->debug_frame_len;
 
 	*r = (struct rd){ .base = b,
-			  .end = b + len,
 			  .base_vaddr = sec == SEC_EH ? s->eh_frame_vaddr : 0,
 			  .datarel = s->eh_frame_hdr_vaddr };
 	if (!b || off >= len)
 		return false;
+	r->end = b + len; /* b is not NULL: no arithmetic on a null pointer */
 	r->p = b + off;
 	return true;
 }
@@ -397,6 +397,13 @@ struct machine {
 	bool done;
 };
 
+/* v * the data alignment factor, wrapping (hostile CFI may overflow; the results are
+ * range-checked before they become a rule). */
+static __s64 scaled(__u64 v, const struct cie *c)
+{
+	return (__s64)(v * (__u64)c->data_align);
+}
+
 static struct reg_rule *reg_of(struct row *row, __u64 reg)
 {
 	if (reg == REG_RBP)
@@ -479,7 +486,7 @@ static int run(struct machine *m, const struct cie *c, const __u8 *p, const __u8
 			continue;
 		case 0x80: /* DW_CFA_offset */
 			v = get_uleb(&r);
-			set_reg(&m->row, op & 0x3f, R_OFFSET, (__s64)v * c->data_align);
+			set_reg(&m->row, op & 0x3f, R_OFFSET, scaled((__u64)v, c));
 			goto next;
 		case 0xc0: /* DW_CFA_restore */
 			if (reg_of(&m->row, op & 0x3f))
@@ -514,7 +521,7 @@ static int run(struct machine *m, const struct cie *c, const __u8 *p, const __u8
 		case 0x05: /* offset_extended */
 			reg = get_uleb(&r);
 			v = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, (__s64)v * c->data_align);
+			set_reg(&m->row, reg, R_OFFSET, scaled((__u64)v, c));
 			break;
 		case 0x06: /* restore_extended */
 			reg = get_uleb(&r);
@@ -569,15 +576,15 @@ static int run(struct machine *m, const struct cie *c, const __u8 *p, const __u8
 			break;
 		case 0x11: /* offset_extended_sf */
 			reg = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, get_sleb(&r) * c->data_align);
+			set_reg(&m->row, reg, R_OFFSET, scaled((__u64)get_sleb(&r), c));
 			break;
 		case 0x12: /* def_cfa_sf */
 			m->row.cfa_how = CFA_REG;
 			m->row.cfa_reg = get_uleb(&r);
-			m->row.cfa_off = get_sleb(&r) * c->data_align;
+			m->row.cfa_off = scaled((__u64)get_sleb(&r), c);
 			break;
 		case 0x13: /* def_cfa_offset_sf */
-			m->row.cfa_off = get_sleb(&r) * c->data_align;
+			m->row.cfa_off = scaled((__u64)get_sleb(&r), c);
 			break;
 		case 0x14: /* val_offset */
 		case 0x15: /* val_offset_sf */
@@ -593,7 +600,7 @@ static int run(struct machine *m, const struct cie *c, const __u8 *p, const __u8
 			break;
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, -(__s64)get_uleb(&r) * c->data_align);
+			set_reg(&m->row, reg, R_OFFSET, scaled(0 - get_uleb(&r), c));
 			break;
 		default:
 			return -EBADMSG;
@@ -685,7 +692,6 @@ static int hdr_search(const struct cfi_sections *s, __u64 vaddr, __u64 *fde_off)
 {
 	struct rd r = { .base = s->eh_frame_hdr,
 			.p = s->eh_frame_hdr,
-			.end = s->eh_frame_hdr + s->eh_frame_hdr_len,
 			.base_vaddr = s->eh_frame_hdr_vaddr,
 			.datarel = s->eh_frame_hdr_vaddr };
 	__u64 eh_ptr, count, lo, hi, mid, loc, fde;
@@ -694,6 +700,7 @@ static int hdr_search(const struct cfi_sections *s, __u64 vaddr, __u64 *fde_off)
 
 	if (!s->eh_frame_hdr || !s->eh_frame)
 		return -ENODATA;
+	r.end = s->eh_frame_hdr + s->eh_frame_hdr_len; /* not before: no arithmetic on NULL */
 	version = (__u8)get_le(&r, 1);
 	ptr_enc = (__u8)get_le(&r, 1);
 	count_enc = (__u8)get_le(&r, 1);
@@ -811,7 +818,8 @@ struct cfi_index *cfi_index__build(const struct cfi_sections *sec)
 		errno = ENOMEM;
 		return NULL;
 	}
-	qsort(idx->v, idx->n, sizeof(*idx->v), entry_cmp);
+	if (idx->n) /* qsort must not be given a NULL array, even empty */
+		qsort(idx->v, idx->n, sizeof(*idx->v), entry_cmp);
 	return idx;
 }
 
