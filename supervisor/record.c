@@ -421,7 +421,8 @@ int record_cmd(int argc, char **argv)
 			}
 			break;
 		case 'u':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "dwarf") && strcmp(optarg, "fp")) {
+			if (strcmp(optarg, "auto") && strcmp(optarg, "dwarf") &&
+			    strcmp(optarg, "fp")) {
 				fprintf(stderr,
 					"xpusup: unable to record: bad --unwind '%s': auto, dwarf or fp "
 					"(see `xpusup record --help`)\n",
