@@ -58,7 +58,8 @@ def count_gpu_events(trace_path):
         doc = json.load(f)
     counts = {"kernel": collections.Counter(), "gpu_memcpy": collections.Counter(),
               "gpu_memset": collections.Counter()}
-    for e in doc.get("traceEvents", []):
+    # torch 2.x writes {"traceEvents": [...]}, torch 1.13 (Debian 12's) the bare list
+    for e in (doc.get("traceEvents", []) if isinstance(doc, dict) else doc):
         c = counts.get(e.get("cat"))
         if c is not None and e.get("ph") == "X":
             c[e.get("name", "?")] += 1
