@@ -57,11 +57,12 @@ const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 };
 
 _Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
-				       sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
+					   sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest CPU_SAMPLE");
 _Static_assert(XPU_REC_MAX_SIZE >= XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) &&
 		       XPU_REC_MAX_SIZE >= sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES +
-						   sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
+						   sizeof(struct xpu_stack_copy) +
+						   XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest kind");
 
 __u32 xpu_rec_type__min_size(__u32 type)
