@@ -64,7 +64,8 @@ static __u64 get_le(struct rd *r, unsigned int n)
 	return v;
 }
 
-static __u64 get_uleb(struct rd *r)
+/* A LEB128 number; sign-extended when sign is set. */
+static __u64 get_leb(struct rd *r, bool sign)
 {
 	__u64 v = 0;
 	unsigned int shift = 0;
@@ -80,28 +81,19 @@ static __u64 get_uleb(struct rd *r)
 	} while (b & 0x80 && shift < 70);
 	if (b & 0x80)
 		r->bad = true;
+	if (sign && shift < 64 && (b & 0x40))
+		v |= ~0ull << shift;
 	return v;
+}
+
+static __u64 get_uleb(struct rd *r)
+{
+	return get_leb(r, false);
 }
 
 static __s64 get_sleb(struct rd *r)
 {
-	__u64 v = 0;
-	unsigned int shift = 0;
-	__u8 b;
-
-	do {
-		if (!have(r, 1))
-			return 0;
-		b = *r->p++;
-		if (shift < 64)
-			v |= (__u64)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80 && shift < 70);
-	if (b & 0x80)
-		r->bad = true;
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (__s64)v;
+	return (__s64)get_leb(r, true);
 }
 
 static void skip(struct rd *r, __u64 n)

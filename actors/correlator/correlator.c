@@ -314,6 +314,7 @@ struct shard {
 	__u64 frames_unknown;
 	/* Copied stacks (XPU_STACK_F_COPY) unwound into ordinary records before the join. */
 	unsigned char *unwound; /* one record: a CPU_SAMPLE with every frame */
+	bool sym_failed; /* the symbolizer could not be made for the unwinder */
 	struct stack_unwind_stats uw;
 	__u64 ips[XPU_WIRE_STACK_MAX];
 	const char *frame_names[XPU_WIRE_STACK_MAX];
@@ -659,8 +660,9 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 	 * needs its files. */
 	if (h->flags & XPU_STACK_F_COPY &&
 	    (h->type == XPU_REC_CPU_SAMPLE || h->type == XPU_REC_LAUNCH)) {
-		if (!s->sym)
-			symbols__open(s); /* on failure: frame pointers only */
+		/* one try: a failed allocation is not repeated for every record after it */
+		if (!s->sym && !s->sym_failed && symbols__open(s))
+			s->sym_failed = true; /* frame pointers only, counted in no_maps */
 		n = stack_unwind__record(s->sym, rec, s->unwound, UNWOUND_MAX, &s->uw);
 		if (n < 0)
 			return; /* cannot happen for a validated record: the buffer fits any */
