@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tests/tap.h"
+#include "unwind/self_cfi.h"
 #include "unwind/walk_test.h"
 
 /* --- made-up stacks ----------------------------------------------------------------- */
@@ -246,123 +247,14 @@ static void check_copy(void)
 #define DEPTH 8 /* walk_test_nofp_level(DEPTH) .. (0): DEPTH + 1 frames */
 #define COPY_MAX (32u << 10)
 
-struct module {
-	__u64 bias, start, end; /* the executable segments, as loaded */
-	struct cfi_sections sec; /* at ELF vaddrs: the image's, minus bias */
-};
-
-static struct module modules[64];
-static unsigned int n_modules;
+static struct self_cfi images;
 static __u64 stack_top;
 static __u8 stack_copy[COPY_MAX];
 
-/* The image's CFI as the loader mapped it: .eh_frame_hdr is the PT_GNU_EH_FRAME segment,
- * .eh_frame starts where its eh_frame_ptr says and ends, at the latest, with its segment. */
-static int add_module(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	struct module *m = &modules[n_modules];
-	const ElfW(Phdr) *hdr = NULL, *ph;
-	__u64 eh_vaddr = 0;
-	__s32 rel;
-	int i;
-
-	if (n_modules == sizeof(modules) / sizeof(modules[0]))
-		return 1;
-	memset(m, 0, sizeof(*m));
-	m->bias = info->dlpi_addr;
-	m->start = UINT64_MAX;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_GNU_EH_FRAME)
-			hdr = ph;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			if (m->bias + ph->p_vaddr < m->start)
-				m->start = m->bias + ph->p_vaddr;
-			if (m->bias + ph->p_vaddr + ph->p_memsz > m->end)
-				m->end = m->bias + ph->p_vaddr + ph->p_memsz;
-		}
-	}
-	if (!hdr || m->start >= m->end)
-		return 0;
-	m->sec.eh_frame_hdr = (const __u8 *)(uintptr_t)(m->bias + hdr->p_vaddr);
-	m->sec.eh_frame_hdr_len = hdr->p_memsz;
-	m->sec.eh_frame_hdr_vaddr = hdr->p_vaddr;
-	if (hdr->p_memsz < 8 || m->sec.eh_frame_hdr[1] != 0x1b) /* pcrel | sdata4, as ld writes */
-		return 0;
-	memcpy(&rel, m->sec.eh_frame_hdr + 4, 4);
-	eh_vaddr = hdr->p_vaddr + 4 + (__u64)(__s64)rel;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && eh_vaddr >= ph->p_vaddr &&
-		    eh_vaddr < ph->p_vaddr + ph->p_memsz) {
-			m->sec.eh_frame = (const __u8 *)(uintptr_t)(m->bias + eh_vaddr);
-			m->sec.eh_frame_len = ph->p_vaddr + ph->p_memsz - eh_vaddr;
-			m->sec.eh_frame_vaddr = eh_vaddr;
-		}
-	}
-	if (m->sec.eh_frame)
-		n_modules++;
-	return 0;
-}
-
-static int image_rule(void *ctx, __u64 addr, struct cfi_rule *out)
-{
-	unsigned int i;
-	int err;
-
-	for (i = 0; i < n_modules; i++) {
-		if (addr < modules[i].start || addr >= modules[i].end)
-			continue;
-		err = cfi__find(&modules[i].sec, NULL, addr - modules[i].bias, out);
-		if (!err) {
-			out->start += modules[i].bias;
-			out->end += modules[i].bias;
-		}
-		return err;
-	}
-	return -ENOENT;
-}
-
-/* The end of the mapping that holds sp (the stack's top), or 0. */
-static __u64 find_stack_top(__u64 sp)
-{
-	unsigned long long start, end;
-	char line[512];
-	__u64 top = 0;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &start, &end) == 2 && sp >= start && sp < end)
-			top = end;
-	fclose(f);
-	return top;
-}
-
-/* Word by word and not through memcpy: ASan would see the other frames' redzones. */
-__attribute__((no_sanitize_address)) static void copy_words(__u8 *dst, __u64 src, __u64 len)
-{
-	const volatile __u64 *s = (const volatile __u64 *)(uintptr_t)src;
-	__u64 i, w;
-
-	for (i = 0; i < len / 8; i++) {
-		w = s[i];
-		memcpy(dst + 8 * i, &w, 8);
-	}
-}
-
 __attribute__((noinline, visibility("default"))) long walk_test_capture(struct stack_capture *cap)
 {
-	__u64 ip, sp, fp;
-
-	/* one asm: the three registers at the same instruction, whose CFI describes this
-	 * frame (in the body, past the prologue, the stack pointer does not move) */
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=r"(ip), "=r"(sp), "=r"(fp));
-	cap->regs = (struct unwind_regs){ ip, sp, fp };
-	cap->len = stack_top > sp && stack_top - sp < cap->cap ? stack_top - sp : cap->cap;
-	copy_words(cap->bytes, sp, cap->len);
+	SELF_REGS(cap->regs);
+	cap->len = self_stack_copy(cap->bytes, cap->cap, cap->regs.sp, stack_top);
 	return 0;
 }
 
@@ -388,20 +280,20 @@ static __u32 find_frame(const __u64 *ips, __u32 n, __u32 from, const char *name)
 static void check_own_stack(void)
 {
 	struct stack_capture cap = { .bytes = stack_copy, .cap = COPY_MAX };
-	struct unwind_copy copy;
-	struct unwind_ops ops = { unwind_copy__read, image_rule, &copy };
+	struct self_walk walk = { .cfi = &images };
+	struct unwind_ops ops = { self_walk_read, self_walk_rule, &walk };
 	struct unwind_result res, fp_res;
 	__u64 ips[64], fp_ips[64];
 	__u32 n, i, first, level, main_at;
 	bool in_order = true;
 
-	stack_top = find_stack_top((__u64)(uintptr_t)&cap);
-	dl_iterate_phdr(add_module, NULL);
-	if (!tap_ok(stack_top && n_modules >= 2, "stack top %#llx, CFI of %u loaded images",
-		    (unsigned long long)stack_top, n_modules))
+	stack_top = self_stack_top((__u64)(uintptr_t)&cap);
+	if (!tap_ok(stack_top && self_cfi__load(&images) >= 2,
+		    "stack top %#llx, CFI of %u loaded images", (unsigned long long)stack_top,
+		    images.n))
 		return;
 	walk_test_nofp_level(DEPTH, &cap);
-	copy = (struct unwind_copy){ cap.regs.sp, cap.bytes, cap.len };
+	walk.copy = (struct unwind_copy){ cap.regs.sp, cap.bytes, cap.len };
 	tap_ok(cap.regs.fp & 1, "rbp held data, not a frame pointer (%#llx)",
 	       (unsigned long long)cap.regs.fp);
 
