@@ -131,7 +131,7 @@ static void fail(struct cursor *c, int err)
 }
 
 /* The n bytes at the cursor, or NULL (and the cursor fails) when they pass its end. */
-static const __u8 *take(struct cursor *c, __u64 n)
+static inline const __u8 *take(struct cursor *c, __u64 n)
 {
 	const __u8 *p;
 
@@ -144,23 +144,42 @@ static const __u8 *take(struct cursor *c, __u64 n)
 	return p;
 }
 
-static __u64 get_le(struct cursor *c, unsigned int n)
+/* n is 1, 2, 4 or 8: constant sizes, so that the copies inline (this is the hot path) */
+static inline __u64 get_le(struct cursor *c, unsigned int n)
 {
 	const __u8 *p = take(c, n);
 	__u64 v = 0;
+	__u32 v4;
+	__u16 v2;
 
-	if (p)
-		memcpy(&v, p, n); /* little-endian host (asserted above); p may be unaligned */
-	return v;
+	if (!p)
+		return 0;
+	switch (n) { /* little-endian host (asserted above); p may be unaligned */
+	case 1:
+		return *p;
+	case 2:
+		memcpy(&v2, p, 2);
+		return v2;
+	case 4:
+		memcpy(&v4, p, 4);
+		return v4;
+	default:
+		memcpy(&v, p, 8);
+		return v;
+	}
 }
 
-static __u8 get_u8(struct cursor *c)
+static inline __u8 get_u8(struct cursor *c)
 {
-	return (__u8)get_le(c, 1);
+	if (c->err || c->pos >= c->end) {
+		fail(c, -EBADMSG);
+		return 0;
+	}
+	return c->s->p[c->pos++];
 }
 
 /* A LEB128 number; bits past 64 are dropped (a hostile number is only long, not wrong). */
-static __u64 get_leb(struct cursor *c, bool is_signed)
+static inline __u64 get_leb(struct cursor *c, bool is_signed)
 {
 	unsigned int shift = 0;
 	__u64 v = 0;
