@@ -294,8 +294,6 @@ static void check_own_stack(void)
 		return;
 	walk_test_nofp_level(DEPTH, &cap);
 	walk.copy = (struct unwind_copy){ cap.regs.sp, cap.bytes, cap.len };
-	tap_ok(cap.regs.fp & 1, "rbp held data, not a frame pointer (%#llx)",
-	       (unsigned long long)cap.regs.fp);
 
 	n = unwind__walk(&ops, cap.regs, 0, ips, 64, &res);
 	for (i = 0; i < n; i++)
@@ -317,9 +315,13 @@ static void check_own_stack(void)
 	       "by CFI all the way, ending at the outermost frame or the copy's end (%s)",
 	       unwind_end__name(res.end));
 
+	/* walk_test_capture may have a frame pointer (ASan builds give it one), the levels not */
 	n = unwind__walk(&ops, cap.regs, UNWIND_FP_ONLY, fp_ips, 64, &fp_res);
-	tap_ok(find_frame(fp_ips, n, 0, "main") == n,
-	       "frame pointers alone do not get to main (%u frames, %s)", n,
+	first = find_frame(fp_ips, n, 0, "walk_test_nofp_level");
+	tap_ok(find_frame(fp_ips, n, 0, "main") == n &&
+		       (first == n ||
+			find_frame(fp_ips, n, first + 1, "walk_test_nofp_level") == n),
+	       "frame pointers alone get to one level at most, not to main (%u frames, %s)", n,
 	       unwind_end__name(fp_res.end));
 	n = unwind__walk(&ops, cap.regs, UNWIND_NO_FP, fp_ips, 64, &fp_res);
 	tap_ok(n == res.n && !memcmp(fp_ips, ips, n * sizeof(*ips)),

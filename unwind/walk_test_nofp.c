@@ -9,7 +9,7 @@
 __attribute__((noinline, visibility("default"))) long
 walk_test_nofp_level(int depth, struct stack_capture *cap)
 {
-	register long data __asm__("rbp") = 0x5a5a000000000001l + 2l * depth;
+	register long data __asm__("rbp") = 0x5a5a01 + 2l * depth;
 	long r;
 
 	__asm__ volatile("" : "+r"(data)); /* in rbp here ... */
