@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
-#include <getopt.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,14 +41,6 @@ struct frames {
 	unsigned int files;
 	char names[512]; /* "libc.so.6 2890, ..." */
 };
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
 
 static int frames_add(struct frames *f, __u64 ip)
 {
@@ -131,22 +122,6 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
-static void shuffle(__u64 *v, size_t n)
-{
-	__u64 x = 88172645463325252ull, t;
-	size_t i, j;
-
-	for (i = n - 1; i > 0; i--) {
-		x ^= x << 13; /* xorshift64: the same order every run */
-		x ^= x >> 7;
-		x ^= x << 17;
-		j = x % (i + 1);
-		t = v[i];
-		v[i] = v[j];
-		v[j] = t;
-	}
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
@@ -164,7 +139,7 @@ static double run_baseline(const __u64 *ips, size_t n, __u64 *sink)
 		return -1;
 	memcpy(sorted, ips, n * sizeof(*sorted));
 	qsort(sorted, n, sizeof(*sorted), cmp_u64);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	while (done < WARM_FRAMES) {
 		for (i = 0; i < n; i++) {
 			lo = 0;
@@ -180,7 +155,7 @@ static double run_baseline(const __u64 *ips, size_t n, __u64 *sink)
 		}
 		done += n;
 	}
-	t0 = now_ns() - t0;
+	t0 = bench_now_ns() - t0;
 	free(sorted);
 	*sink += acc;
 	return (double)t0 / (double)done;
@@ -193,7 +168,7 @@ static double run_warm(struct symbolizer *s, __u32 pid, const __u64 *ips, size_t
 {
 	const char *names[STACK_DEPTH];
 	size_t i, done = 0, depth;
-	__u64 t0 = now_ns();
+	__u64 t0 = bench_now_ns();
 
 	while (done < WARM_FRAMES) {
 		for (i = 0; i < n; i += depth) {
@@ -211,7 +186,7 @@ static double run_warm(struct symbolizer *s, __u32 pid, const __u64 *ips, size_t
 		}
 		done += n;
 	}
-	return (double)(now_ns() - t0) / (double)done;
+	return (double)(bench_now_ns() - t0) / (double)done;
 }
 
 /* ns for the first lookup of every frame in a new symbolizer; *named gets the frames named. */
@@ -225,12 +200,12 @@ static double run_cold(__u32 pid, const __u64 *ips, size_t n, bool kernel, size_
 	if (!s)
 		return -1;
 	*named = 0;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < n; i++) {
 		name = symbolizer__name(s, pid, ips[i], kernel);
 		*named += strcmp(name, SYMBOLIZER_UNKNOWN) != 0;
 	}
-	t0 = now_ns() - t0;
+	t0 = bench_now_ns() - t0;
 	symbolizer__free(s);
 	return (double)t0;
 }
@@ -253,7 +228,7 @@ static size_t kernel_frames(struct frames *k)
 
 int main(int argc, char **argv)
 {
-	unsigned long repeat = 5;
+	unsigned long repeat;
 	struct frames user = { 0 }, kern = { 0 };
 	double base, warm_stack, warm_name, cold[COLD_MAX], kcold[COLD_MAX], kwarm;
 	double v_base[COLD_MAX], v_stack[COLD_MAX], v_name[COLD_MAX];
@@ -265,22 +240,16 @@ int main(int argc, char **argv)
 	unsigned int r;
 	int c;
 
-	while ((c = getopt(argc, argv, "r:h")) != -1) {
-		if (c == 'r' && (repeat = strtoul(optarg, NULL, 10)) >= 1 && repeat <= COLD_MAX)
-			continue;
-		fprintf(c == 'h' ? stdout : stderr,
-			"usage: symbolize_bench [-r REPEAT]  (runs of each measure, 1..%d, default "
-			"5; medians)\n",
-			COLD_MAX);
-		return c == 'h' ? 0 : EXIT_USAGE;
-	}
+	c = bench_repeat_option(argc, argv, "symbolize_bench", COLD_MAX, &repeat);
+	if (c >= 0)
+		return c;
 	elf_version(EV_CURRENT);
 	dl_iterate_phdr(add_object, &user);
 	if (!user.n) {
 		fprintf(stderr, "xpusup: unable to find functions in this process's ELF files\n");
 		return EXIT_SYSTEM;
 	}
-	shuffle(user.ip, user.n);
+	bench_shuffle(user.ip, user.n);
 
 	for (r = 0; r < repeat; r++)
 		cold[r] = run_cold(pid, user.ip, user.n, false, &named) / (double)user.n;
@@ -319,7 +288,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.names, (double)st.bytes / 1e6);
 
 	if (kernel_frames(&kern)) {
-		shuffle(kern.ip, kern.n);
+		bench_shuffle(kern.ip, kern.n);
 		for (r = 0; r < repeat; r++)
 			kcold[r] = run_cold(0, kern.ip, 1, true, &knamed); /* the kallsyms load */
 		run_warm(s, 0, kern.ip, kern.n, true, false, &sink);

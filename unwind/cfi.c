@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
- * The DWARF CFI reader: contract in cfi.h, design in docs/unwind.md.
+ * The DWARF CFI reader (cfi.h): .eh_frame_hdr's search table, a sorted index of .eh_frame and
+ * .debug_frame for files without one, and the call frame instruction interpreter.
  *
- * All reads go through struct rd, which knows the bytes it may read and the ELF virtual
- * address of the first one (for pc-relative pointers); a read past the end sets rd.bad and
- * yields 0, and every caller checks rd.bad before it trusts what it read. Nothing recurses;
- * the call frame program runs at most INSN_MAX instructions with at most STATE_MAX remembered
- * states; a CIE is looked up once per FDE (never a chain).
+ * Every read goes through a cursor bounded by the entry (CIE, FDE, expression block) it is in,
+ * and an entry is bounded by its section: a length, offset or count that points elsewhere is
+ * an error, never a read. Reads past the bound stick as the cursor's error and read as 0, so a
+ * parse checks once per field group instead of after every byte, and loops test the error in
+ * their condition. The interpreter runs the CIE's then the FDE's instructions up to the
+ * target address and tracks only what the walk needs: the CFA, rbp and the return address;
+ * the other columns are parsed and dropped.
+ *
+ * References: DWARF 5 section 6.4 (call frame information), the LSB 5.0 .eh_frame and
+ * .eh_frame_hdr formats (pointer encodings, 'z' augmentations), the x86-64 psABI (DWARF
+ * register numbers: 6 rbp, 7 rsp, 16 the return address).
  */
 #include "unwind/cfi.h"
 
@@ -16,816 +23,596 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INSN_MAX 100000 /* call frame instructions run for one lookup */
-#define STATE_MAX 16 /* DW_CFA_remember_state depth */
-#define AUG_MAX 8 /* augmentation characters we look at */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "x86-64 CFI, read in host order");
 
-/* DWARF register numbers on x86-64 */
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
-
-/* DW_EH_PE_* pointer encodings */
-#define PE_OMIT 0xff
-#define PE_FORMAT 0x0f
-#define PE_APP 0x70
-#define PE_INDIRECT 0x80
-#define PE_PCREL 0x10
-#define PE_DATAREL 0x30
-
-enum section { SEC_EH = 0, SEC_DEBUG = 1 };
-
-struct rd {
-	const __u8 *base, *p, *end;
-	__u64 base_vaddr; /* ELF vaddr of base[0]; pcrel pointers are relative to it */
-	__u64 datarel; /* .eh_frame_hdr's vaddr, for datarel pointers */
-	bool bad;
+/* Pointer encodings (DW_EH_PE_*): the low nibble is the format, 0x70 what it is relative to. */
+enum {
+	PE_ABSPTR = 0x00,
+	PE_ULEB128 = 0x01,
+	PE_UDATA2 = 0x02,
+	PE_UDATA4 = 0x03,
+	PE_UDATA8 = 0x04,
+	PE_SIGNED = 0x08, /* a signed absptr */
+	PE_SLEB128 = 0x09,
+	PE_SDATA2 = 0x0a,
+	PE_SDATA4 = 0x0b,
+	PE_SDATA8 = 0x0c,
+	PE_FORMAT = 0x0f,
+	PE_PCREL = 0x10,
+	PE_DATAREL = 0x30,
+	PE_APPLY = 0x70,
+	PE_INDIRECT = 0x80,
+	PE_OMIT = 0xff,
 };
 
-static bool have(struct rd *r, __u64 n)
+/* Call frame instructions (DW_CFA_*). The first three carry an operand in their low 6 bits. */
+enum {
+	CFA_ADVANCE_LOC = 0x40,
+	CFA_OFFSET = 0x80,
+	CFA_RESTORE = 0xc0,
+	CFA_NOP = 0x00,
+	CFA_SET_LOC = 0x01,
+	CFA_ADVANCE_LOC1 = 0x02,
+	CFA_ADVANCE_LOC2 = 0x03,
+	CFA_ADVANCE_LOC4 = 0x04,
+	CFA_OFFSET_EXTENDED = 0x05,
+	CFA_RESTORE_EXTENDED = 0x06,
+	CFA_UNDEFINED = 0x07,
+	CFA_SAME_VALUE = 0x08,
+	CFA_REGISTER = 0x09,
+	CFA_REMEMBER_STATE = 0x0a,
+	CFA_RESTORE_STATE = 0x0b,
+	CFA_DEF_CFA = 0x0c,
+	CFA_DEF_CFA_REGISTER = 0x0d,
+	CFA_DEF_CFA_OFFSET = 0x0e,
+	CFA_DEF_CFA_EXPRESSION = 0x0f,
+	CFA_EXPRESSION = 0x10,
+	CFA_OFFSET_EXTENDED_SF = 0x11,
+	CFA_DEF_CFA_SF = 0x12,
+	CFA_DEF_CFA_OFFSET_SF = 0x13,
+	CFA_VAL_OFFSET = 0x14,
+	CFA_VAL_OFFSET_SF = 0x15,
+	CFA_VAL_EXPRESSION = 0x16,
+	CFA_GNU_ARGS_SIZE = 0x2e,
+	CFA_GNU_NEGATIVE_OFFSET_EXTENDED = 0x2f,
+};
+
+/* The DWARF operations of the two CFA expressions we follow. */
+enum {
+	OP_DEREF = 0x06,
+	OP_AND = 0x1a,
+	OP_PLUS = 0x22,
+	OP_SHL = 0x24,
+	OP_GE = 0x2a,
+	OP_LIT0 = 0x30,
+	OP_LIT3 = 0x33,
+	OP_LIT15 = 0x3f,
+	OP_BREG0 = 0x70,
+};
+
+enum { REG_FP = 6, REG_SP = 7, REG_RA = 16 };
+
+#define STATES_MAX 16 /* DW_CFA_remember_state depth; gcc nests 1 or 2 */
+#define INSNS_MAX 100000 /* instructions run per lookup, CIE and FDE together */
+
+/* One section as the parser sees it. */
+struct section {
+	const __u8 *p;
+	__u64 len;
+	__u64 vaddr; /* of p[0], the base of pcrel pointers; only when has_vaddr */
+	bool has_vaddr;
+	bool eh; /* .eh_frame conventions: CIE id 0, CIE pointers relative to themselves */
+	__u8 which; /* enum which_section, for the index */
+};
+
+enum which_section { SEC_EH_FRAME, SEC_DEBUG_FRAME };
+
+/* A bounded read position in a section. The first error sticks; reads after it return 0. */
+struct cursor {
+	const struct section *s;
+	__u64 pos, end;
+	int err;
+};
+
+static struct cursor cursor_at(const struct section *s, __u64 pos, __u64 end)
 {
-	if (r->bad || (__u64)(r->end - r->p) < n) {
-		r->bad = true;
-		return false;
+	struct cursor c = { .s = s, .pos = pos, .end = end };
+
+	if (end > s->len || pos > end)
+		c.err = -EBADMSG;
+	return c;
+}
+
+static void fail(struct cursor *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+	c->pos = c->end;
+}
+
+/* The n bytes at the cursor, or NULL (and the cursor fails) when they pass its end. */
+static inline const __u8 *take(struct cursor *c, __u64 n)
+{
+	const __u8 *p;
+
+	if (c->err || n > c->end - c->pos) {
+		fail(c, -EBADMSG);
+		return NULL;
 	}
-	return true;
+	p = c->s->p + c->pos;
+	c->pos += n;
+	return p;
 }
 
-static __u64 get_le(struct rd *r, unsigned int n)
+/* n is 1, 2, 4 or 8: constant sizes, so that the copies inline (this is the hot path) */
+static inline __u64 get_le(struct cursor *c, unsigned int n)
 {
+	const __u8 *p = take(c, n);
 	__u64 v = 0;
-	unsigned int i;
+	__u32 v4;
+	__u16 v2;
 
-	if (!have(r, n))
+	if (!p)
 		return 0;
-	for (i = 0; i < n; i++)
-		v |= (__u64)r->p[i] << (8 * i);
-	r->p += n;
-	return v;
+	switch (n) { /* little-endian host (asserted above); p may be unaligned */
+	case 1:
+		return *p;
+	case 2:
+		memcpy(&v2, p, 2);
+		return v2;
+	case 4:
+		memcpy(&v4, p, 4);
+		return v4;
+	default:
+		memcpy(&v, p, 8);
+		return v;
+	}
 }
 
-/* A LEB128 number; sign-extended when sign is set. */
-static __u64 get_leb(struct rd *r, bool sign)
+static inline __u8 get_u8(struct cursor *c)
 {
-	__u64 v = 0;
+	if (c->err || c->pos >= c->end) {
+		fail(c, -EBADMSG);
+		return 0;
+	}
+	return c->s->p[c->pos++];
+}
+
+/* A LEB128 number; bits past 64 are dropped (a hostile number is only long, not wrong). */
+static inline __u64 get_leb(struct cursor *c, bool is_signed)
+{
 	unsigned int shift = 0;
+	__u64 v = 0;
 	__u8 b;
 
 	do {
-		if (!have(r, 1))
-			return 0;
-		b = *r->p++;
+		b = get_u8(c);
 		if (shift < 64)
 			v |= (__u64)(b & 0x7f) << shift;
 		shift += 7;
-	} while (b & 0x80 && shift < 70);
-	if (b & 0x80)
-		r->bad = true;
-	if (sign && shift < 64 && (b & 0x40))
+	} while ((b & 0x80) && !c->err);
+	if (is_signed && shift < 64 && (b & 0x40))
 		v |= ~0ull << shift;
 	return v;
 }
 
-static __u64 get_uleb(struct rd *r)
+static __u64 get_uleb(struct cursor *c)
 {
-	return get_leb(r, false);
+	return get_leb(c, false);
 }
 
-static __s64 get_sleb(struct rd *r)
+static __s64 get_sleb(struct cursor *c)
 {
-	return (__s64)get_leb(r, true);
+	return (__s64)get_leb(c, true);
 }
 
-static void skip(struct rd *r, __u64 n)
+/*
+ * A pointer in encoding enc. base_datarel: what DW_EH_PE_datarel is relative to (only
+ * .eh_frame_hdr has one: its own address). Fails the cursor with -EBADMSG on a format or
+ * application we cannot compute (textrel, funcrel, aligned, pcrel without a vaddr), and with
+ * -ENOTSUP on indirect (the value would be the address of the pointer, not the pointer).
+ */
+static __u64 get_ptr(struct cursor *c, __u8 enc, const __u64 *base_datarel)
 {
-	if (have(r, n))
-		r->p += n;
-}
+	__u64 field = c->pos, v;
 
-/* A pointer in encoding enc. -ENOTSUP for indirect ones, -EBADMSG for the rest we do not
- * know; the value in *out. */
-static int get_ptr(struct rd *r, __u8 enc, __u64 *out)
-{
-	__u64 field = r->base_vaddr + (__u64)(r->p - r->base), v;
+	/* bytes of each fixed-size format; the 0x08 bit says signed */
+	static const __u8 size[PE_FORMAT + 1] = {
+		[PE_ABSPTR] = 8, [PE_UDATA2] = 2, [PE_UDATA4] = 4, [PE_UDATA8] = 8,
+		[PE_SIGNED] = 8, [PE_SDATA2] = 2, [PE_SDATA4] = 4, [PE_SDATA8] = 8,
+	};
+	__u8 format = enc & PE_FORMAT, n = size[format];
 
-	if (enc == PE_OMIT)
-		return -EBADMSG;
-	switch (enc & PE_FORMAT) {
-	case 0x00:
-		v = get_le(r, 8);
-		break;
-	case 0x01:
-		v = get_uleb(r);
-		break;
-	case 0x02:
-		v = get_le(r, 2);
-		break;
-	case 0x03:
-		v = get_le(r, 4);
-		break;
-	case 0x04:
-		v = get_le(r, 8);
-		break;
-	case 0x09:
-		v = (__u64)get_sleb(r);
-		break;
-	case 0x0a:
-		v = (__u64)(__s64)(__s16)get_le(r, 2);
-		break;
-	case 0x0b:
-		v = (__u64)(__s64)(__s32)get_le(r, 4);
-		break;
-	case 0x0c:
-		v = get_le(r, 8);
-		break;
-	default:
-		return -EBADMSG;
+	if (format == PE_ULEB128 || format == PE_SLEB128) {
+		v = get_leb(c, format == PE_SLEB128);
+	} else if (n) {
+		v = get_le(c, n);
+		if ((format & PE_SIGNED) && n < 8 && (v >> (8 * n - 1)))
+			v |= ~0ull << (8 * n);
+	} else {
+		fail(c, -EBADMSG);
+		return 0;
 	}
-	switch (enc & PE_APP) {
-	case 0x00:
+	switch (enc & PE_APPLY) {
+	case 0:
 		break;
 	case PE_PCREL:
-		v += field;
+		if (!c->s->has_vaddr)
+			fail(c, -EBADMSG);
+		v += c->s->vaddr + field;
 		break;
 	case PE_DATAREL:
-		v += r->datarel;
+		if (!base_datarel)
+			fail(c, -EBADMSG);
+		else
+			v += *base_datarel;
 		break;
 	default:
-		return -EBADMSG;
+		fail(c, -EBADMSG);
 	}
-	if (r->bad)
-		return -EBADMSG;
 	if (enc & PE_INDIRECT)
-		return -ENOTSUP;
-	*out = v;
+		fail(c, -ENOTSUP);
+	return v;
+}
+
+/* One CIE or FDE: where its parts are. */
+struct entry {
+	__u64 start; /* its length field */
+	__u64 id_pos; /* its CIE id or CIE pointer */
+	__u64 body; /* past the id */
+	__u64 end; /* past the entry */
+	__u64 cie; /* FDE: the offset of its CIE (not checked yet) */
+	bool is_cie;
+};
+
+/* The entry at off: 0, 1 at a terminator (length 0), or -EBADMSG. */
+static int read_entry(const struct section *s, __u64 off, struct entry *e)
+{
+	struct cursor c = cursor_at(s, off, s->len);
+	unsigned int id_size = 4;
+	__u64 len, id;
+
+	len = get_le(&c, 4);
+	if (len == 0xffffffff) { /* 64-bit DWARF: the length follows, ids are 8 bytes */
+		len = get_le(&c, 8);
+		id_size = 8;
+	} else if (len >= 0xfffffff0) {
+		return -EBADMSG; /* reserved */
+	}
+	if (c.err)
+		return c.err;
+	if (!len)
+		return 1;
+	if (len > s->len - c.pos)
+		return -EBADMSG;
+	e->start = off;
+	e->id_pos = c.pos;
+	e->end = c.pos + len;
+	c.end = e->end;
+	id = get_le(&c, id_size);
+	if (c.err)
+		return c.err;
+	e->body = c.pos;
+	if (s->eh) {
+		e->is_cie = id == 0;
+		if (!e->is_cie && id > e->id_pos)
+			return -EBADMSG;
+		e->cie = e->id_pos - id;
+	} else {
+		e->is_cie = id == (id_size == 8 ? ~0ull : 0xffffffffull);
+		e->cie = id;
+	}
 	return 0;
 }
 
-/* A CIE, as far as the lookup needs it. */
 struct cie {
+	__u64 insns, end; /* its initial instructions */
 	__u64 code_align;
 	__s64 data_align;
-	__u64 ra_reg;
-	__u8 fde_enc; /* pointer encoding of the FDE's addresses */
-	bool aug_z, signal;
-	const __u8 *insns, *insns_end;
+	__u8 fde_enc; /* 'R': how the FDEs' pc_begin and pc_range are encoded */
+	bool aug_z; /* the FDEs have an augmentation data length */
+	bool signal; /* 'S' */
 };
 
-/* An FDE: its addresses and its instructions. */
-struct fde {
-	__u64 pc_begin, pc_end;
-	const __u8 *insns, *insns_end;
-	struct cie cie;
-};
-
-/* A reader over the bytes of section sec of s, starting at offset off. */
-static bool rd_at(struct rd *r, const struct cfi_sections *s, enum section sec, __u64 off)
+/* The CIE at off: 0, -EBADMSG, or -ENOTSUP (well-formed but not for x86-64 or too old). */
+static int read_cie(const struct section *s, __u64 off, struct cie *cie)
 {
-	const __u8 *b = sec == SEC_EH ? s->eh_frame : s->debug_frame;
-	__u64 len = sec == SEC_EH ? s->eh_frame_len : s->debug_frame_len;
-
-	*r = (struct rd){ .base = b,
-			  .base_vaddr = sec == SEC_EH ? s->eh_frame_vaddr : 0,
-			  .datarel = s->eh_frame_hdr_vaddr };
-	if (!b || off >= len)
-		return false;
-	r->end = b + len; /* b is not NULL: no arithmetic on a null pointer */
-	r->p = b + off;
-	return true;
-}
-
-/* The length field of an entry: *id_off is where its id starts, *end where the entry ends.
- * 0, -ENOENT for the zero terminator, -EBADMSG. */
-static int entry_bounds(struct rd *r, bool *wide, const __u8 **end)
-{
-	__u64 len = get_le(r, 4);
-
-	*wide = len == 0xffffffffu;
-	if (*wide)
-		len = get_le(r, 8);
-	if (r->bad)
-		return -EBADMSG;
-	if (!len)
-		return -ENOENT;
-	if (len > (__u64)(r->end - r->p))
-		return -EBADMSG;
-	*end = r->p + len;
-	return 0;
-}
-
-static int cie_parse(const struct cfi_sections *s, enum section sec, __u64 off, struct cie *c)
-{
-	char aug[AUG_MAX + 1];
-	const __u8 *end, *aug_end = NULL;
-	unsigned int n = 0, i;
-	struct rd r;
-	__u64 id, personality;
-	__u8 version, enc;
-	bool wide;
+	struct cursor c, aug_data;
+	__u64 aug, ra, aug_len;
+	struct entry e;
+	__u8 version, ch;
 	int err;
 
-	if (!rd_at(&r, s, sec, off))
-		return -EBADMSG;
-	err = entry_bounds(&r, &wide, &end);
+	err = read_entry(s, off, &e);
 	if (err)
-		return -EBADMSG;
-	r.end = end;
-	id = get_le(&r, wide ? 8 : 4);
-	if (sec == SEC_EH ? id != 0 : id != (wide ? ~0ull : 0xffffffffull))
-		return -EBADMSG;
-	version = (__u8)get_le(&r, 1);
+		return err > 0 ? -EBADMSG : err;
+	if (!e.is_cie)
+		return -EBADMSG; /* an FDE's CIE pointer to another FDE */
+	c = cursor_at(s, e.body, e.end);
+	version = get_u8(&c);
 	if (version != 1 && version != 3 && version != 4)
 		return -EBADMSG;
-	/* The augmentation string, NUL-terminated, within the entry. */
-	while (have(&r, 1) && *r.p) {
-		if (n < AUG_MAX)
-			aug[n] = (char)*r.p;
-		n++;
-		r.p++;
-	}
-	skip(&r, 1);
-	if (r.bad || n > AUG_MAX)
-		return -EBADMSG;
-	aug[n] = 0;
-	if (version == 4) {
-		if (get_le(&r, 1) != 8) /* address size */
-			return -EBADMSG;
-		skip(&r, 1); /* segment selector size */
-	}
-	*c = (struct cie){ 0 }; /* .debug_frame: absolute 8-byte addresses */
-	c->code_align = get_uleb(&r);
-	c->data_align = get_sleb(&r);
-	c->ra_reg = version == 1 ? get_le(&r, 1) : get_uleb(&r);
-	if (r.bad || !c->code_align || c->ra_reg != REG_RA)
-		return -EBADMSG;
-	for (i = 0; i < n; i++) {
-		switch (aug[i]) {
-		case 'z':
-			if (i != 0)
-				return -EBADMSG;
-			c->aug_z = true;
-			{
-				__u64 alen = get_uleb(&r);
-
-				if (r.bad || alen > (__u64)(r.end - r.p))
-					return -EBADMSG;
-				aug_end = r.p + alen;
-			}
-			break;
-		case 'R':
-			c->fde_enc = (__u8)get_le(&r, 1);
-			break;
-		case 'L':
-			skip(&r, 1);
-			break;
-		case 'P':
-			enc = (__u8)get_le(&r, 1);
-			err = get_ptr(&r, enc & ~PE_INDIRECT, &personality);
-			if (err)
-				return err;
-			break;
-		case 'S':
-			c->signal = true;
-			break;
-		case 'B': /* arm64's BTI marker: nothing to read */
-			break;
-		default:
-			/* without 'z' an unknown letter hides how much to skip */
-			if (!c->aug_z)
-				return -EBADMSG;
-			i = n; /* the rest is skipped through the 'z' length */
-			break;
-		}
-		if (r.bad)
-			return -EBADMSG;
-	}
-	if (aug_end) {
-		if (r.p > aug_end)
-			return -EBADMSG;
-		r.p = aug_end;
-	}
-	c->insns = r.p;
-	c->insns_end = end;
-	return 0;
-}
-
-/* The FDE at off of section sec; -ENOENT when off holds a CIE or the terminator. */
-static int fde_parse(const struct cfi_sections *s, enum section sec, __u64 off, struct fde *f)
-{
-	const __u8 *end, *id_at;
-	__u64 cie_ptr, cie_off, range;
-	struct rd r;
-	bool wide;
-	int err;
-
-	if (!rd_at(&r, s, sec, off))
-		return -EBADMSG;
-	err = entry_bounds(&r, &wide, &end);
-	if (err)
-		return err;
-	r.end = end;
-	id_at = r.p;
-	cie_ptr = get_le(&r, wide ? 8 : 4);
-	if (r.bad)
-		return -EBADMSG;
-	if (sec == SEC_EH) {
-		if (!cie_ptr)
-			return -ENOENT; /* a CIE */
-		cie_off = (__u64)(id_at - s->eh_frame);
-		if (cie_ptr > cie_off)
-			return -EBADMSG;
-		cie_off -= cie_ptr;
-	} else {
-		if (cie_ptr == (wide ? ~0ull : 0xffffffffull))
-			return -ENOENT;
-		cie_off = cie_ptr;
-	}
-	if (cie_off == off)
-		return -EBADMSG;
-	err = cie_parse(s, sec, cie_off, &f->cie);
-	if (err)
-		return err;
-	err = get_ptr(&r, f->cie.fde_enc, &f->pc_begin);
-	if (err)
-		return err;
-	err = get_ptr(&r, f->cie.fde_enc & PE_FORMAT, &range); /* a length: no application */
-	if (err)
-		return err;
-	if (range > ~0ull - f->pc_begin)
-		return -EBADMSG;
-	f->pc_end = f->pc_begin + range;
-	if (f->cie.aug_z)
-		skip(&r, get_uleb(&r));
-	if (r.bad)
-		return -EBADMSG;
-	f->insns = r.p;
-	f->insns_end = end;
-	return 0;
-}
-
-/* ---- the call frame program ---------------------------------------------------------- */
-
-enum cfa_how { CFA_REG, CFA_PLT, CFA_DEREF, CFA_UNSUPPORTED };
-enum reg_how { R_SAME, R_OFFSET, R_UNDEF, R_UNSUPPORTED };
-
-struct reg_rule {
-	__u8 how;
-	__s64 off;
-};
-
-struct row {
-	__u8 cfa_how;
-	__u64 cfa_reg;
-	__s64 cfa_off;
-	struct reg_rule fp, ra;
-};
-
-struct machine {
-	struct row row, initial;
-	struct row saved[STATE_MAX];
-	unsigned int depth;
-	__u64 loc, target, next; /* next: where the row at target stops holding */
-	unsigned int insns;
-	bool done;
-};
-
-/* v * the data alignment factor, wrapping (hostile CFI may overflow; the results are
- * range-checked before they become a rule). */
-static __s64 scaled(__u64 v, const struct cie *c)
-{
-	return (__s64)(v * (__u64)c->data_align);
-}
-
-static struct reg_rule *reg_of(struct row *row, __u64 reg)
-{
-	if (reg == REG_RBP)
-		return &row->fp;
-	if (reg == REG_RA)
-		return &row->ra;
-	return NULL;
-}
-
-/* The CFA expressions we follow: gcc's realigned stack, and every linker's PLT entry. */
-static void cfa_expr(struct row *row, const __u8 *e, __u64 len)
-{
-	static const __u8 plt_tail[] = { 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22 };
-	struct rd r = { .base = e, .p = e, .end = e + len };
-	__s64 off;
-
-	row->cfa_how = CFA_UNSUPPORTED;
-	if (len < 2)
-		return;
-	if (e[0] == 0x76) { /* DW_OP_breg6 N; DW_OP_deref */
-		r.p++;
-		off = get_sleb(&r);
-		if (!r.bad && r.end - r.p == 1 && *r.p == 0x06) {
-			row->cfa_how = CFA_DEREF;
-			row->cfa_off = off;
-		}
-	} else if (e[0] == 0x77) { /* DW_OP_breg7 N; DW_OP_breg16 0; lit15; and; lit11; ... */
-		r.p++;
-		off = get_sleb(&r);
-		if (!r.bad && (__u64)(r.end - r.p) == sizeof(plt_tail) &&
-		    !memcmp(r.p, plt_tail, sizeof(plt_tail))) {
-			row->cfa_how = CFA_PLT;
-			row->cfa_off = off;
-		}
-	}
-}
-
-static void set_reg(struct row *row, __u64 reg, __u8 how, __s64 off)
-{
-	struct reg_rule *rr = reg_of(row, reg);
-
-	if (rr)
-		*rr = (struct reg_rule){ .how = how, .off = off };
-}
-
-/* Advance the location; past the target the row in force is the answer. */
-static void advance(struct machine *m, __u64 delta)
-{
-	__u64 next = m->loc + delta;
-
-	if (next < m->loc)
-		next = ~0ull;
-	if (next > m->target) {
-		m->next = next;
-		m->done = true;
-		return;
-	}
-	m->loc = next;
-}
-
-/* Run the instructions [p, end) (a CIE's when cie is true: no advancing matters there).
- * 0 or -EBADMSG. */
-static int run(struct machine *m, const struct cie *c, const __u8 *p, const __u8 *end,
-	       enum section sec, const struct cfi_sections *s, bool cie)
-{
-	struct rd r = { .base = p, .p = p, .end = end, .datarel = s->eh_frame_hdr_vaddr };
-	__u64 reg, len, v;
-	__u8 op;
-
-	if (sec == SEC_EH)
-		r.base_vaddr = s->eh_frame_vaddr + (__u64)(p - s->eh_frame);
-	while (!m->done && r.p < r.end) {
-		if (++m->insns > INSN_MAX)
-			return -EBADMSG;
-		op = *r.p++;
-		switch (op & 0xc0) {
-		case 0x40: /* DW_CFA_advance_loc */
-			if (!cie)
-				advance(m, (op & 0x3f) * c->code_align);
-			continue;
-		case 0x80: /* DW_CFA_offset */
-			v = get_uleb(&r);
-			set_reg(&m->row, op & 0x3f, R_OFFSET, scaled((__u64)v, c));
-			goto next;
-		case 0xc0: /* DW_CFA_restore */
-			if (reg_of(&m->row, op & 0x3f))
-				*reg_of(&m->row, op & 0x3f) = *reg_of(&m->initial, op & 0x3f);
-			continue;
-		default:
-			break;
-		}
-		switch (op) {
-		case 0x00: /* nop */
-			break;
-		case 0x01: /* set_loc */
-			if (sec == SEC_EH) {
-				if (get_ptr(&r, c->fde_enc, &v))
-					return -EBADMSG;
-			} else {
-				v = get_le(&r, 8);
-			}
-			if (!cie && !r.bad) {
-				if (v < m->loc)
-					return -EBADMSG;
-				advance(m, v - m->loc);
-			}
-			break;
-		case 0x02: /* advance_loc1 */
-		case 0x03: /* advance_loc2 */
-		case 0x04: /* advance_loc4 */
-			v = get_le(&r, op == 0x02 ? 1 : op == 0x03 ? 2 : 4);
-			if (!cie && !r.bad)
-				advance(m, v * c->code_align);
-			break;
-		case 0x05: /* offset_extended */
-			reg = get_uleb(&r);
-			v = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, scaled((__u64)v, c));
-			break;
-		case 0x06: /* restore_extended */
-			reg = get_uleb(&r);
-			if (reg_of(&m->row, reg))
-				*reg_of(&m->row, reg) = *reg_of(&m->initial, reg);
-			break;
-		case 0x07: /* undefined */
-			set_reg(&m->row, get_uleb(&r), R_UNDEF, 0);
-			break;
-		case 0x08: /* same_value */
-			set_reg(&m->row, get_uleb(&r), R_SAME, 0);
-			break;
-		case 0x09: /* register */
-			reg = get_uleb(&r);
-			get_uleb(&r);
-			set_reg(&m->row, reg, R_UNSUPPORTED, 0);
-			break;
-		case 0x0a: /* remember_state */
-			if (m->depth >= STATE_MAX)
-				return -EBADMSG;
-			m->saved[m->depth++] = m->row;
-			break;
-		case 0x0b: /* restore_state */
-			if (!m->depth)
-				return -EBADMSG;
-			m->row = m->saved[--m->depth];
-			break;
-		case 0x0c: /* def_cfa */
-			m->row.cfa_how = CFA_REG;
-			m->row.cfa_reg = get_uleb(&r);
-			m->row.cfa_off = (__s64)get_uleb(&r);
-			break;
-		case 0x0d: /* def_cfa_register */
-			m->row.cfa_how = CFA_REG;
-			m->row.cfa_reg = get_uleb(&r);
-			break;
-		case 0x0e: /* def_cfa_offset */
-			m->row.cfa_off = (__s64)get_uleb(&r);
-			break;
-		case 0x0f: /* def_cfa_expression */
-			len = get_uleb(&r);
-			if (have(&r, len)) {
-				cfa_expr(&m->row, r.p, len);
-				r.p += len;
-			}
-			break;
-		case 0x10: /* expression */
-		case 0x16: /* val_expression */
-			reg = get_uleb(&r);
-			skip(&r, get_uleb(&r));
-			set_reg(&m->row, reg, R_UNSUPPORTED, 0);
-			break;
-		case 0x11: /* offset_extended_sf */
-			reg = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, scaled((__u64)get_sleb(&r), c));
-			break;
-		case 0x12: /* def_cfa_sf */
-			m->row.cfa_how = CFA_REG;
-			m->row.cfa_reg = get_uleb(&r);
-			m->row.cfa_off = scaled((__u64)get_sleb(&r), c);
-			break;
-		case 0x13: /* def_cfa_offset_sf */
-			m->row.cfa_off = scaled((__u64)get_sleb(&r), c);
-			break;
-		case 0x14: /* val_offset */
-		case 0x15: /* val_offset_sf */
-			reg = get_uleb(&r);
-			if (op == 0x14)
-				get_uleb(&r);
-			else
-				get_sleb(&r);
-			set_reg(&m->row, reg, R_UNSUPPORTED, 0);
-			break;
-		case 0x2e: /* GNU_args_size */
-			get_uleb(&r);
-			break;
-		case 0x2f: /* GNU_negative_offset_extended */
-			reg = get_uleb(&r);
-			set_reg(&m->row, reg, R_OFFSET, scaled(0 - get_uleb(&r), c));
-			break;
-		default:
-			return -EBADMSG;
-		}
-next:
-		if (r.bad)
-			return -EBADMSG;
-	}
-	return r.bad ? -EBADMSG : 0;
-}
-
-static int reg_out(const struct reg_rule *rr, __u8 *how, __s32 *off)
-{
-	switch (rr->how) {
-	case R_SAME:
-		*how = CFI_REG_SAME;
-		return 0;
-	case R_UNDEF:
-		*how = CFI_REG_UNDEFINED;
-		return 0;
-	case R_OFFSET:
-		if (rr->off < INT32_MIN || rr->off > INT32_MAX)
-			return -EBADMSG;
-		*how = CFI_REG_AT_CFA;
-		*off = (__s32)rr->off;
-		return 0;
-	default:
+	aug = c.pos;
+	while (get_u8(&c))
+		;
+	if (version == 4 && (get_u8(&c) != 8 || get_u8(&c) != 0) && !c.err)
+		return -ENOTSUP; /* address size 8, no segment selector: x86-64 */
+	cie->code_align = get_uleb(&c);
+	cie->data_align = get_sleb(&c);
+	ra = version == 1 ? get_u8(&c) : get_uleb(&c);
+	if (c.err)
+		return c.err;
+	if (ra != REG_RA)
 		return -ENOTSUP;
-	}
-}
-
-static int fde_rule(const struct cfi_sections *s, enum section sec, const struct fde *f,
-		    __u64 vaddr, struct cfi_rule *out)
-{
-	struct machine *m;
-	int err;
-
-	if (vaddr < f->pc_begin || vaddr >= f->pc_end)
-		return -ENOENT;
-	m = &(struct machine){ .loc = f->pc_begin, .target = vaddr, .next = f->pc_end };
-	m->row.ra.how = R_SAME;
-	err = run(m, &f->cie, f->cie.insns, f->cie.insns_end, sec, s, true);
-	if (err)
-		return err;
-	m->initial = m->row;
-	err = run(m, &f->cie, f->insns, f->insns_end, sec, s, false);
-	if (err)
-		return err;
-	*out = (struct cfi_rule){ .start = m->loc,
-				  .end = m->next < f->pc_end ? m->next : f->pc_end,
-				  .signal = f->cie.signal };
-	switch (m->row.cfa_how) {
-	case CFA_REG:
-		if (m->row.cfa_reg == REG_RSP)
-			out->cfa = CFI_CFA_SP;
-		else if (m->row.cfa_reg == REG_RBP)
-			out->cfa = CFI_CFA_FP;
-		else
+	cie->fde_enc = PE_ABSPTR;
+	cie->signal = false;
+	cie->aug_z = s->p[aug] == 'z';
+	cie->end = e.end;
+	if (!cie->aug_z) {
+		/* "" is DWARF's own form; "eh" and other pre-'z' strings cannot be skipped */
+		if (s->p[aug])
 			return -ENOTSUP;
-		break;
-	case CFA_PLT:
-		out->cfa = CFI_CFA_PLT;
-		break;
-	case CFA_DEREF:
-		out->cfa = CFI_CFA_FP_DEREF;
-		break;
-	default:
-		return -ENOTSUP;
+		cie->insns = c.pos;
+		return 0;
 	}
-	if (m->row.cfa_off < INT32_MIN || m->row.cfa_off > INT32_MAX)
+	aug_len = get_uleb(&c);
+	if (c.err || aug_len > c.end - c.pos)
 		return -EBADMSG;
-	out->cfa_off = (__s32)m->row.cfa_off;
-	err = reg_out(&m->row.ra, &out->ra, &out->ra_off);
-	if (err)
-		return err;
-	if (out->ra == CFI_REG_SAME)
-		return -ENOTSUP; /* no rule for the return address: not a frame we can leave */
-	/* A caller's rbp we cannot find is lost, not fatal: later frames may not need it. */
-	if (reg_out(&m->row.fp, &out->fp, &out->fp_off))
-		out->fp = CFI_REG_UNDEFINED;
+	aug_data = cursor_at(s, c.pos, c.pos + aug_len);
+	cie->insns = aug_data.end;
+	for (aug++; (ch = s->p[aug]) && !aug_data.err; aug++) {
+		if (ch == 'R') {
+			cie->fde_enc = get_u8(&aug_data);
+		} else if (ch == 'P') {
+			__u8 enc = get_u8(&aug_data);
+
+			if (enc != PE_OMIT) /* skipped: only its size matters, indirect or not */
+				get_ptr(&aug_data, enc & PE_FORMAT, NULL);
+		} else if (ch == 'L') {
+			get_u8(&aug_data);
+		} else if (ch == 'S') {
+			cie->signal = true;
+		} else {
+			break; /* unknown: 'z' says how much data to skip, as libgcc does */
+		}
+	}
+	return aug_data.err;
+}
+
+struct fde {
+	__u64 pc_begin, pc_end;
+	__u64 insns, end;
+};
+
+static int read_fde(const struct section *s, const struct entry *e, const struct cie *cie,
+		    struct fde *fde)
+{
+	struct cursor c = cursor_at(s, e->body, e->end);
+	__u64 range;
+
+	fde->pc_begin = get_ptr(&c, cie->fde_enc, NULL);
+	range = get_ptr(&c, cie->fde_enc & PE_FORMAT, NULL); /* a length: never relative */
+	if (cie->aug_z)
+		take(&c, get_uleb(&c)); /* the LSDA pointer */
+	if (c.err)
+		return c.err;
+	fde->pc_end = fde->pc_begin + range;
+	if (fde->pc_end < fde->pc_begin)
+		return -EBADMSG;
+	fde->insns = c.pos;
+	fde->end = e->end;
 	return 0;
 }
 
-/* ---- finding the FDE ----------------------------------------------------------------- */
-
-/* Through .eh_frame_hdr: 0 and the FDE's offset in .eh_frame, -ENOENT (no entry at or below
- * vaddr), -ENODATA (no usable table: use the index), -EBADMSG. */
-static int hdr_search(const struct cfi_sections *s, __u64 vaddr, __u64 *fde_off)
+/* The FDE at off, with its CIE. */
+static int read_fde_at(const struct section *s, __u64 off, struct cie *cie, struct fde *fde)
 {
-	struct rd r = { .base = s->eh_frame_hdr,
-			.p = s->eh_frame_hdr,
-			.base_vaddr = s->eh_frame_hdr_vaddr,
-			.datarel = s->eh_frame_hdr_vaddr };
-	__u64 eh_ptr, count, lo, hi, mid, loc, fde;
-	__u8 version, ptr_enc, count_enc, table_enc;
-	const __u8 *table;
+	struct entry e;
+	int err = read_entry(s, off, &e);
 
-	if (!s->eh_frame_hdr || !s->eh_frame)
-		return -ENODATA;
-	r.end = s->eh_frame_hdr + s->eh_frame_hdr_len; /* not before: no arithmetic on NULL */
-	version = (__u8)get_le(&r, 1);
-	ptr_enc = (__u8)get_le(&r, 1);
-	count_enc = (__u8)get_le(&r, 1);
-	table_enc = (__u8)get_le(&r, 1);
-	if (r.bad || version != 1 || get_ptr(&r, ptr_enc, &eh_ptr))
-		return -ENODATA;
-	/* datarel|sdata4 table: the one every linker writes */
-	if (count_enc == PE_OMIT || table_enc != 0x3b || get_ptr(&r, count_enc, &count))
-		return -ENODATA;
-	if (count > (__u64)(r.end - r.p) / 8)
+	if (err)
+		return err > 0 ? -EBADMSG : err;
+	if (e.is_cie)
 		return -EBADMSG;
-	table = r.p;
-	lo = 0;
-	hi = count;
-	while (lo < hi) { /* the first entry above vaddr */
+	err = read_cie(s, e.cie, cie);
+	return err ? err : read_fde(s, &e, cie, fde);
+}
+
+/* --- .eh_frame_hdr ------------------------------------------------------------------- */
+
+/* The search table the hdr path reads: entries of two sdata4 relative to the hdr. */
+#define HDR_TABLE_ENC (PE_DATAREL | PE_SDATA4)
+
+struct hdr {
+	struct section s;
+	__u64 table; /* offset of the first entry */
+	__u64 count;
+};
+
+/* sec's .eh_frame_hdr when we can search it: 0, or -ENOENT (none, or not a form we read:
+ * the index scans .eh_frame instead). */
+static int hdr_open(const struct cfi_sections *sec, struct hdr *h)
+{
+	struct cursor c;
+	__u8 ptr_enc, count_enc, table_enc;
+
+	if (!sec->eh_frame_hdr || !sec->eh_frame)
+		return -ENOENT;
+	h->s = (struct section){ .p = sec->eh_frame_hdr,
+				 .len = sec->eh_frame_hdr_len,
+				 .vaddr = sec->eh_frame_hdr_vaddr,
+				 .has_vaddr = true };
+	c = cursor_at(&h->s, 0, h->s.len);
+	if (get_u8(&c) != 1)
+		return -ENOENT;
+	ptr_enc = get_u8(&c);
+	count_enc = get_u8(&c);
+	table_enc = get_u8(&c);
+	if (ptr_enc != PE_OMIT) /* .eh_frame's address: sec already has it */
+		get_ptr(&c, ptr_enc, &h->s.vaddr);
+	if (count_enc == PE_OMIT || table_enc != HDR_TABLE_ENC)
+		return -ENOENT;
+	h->count = get_ptr(&c, count_enc, &h->s.vaddr);
+	if (c.err || h->count > (c.end - c.pos) / 8)
+		return -ENOENT;
+	h->table = c.pos;
+	return 0;
+}
+
+/* How many of the n sorted keys key(table, i) are at or below x: the last of them is the
+ * entry whose range may hold x. One search for the hdr's table and the index. */
+static __u64 count_at_or_below(const void *table, __u64 n, __u64 (*key)(const void *, __u64),
+			       __u64 x)
+{
+	__u64 lo = 0, hi = n, mid;
+
+	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		r.p = table + mid * 8;
-		loc = s->eh_frame_hdr_vaddr + (__u64)(__s64)(__s32)get_le(&r, 4);
-		if (loc <= vaddr)
+		if (key(table, mid) <= x)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static __u64 hdr_field(const struct hdr *h, __u64 i, unsigned int which)
+{
+	__s32 v;
+
+	memcpy(&v, h->s.p + h->table + 8 * i + 4 * which, 4);
+	return h->s.vaddr + (__u64)(__s64)v;
+}
+
+static __u64 hdr_key(const void *h, __u64 i)
+{
+	return hdr_field(h, i, 0);
+}
+
+/* The .eh_frame offset of the FDE whose table entry is the last at or below vaddr: 0,
+ * -ENOENT, -EBADMSG (it points outside .eh_frame). */
+static int hdr_search(const struct cfi_sections *sec, const struct hdr *h, __u64 vaddr, __u64 *off)
+{
+	__u64 lo = count_at_or_below(h, h->count, hdr_key, vaddr), fde;
+
 	if (!lo)
 		return -ENOENT;
-	r.p = table + (lo - 1) * 8 + 4;
-	fde = s->eh_frame_hdr_vaddr + (__u64)(__s64)(__s32)get_le(&r, 4);
-	if (r.bad || fde < s->eh_frame_vaddr || fde - s->eh_frame_vaddr >= s->eh_frame_len)
+	fde = hdr_field(h, lo - 1, 1);
+	if (fde < sec->eh_frame_vaddr || fde - sec->eh_frame_vaddr >= sec->eh_frame_len)
 		return -EBADMSG;
-	*fde_off = fde - s->eh_frame_vaddr;
+	*off = fde - sec->eh_frame_vaddr;
 	return 0;
 }
+
+/* --- the index ---------------------------------------------------------------------- */
 
 struct index_entry {
 	__u64 pc_begin, pc_end;
-	__u64 off : 63;
-	__u64 sec : 1;
+	__u32 off; /* of the FDE in its section */
+	__u32 which; /* enum which_section */
 };
 
 struct cfi_index {
-	struct index_entry *v;
-	size_t n;
+	struct index_entry *e;
+	size_t n, cap;
 	__u64 bad;
+	struct section eh_frame, debug_frame;
 };
 
-static int entry_cmp(const void *a, const void *b)
+static struct section eh_frame_section(const struct cfi_sections *sec)
 {
-	const struct index_entry *x = a, *y = b;
-
-	return x->pc_begin < y->pc_begin ? -1 : x->pc_begin > y->pc_begin;
+	return (struct section){ .p = sec->eh_frame,
+				 .len = sec->eh_frame ? sec->eh_frame_len : 0,
+				 .vaddr = sec->eh_frame_vaddr,
+				 .has_vaddr = true,
+				 .eh = true,
+				 .which = SEC_EH_FRAME };
 }
 
-/* Every FDE of section sec into idx; malformed entries counted and skipped, a broken length
- * ends the scan. 0 or -ENOMEM. */
-static int index_scan(struct cfi_index *idx, size_t *cap, const struct cfi_sections *s,
-		      enum section sec)
+static struct section debug_frame_section(const struct cfi_sections *sec)
 {
-	__u64 len = sec == SEC_EH ? s->eh_frame_len : s->debug_frame_len, off = 0;
-	const __u8 *end;
-	struct fde f;
-	struct rd r;
-	bool wide;
-	int err;
+	return (struct section){ .p = sec->debug_frame,
+				 .len = sec->debug_frame ? sec->debug_frame_len : 0,
+				 .which = SEC_DEBUG_FRAME };
+}
 
-	while (off < len && rd_at(&r, s, sec, off)) {
-		err = entry_bounds(&r, &wide, &end);
-		if (err == -ENOENT && sec == SEC_EH)
-			break; /* .eh_frame's terminator */
+static int index_add(struct cfi_index *idx, const struct fde *fde, __u64 off, __u32 which)
+{
+	if (idx->n == idx->cap) {
+		size_t cap = idx->cap ? 2 * idx->cap : 256;
+		struct index_entry *e;
+
+		if (cap > SIZE_MAX / sizeof(*e))
+			return -ENOMEM;
+		e = realloc(idx->e, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		idx->e = e;
+		idx->cap = cap;
+	}
+	idx->e[idx->n++] = (struct index_entry){ fde->pc_begin, fde->pc_end, (__u32)off, which };
+	return 0;
+}
+
+/* Every FDE of s into idx: 0 or -ENOMEM. An entry we cannot read is counted in idx->bad;
+ * one whose length we cannot trust ends the scan, since the next entry is found from it. */
+static int index_scan(struct cfi_index *idx, const struct section *s)
+{
+	__u64 off = 0, cie_off = UINT64_MAX;
+	struct cie cie;
+	struct fde fde;
+	struct entry e;
+	int err, cie_err = -EBADMSG;
+
+	while (off < s->len) {
+		err = read_entry(s, off, &e);
+		if (err > 0)
+			break; /* the terminator */
 		if (err) {
-			if (err != -ENOENT)
-				idx->bad++;
+			idx->bad++;
 			break;
 		}
-		err = fde_parse(s, sec, off, &f);
-		if (!err && f.pc_end > f.pc_begin) {
-			if (idx->n == *cap) {
-				size_t ncap = *cap ? *cap * 2 : 256;
-				struct index_entry *v = realloc(idx->v, ncap * sizeof(*v));
-
-				if (!v)
-					return -ENOMEM;
-				idx->v = v;
-				*cap = ncap;
-			}
-			idx->v[idx->n++] = (struct index_entry){
-				.pc_begin = f.pc_begin, .pc_end = f.pc_end, .off = off, .sec = sec
-			};
-		} else if (err && err != -ENOENT) {
-			idx->bad++;
+		off = e.end; /* > e.start: the loop ends */
+		if (e.is_cie)
+			continue;
+		if (e.cie != cie_off) { /* FDEs share a few CIEs, and come in runs */
+			cie_off = e.cie;
+			cie_err = read_cie(s, e.cie, &cie);
 		}
-		off = (__u64)(end - (sec == SEC_EH ? s->eh_frame : s->debug_frame));
+		if (cie_err || read_fde(s, &e, &cie, &fde) || e.start > UINT32_MAX) {
+			idx->bad++;
+			continue;
+		}
+		if (fde.pc_end == fde.pc_begin)
+			continue;
+		if (index_add(idx, &fde, e.start, s->which))
+			return -ENOMEM;
 	}
 	return 0;
 }
 
-struct cfi_index *cfi_index__build(const struct cfi_sections *sec)
+static int by_pc(const void *a, const void *b)
 {
-	struct cfi_index *idx;
-	size_t cap = 0;
-	__u64 unused;
-	bool eh;
+	const struct index_entry *x = a, *y = b;
 
-	/* .eh_frame needs no index when its table answers (a probe tells) */
-	eh = sec->eh_frame && hdr_search(sec, ~0ull, &unused) == -ENODATA;
-	if (!eh && !sec->debug_frame) {
-		errno = ENOENT;
-		return NULL;
-	}
-	idx = calloc(1, sizeof(*idx));
-	if (!idx)
-		return NULL;
-	if ((eh && index_scan(idx, &cap, sec, SEC_EH)) ||
-	    (sec->debug_frame && index_scan(idx, &cap, sec, SEC_DEBUG))) {
-		cfi_index__free(idx);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (idx->n) /* qsort must not be given a NULL array, even empty */
-		qsort(idx->v, idx->n, sizeof(*idx->v), entry_cmp);
-	return idx;
+	if (x->pc_begin != y->pc_begin)
+		return x->pc_begin < y->pc_begin ? -1 : 1;
+	if (x->which != y->which)
+		return x->which < y->which ? -1 : 1; /* .eh_frame first: the one kept */
+	return (x->off > y->off) - (x->off < y->off);
 }
 
 void cfi_index__free(struct cfi_index *idx)
 {
 	if (!idx)
 		return;
-	free(idx->v);
+	free(idx->e);
 	free(idx);
 }
 
 size_t cfi_index__bytes(const struct cfi_index *idx)
 {
-	return idx ? sizeof(*idx) + idx->n * sizeof(*idx->v) : 0;
+	return idx ? sizeof(*idx) + idx->cap * sizeof(*idx->e) : 0;
 }
 
 __u64 cfi_index__bad(const struct cfi_index *idx)
@@ -833,53 +620,434 @@ __u64 cfi_index__bad(const struct cfi_index *idx)
 	return idx ? idx->bad : 0;
 }
 
-/* Through the index: the FDEs that begin at or below vaddr, nearest first (a few, for the
- * odd file whose FDEs overlap). */
-static int index_find(const struct cfi_sections *s, const struct cfi_index *idx, __u64 vaddr,
-		      struct cfi_rule *out)
+struct cfi_index *cfi_index__build(const struct cfi_sections *sec)
 {
-	size_t lo = 0, hi = idx->n, mid, tries;
-	struct fde f;
-	int err = -ENOENT;
+	struct cfi_index *idx;
+	struct hdr h;
+	size_t i, kept;
+	bool scan_eh = sec->eh_frame && sec->eh_frame_len && hdr_open(sec, &h);
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (idx->v[mid].pc_begin <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!scan_eh && !(sec->debug_frame && sec->debug_frame_len)) {
+		errno = ENOENT;
+		return NULL;
 	}
-	for (tries = 0; lo > 0 && tries < 4; lo--, tries++) {
-		const struct index_entry *e = &idx->v[lo - 1];
+	idx = calloc(1, sizeof(*idx));
+	if (!idx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	idx->eh_frame = eh_frame_section(sec);
+	idx->debug_frame = debug_frame_section(sec);
+	if (scan_eh && index_scan(idx, &idx->eh_frame))
+		goto free_index;
+	if (index_scan(idx, &idx->debug_frame))
+		goto free_index;
+	if (idx->n)
+		qsort(idx->e, idx->n, sizeof(*idx->e), by_pc);
+	/* A function described twice (.eh_frame and .debug_frame) keeps its .eh_frame FDE. */
+	for (i = 0, kept = 0; i < idx->n; i++)
+		if (!kept || idx->e[i].pc_begin != idx->e[kept - 1].pc_begin)
+			idx->e[kept++] = idx->e[i];
+	idx->n = kept;
+	return idx;
+free_index:
+	cfi_index__free(idx);
+	errno = ENOMEM;
+	return NULL;
+}
 
-		if (vaddr >= e->pc_end)
+static __u64 index_key(const void *e, __u64 i)
+{
+	return ((const struct index_entry *)e)[i].pc_begin;
+}
+
+/* The index entry whose range holds vaddr, or NULL. */
+static const struct index_entry *index_search(const struct cfi_index *idx, __u64 vaddr)
+{
+	__u64 lo = count_at_or_below(idx->e, idx->n, index_key, vaddr);
+
+	return lo && vaddr < idx->e[lo - 1].pc_end ? &idx->e[lo - 1] : NULL;
+}
+
+/* --- the interpreter ---------------------------------------------------------------- */
+
+/* What we know of a tracked register (rbp, the return address). */
+enum how {
+	HOW_SAME,
+	HOW_AT_CFA, /* saved at cfa + off */
+	HOW_UNDEFINED,
+	HOW_AT_FP, /* saved at fp + off: DW_CFA_expression DW_OP_breg6 off */
+	HOW_UNSUPPORTED, /* in another register, or an expression we do not follow */
+};
+
+struct reg_rule {
+	__s64 off;
+	__u8 how;
+};
+
+struct row {
+	__u64 cfa_reg;
+	__s64 cfa_off;
+	__u64 expr, expr_len; /* the DW_CFA_def_cfa_expression block, when cfa_expr */
+	bool cfa_expr;
+	struct reg_rule fp, ra;
+};
+
+struct interp {
+	const struct section *s;
+	const struct cie *cie;
+	__u64 target; /* run up to the row that holds here */
+	__u64 loc; /* where the current row starts */
+	__u64 next; /* where the next row starts, once stopped */
+	bool stopped;
+	unsigned int insns;
+	unsigned int depth;
+	struct row row, initial; /* initial: after the CIE, for DW_CFA_restore */
+	struct row saved[STATES_MAX];
+};
+
+static struct reg_rule *column(struct row *row, __u64 reg)
+{
+	return reg == REG_FP ? &row->fp : reg == REG_RA ? &row->ra : NULL;
+}
+
+static void set_reg(struct interp *in, __u64 reg, __u8 how, __s64 off)
+{
+	struct reg_rule *r = column(&in->row, reg);
+
+	if (r)
+		*r = (struct reg_rule){ off, how };
+}
+
+/* A factored offset: an operand times the data alignment factor, wrapping (no UB). */
+static __s64 factored(const struct interp *in, __u64 v)
+{
+	return (__s64)(v * (__u64)in->cie->data_align);
+}
+
+/* The row moves to loc, or the run stops there when loc is past the target. */
+static void advance(struct interp *in, struct cursor *c, __u64 loc)
+{
+	if (loc < in->loc) {
+		fail(c, -EBADMSG); /* backwards, or a wrapped delta */
+	} else if (loc > in->target) {
+		in->next = loc;
+		in->stopped = true;
+	} else {
+		in->loc = loc;
+	}
+}
+
+/* The expression block of DW_CFA_expression/val_expression for reg (the operands are read:
+ * the block). Only rbp's "DW_OP_breg6 N" (a realigned frame: the caller's rbp at [rbp + N])
+ * is followed; any other expression for a tracked register makes it unsupported. */
+static void reg_expression(struct interp *in, struct cursor *c, __u64 reg, bool val)
+{
+	__u64 len = get_uleb(c), start = c->pos;
+	struct cursor e;
+	__s64 off;
+
+	if (!take(c, len) || !column(&in->row, reg))
+		return;
+	e = cursor_at(in->s, start, start + len);
+	if (!val && reg == REG_FP && get_u8(&e) == OP_BREG0 + REG_FP) {
+		off = get_sleb(&e);
+		if (!e.err && e.pos == e.end) {
+			set_reg(in, reg, HOW_AT_FP, off);
+			return;
+		}
+	}
+	set_reg(in, reg, HOW_UNSUPPORTED, 0);
+}
+
+static void restore(struct interp *in, __u64 reg)
+{
+	struct reg_rule *r = column(&in->row, reg);
+
+	if (r)
+		*r = *column(&in->initial, reg);
+}
+
+/* Runs the instructions in [pos, end) until the row past the target: 0 or -EBADMSG. */
+static int run(struct interp *in, __u64 pos, __u64 end)
+{
+	struct cursor c = cursor_at(in->s, pos, end);
+	__u64 reg, v;
+	__u8 op;
+
+	while (!c.err && c.pos < c.end && !in->stopped) {
+		if (++in->insns > INSNS_MAX)
+			return -EBADMSG;
+		op = get_u8(&c);
+		switch (op & 0xc0) {
+		case CFA_ADVANCE_LOC:
+			advance(in, &c, in->loc + (op & 0x3f) * in->cie->code_align);
 			continue;
-		err = fde_parse(s, e->sec, e->off, &f);
-		if (!err)
-			return fde_rule(s, e->sec, &f, vaddr, out);
+		case CFA_OFFSET:
+			set_reg(in, op & 0x3f, HOW_AT_CFA, factored(in, get_uleb(&c)));
+			continue;
+		case CFA_RESTORE:
+			restore(in, op & 0x3f);
+			continue;
+		}
+		switch (op) {
+		case CFA_NOP:
+			break;
+		case CFA_SET_LOC:
+			advance(in, &c, get_ptr(&c, in->cie->fde_enc, NULL));
+			break;
+		case CFA_ADVANCE_LOC1:
+			advance(in, &c, in->loc + get_le(&c, 1) * in->cie->code_align);
+			break;
+		case CFA_ADVANCE_LOC2:
+			advance(in, &c, in->loc + get_le(&c, 2) * in->cie->code_align);
+			break;
+		case CFA_ADVANCE_LOC4:
+			advance(in, &c, in->loc + get_le(&c, 4) * in->cie->code_align);
+			break;
+		case CFA_OFFSET_EXTENDED:
+			reg = get_uleb(&c);
+			set_reg(in, reg, HOW_AT_CFA, factored(in, get_uleb(&c)));
+			break;
+		case CFA_OFFSET_EXTENDED_SF:
+			reg = get_uleb(&c);
+			set_reg(in, reg, HOW_AT_CFA, factored(in, (__u64)get_sleb(&c)));
+			break;
+		case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
+			reg = get_uleb(&c);
+			set_reg(in, reg, HOW_AT_CFA, factored(in, 0 - get_uleb(&c)));
+			break;
+		case CFA_RESTORE_EXTENDED:
+			restore(in, get_uleb(&c));
+			break;
+		case CFA_UNDEFINED:
+			set_reg(in, get_uleb(&c), HOW_UNDEFINED, 0);
+			break;
+		case CFA_SAME_VALUE:
+			set_reg(in, get_uleb(&c), HOW_SAME, 0);
+			break;
+		case CFA_REGISTER:
+			reg = get_uleb(&c);
+			get_uleb(&c);
+			set_reg(in, reg, HOW_UNSUPPORTED, 0);
+			break;
+		case CFA_VAL_OFFSET:
+		case CFA_VAL_OFFSET_SF:
+			reg = get_uleb(&c);
+			get_uleb(&c); /* the value is cfa + N: never a saved rbp or ra */
+			set_reg(in, reg, HOW_UNSUPPORTED, 0);
+			break;
+		case CFA_REMEMBER_STATE:
+			if (in->depth == STATES_MAX)
+				return -EBADMSG;
+			in->saved[in->depth++] = in->row;
+			break;
+		case CFA_RESTORE_STATE:
+			if (!in->depth)
+				return -EBADMSG;
+			/* the CFA too, as gcc and LLVM emit it (DWARF 5 says registers only) */
+			in->row = in->saved[--in->depth];
+			break;
+		case CFA_DEF_CFA:
+			in->row.cfa_reg = get_uleb(&c);
+			in->row.cfa_off = (__s64)get_uleb(&c);
+			in->row.cfa_expr = false;
+			break;
+		case CFA_DEF_CFA_SF:
+			in->row.cfa_reg = get_uleb(&c);
+			in->row.cfa_off = factored(in, (__u64)get_sleb(&c));
+			in->row.cfa_expr = false;
+			break;
+		case CFA_DEF_CFA_REGISTER:
+			in->row.cfa_reg = get_uleb(&c);
+			in->row.cfa_expr = false;
+			break;
+		case CFA_DEF_CFA_OFFSET:
+			in->row.cfa_off = (__s64)get_uleb(&c);
+			break;
+		case CFA_DEF_CFA_OFFSET_SF:
+			in->row.cfa_off = factored(in, (__u64)get_sleb(&c));
+			break;
+		case CFA_DEF_CFA_EXPRESSION:
+			v = get_uleb(&c);
+			in->row.expr = c.pos;
+			in->row.expr_len = v;
+			in->row.cfa_expr = true;
+			take(&c, v);
+			break;
+		case CFA_EXPRESSION:
+		case CFA_VAL_EXPRESSION:
+			reg = get_uleb(&c);
+			reg_expression(in, &c, reg, op == CFA_VAL_EXPRESSION);
+			break;
+		case CFA_GNU_ARGS_SIZE:
+			get_uleb(&c);
+			break;
+		default:
+			return -EBADMSG;
+		}
 	}
-	return err;
+	return c.err;
+}
+
+/*
+ * The CFA expressions we follow. The PLT's, as binutils writes it for lazy PLTs (16-byte
+ * entries, the push of the relocation index at a fixed offset in each):
+ *	DW_OP_breg7 (rsp) 8; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_litN;
+ *	DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus
+ * that is rsp + 8, + 8 when (rip & 15) >= N; N is 11 for the classic PLT, 10 with IBT
+ * (endbr64 first), 5 for BND. And gcc's realigned stack (DRAP): DW_OP_breg6 (rbp) N;
+ * DW_OP_deref. Returns 0 or -ENOTSUP.
+ */
+static int cfa_expression(const struct section *s, const struct row *row, struct cfi_rule *out)
+{
+	static const __u8 plt_head[] = { OP_BREG0 + REG_RA, 0, OP_LIT15, OP_AND };
+	static const __u8 plt_tail[] = { OP_GE, OP_LIT3, OP_SHL, OP_PLUS };
+	struct cursor c = cursor_at(s, row->expr, row->expr + row->expr_len);
+	__u8 op = get_u8(&c), lit;
+	__s64 off = get_sleb(&c);
+	const __u8 *p;
+
+	if (c.err || off < INT32_MIN || off > INT32_MAX)
+		return -ENOTSUP;
+	out->cfa_off = (__s32)off;
+	if (op == OP_BREG0 + REG_FP) {
+		if (get_u8(&c) != OP_DEREF || c.pos != c.end)
+			return -ENOTSUP;
+		out->cfa = CFI_CFA_FP_DEREF;
+		return 0;
+	}
+	p = take(&c, sizeof(plt_head) + 1 + sizeof(plt_tail));
+	if (op != OP_BREG0 + REG_SP || !p || c.pos != c.end ||
+	    memcmp(p, plt_head, sizeof(plt_head)) ||
+	    memcmp(p + sizeof(plt_head) + 1, plt_tail, sizeof(plt_tail)))
+		return -ENOTSUP;
+	lit = p[sizeof(plt_head)];
+	if (lit <= OP_LIT0 || lit > OP_LIT15)
+		return -ENOTSUP;
+	out->cfa = CFI_CFA_PLT;
+	out->plt_split = (__u8)(lit - OP_LIT0);
+	return 0;
+}
+
+/* The tracked register rule as cfi.h says it; false when it cannot be said. */
+static bool reg_out(const struct reg_rule *r, __u8 *how, __s32 *off)
+{
+	if (r->off < INT32_MIN || r->off > INT32_MAX)
+		return false;
+	*off = (__s32)r->off;
+	switch (r->how) {
+	case HOW_SAME:
+		*how = CFI_REG_SAME;
+		return true;
+	case HOW_AT_CFA:
+		*how = CFI_REG_AT_CFA;
+		return true;
+	case HOW_UNDEFINED:
+		*how = CFI_REG_UNDEFINED;
+		return true;
+	case HOW_AT_FP:
+		*how = CFI_REG_AT_FP;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int row_out(const struct interp *in, const struct row *row, struct cfi_rule *out)
+{
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (row->cfa_expr) {
+		err = cfa_expression(in->s, row, out);
+		if (err)
+			return err;
+	} else if (row->cfa_reg == REG_SP || row->cfa_reg == REG_FP) {
+		if (row->cfa_off < INT32_MIN || row->cfa_off > INT32_MAX)
+			return -ENOTSUP;
+		out->cfa = row->cfa_reg == REG_SP ? CFI_CFA_SP : CFI_CFA_FP;
+		out->cfa_off = (__s32)row->cfa_off;
+	} else {
+		return -ENOTSUP;
+	}
+	if (!reg_out(&row->ra, &out->ra, &out->ra_off) ||
+	    !reg_out(&row->fp, &out->fp, &out->fp_off))
+		return -ENOTSUP;
+	/* the return address is not a register the caller had: "same" would loop */
+	if (out->ra == CFI_REG_SAME || out->ra == CFI_REG_AT_FP)
+		return -ENOTSUP;
+	out->signal = in->cie->signal;
+	return 0;
+}
+
+/* The rule for vaddr from the FDE at off in s: 0, -ENOENT (its range does not hold vaddr),
+ * -EBADMSG, -ENOTSUP. */
+static int find_in(const struct section *s, __u64 off, __u64 vaddr, struct cfi_rule *out)
+{
+	struct interp in;
+	struct cie cie;
+	struct fde fde;
+	int err;
+
+	err = read_fde_at(s, off, &cie, &fde);
+	if (err)
+		return err;
+	if (vaddr < fde.pc_begin || vaddr >= fde.pc_end)
+		return -ENOENT;
+	in.s = s;
+	in.cie = &cie;
+	in.target = vaddr;
+	in.loc = fde.pc_begin;
+	in.stopped = false;
+	in.insns = 0;
+	in.depth = 0;
+	/* Before the CIE says otherwise: rbp is callee-saved (unchanged), the return address
+	 * unknown; the CFA rsp + 0 is never used: every CIE defines one. */
+	in.row = (struct row){ .cfa_reg = REG_SP,
+			       .fp = { 0, HOW_SAME },
+			       .ra = { 0, HOW_UNDEFINED } };
+	in.initial = in.row;
+	err = run(&in, cie.insns, cie.end);
+	if (err)
+		return err;
+	in.initial = in.row;
+	in.depth = 0; /* a CIE's remembered states are not the FDE's to restore */
+	err = run(&in, fde.insns, fde.end);
+	if (err)
+		return err;
+	err = row_out(&in, &in.row, out);
+	if (err)
+		return err;
+	out->start = in.loc;
+	out->end = in.stopped && in.next < fde.pc_end ? in.next : fde.pc_end;
+	return 0;
 }
 
 int cfi__find(const struct cfi_sections *sec, const struct cfi_index *idx, __u64 vaddr,
 	      struct cfi_rule *out)
 {
-	struct fde f;
+	const struct index_entry *e;
+	struct section eh;
+	struct hdr h;
 	__u64 off;
 	int err;
 
-	err = hdr_search(sec, vaddr, &off);
-	if (!err) {
-		err = fde_parse(sec, SEC_EH, off, &f);
+	if (!hdr_open(sec, &h)) {
+		eh = eh_frame_section(sec);
+		err = hdr_search(sec, &h, vaddr, &off);
 		if (!err)
-			err = fde_rule(sec, SEC_EH, &f, vaddr, out);
-		if (err != -ENOENT || !idx)
-			return err == -ENODATA ? -ENOENT : err;
-	} else if (err == -EBADMSG && !idx) {
-		return err;
+			err = find_in(&eh, off, vaddr, out);
+		if (err != -ENOENT)
+			return err;
 	}
-	/* no table, or it did not cover vaddr: .debug_frame (and a table-less .eh_frame) */
-	return idx ? index_find(sec, idx, vaddr, out) : -ENOENT;
+	if (!idx)
+		return -ENOENT;
+	e = index_search(idx, vaddr);
+	if (!e)
+		return -ENOENT;
+	return find_in(e->which == SEC_EH_FRAME ? &idx->eh_frame : &idx->debug_frame, e->off, vaddr,
+		       out);
 }
 
 const char *cfi__strerror(int err)
@@ -889,9 +1057,11 @@ const char *cfi__strerror(int err)
 		return "ok";
 	case -ENOENT:
 		return "no_fde";
+	case -EBADMSG:
+		return "bad_cfi";
 	case -ENOTSUP:
 		return "unsupported";
 	default:
-		return "bad_cfi";
+		return "error";
 	}
 }

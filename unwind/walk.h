@@ -24,7 +24,9 @@ struct unwind_regs {
 
 /* Why a walk ended. */
 enum unwind_end {
-	UNWIND_END_OUTERMOST = 0, /* a frame whose return address is undefined or 0: complete */
+	UNWIND_END_OUTERMOST = 0, /* a frame whose return address is undefined or 0, or, with no
+				   * rule, whose frame pointer is 0 (the psABI's end mark):
+				   * complete */
 	UNWIND_END_MAX_FRAMES, /* the caller's array was full: truncated */
 	UNWIND_END_STACK, /* a read fell outside the stack (the end of a copy): truncated */
 	UNWIND_END_NO_RULE, /* no CFI for ip, and the frame pointer does not lead on */

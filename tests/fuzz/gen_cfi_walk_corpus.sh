@@ -1,10 +1,10 @@
 #!/bin/sh
-# Writes the seed corpus of cfi_fuzz (tests/fuzz/corpus/cfi): the .eh_frame_hdr, .eh_frame
-# and .debug_frame of small programs built here, in cfi_fuzz.c's input layout, whole and in
+# Writes the seed corpus of cfi_walk_fuzz (tests/fuzz/corpus/cfi_walk): the .eh_frame_hdr, .eh_frame
+# and .debug_frame of small programs built here, in cfi_walk_fuzz.c's input layout, whole and in
 # the combinations the reader takes (table and frames, frames alone, .debug_frame alone).
-# Usage: tests/fuzz/gen_cfi_corpus.sh [OUTDIR]   (needs gcc and objcopy)
+# Usage: tests/fuzz/gen_cfi_walk_corpus.sh [OUTDIR]   (needs gcc and objcopy)
 set -eu
-out=${1:-$(dirname "$0")/corpus/cfi}
+out=${1:-$(dirname "$0")/corpus/cfi_walk}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
