@@ -126,7 +126,7 @@ ok_or $? "stand-in: status --json counts CUPTI's 5 dropped records" || "$XPUSUP"
 ok_or $? "stand-in: the source's problem line says a process lost records" || json "$S" "a['gpu']"
 grep -Eq '^xpusup-cupti: pid [0-9]+ \(cupti_standin\): 22 records, 0 dropped by the ring, 5 dropped by CUPTI$' "$BASE/$S.log"
 ok_or $? "stand-in: its line in the actor's log (the session log)" || cat "$BASE/$S.log"
-grep -q 'CUPTI activities: kernel, memcpy, launch stacks off' "$BASE/$S.log"
+grep -q 'CUPTI activities: kernel, memcpy, launch stacks: no' "$BASE/$S.log"
 ok $? "cupti source: its start line names the activities"
 "$XPUSUP" stop --session "$S" >/dev/null 2>&1
 ok $? "cupti session stops"
