@@ -23,8 +23,9 @@
 enum cfi_cfa {
 	CFI_CFA_SP = 1, /* sp + cfa_off */
 	CFI_CFA_FP = 2, /* fp + cfa_off */
-	CFI_CFA_PLT = 3, /* sp + cfa_off, + 8 more when (ip & 15) >= 11: a PLT entry's
-			  * expression, the one expression every x86-64 linker emits */
+	CFI_CFA_PLT = 3, /* sp + cfa_off, + 8 more when (ip & 15) >= plt_split: a lazy PLT's
+			  * expression, the one expression x86-64 linkers emit (binutils: 11,
+			  * 10 with IBT, 5 with BND) */
 	CFI_CFA_FP_DEREF = 4, /* the word at fp + cfa_off (a realigned stack: gcc's
 			       * DW_OP_breg6 N; DW_OP_deref) */
 };
@@ -34,6 +35,8 @@ enum cfi_reg {
 	CFI_REG_SAME = 0, /* unchanged: the caller's value is the callee's */
 	CFI_REG_AT_CFA = 1, /* saved at cfa + offset */
 	CFI_REG_UNDEFINED = 2, /* lost; for the return address: the outermost frame */
+	CFI_REG_AT_FP = 3, /* fp only: saved at the callee's fp + fp_off (gcc's realigned
+			    * frames: DW_CFA_expression rbp, DW_OP_breg6 N) */
 };
 
 /* One row of the CFI table, for the ELF virtual addresses [start, end). */
@@ -41,11 +44,13 @@ struct cfi_rule {
 	__u64 start, end;
 	__s32 cfa_off;
 	__s32 ra_off; /* ra == CFI_REG_AT_CFA: the return address is at cfa + ra_off */
-	__s32 fp_off; /* fp == CFI_REG_AT_CFA: the caller's fp is at cfa + fp_off */
+	__s32 fp_off; /* fp == CFI_REG_AT_CFA: the caller's fp is at cfa + fp_off;
+		       * fp == CFI_REG_AT_FP: at fp + fp_off */
 	__u8 cfa; /* enum cfi_cfa */
-	__u8 ra; /* enum cfi_reg */
+	__u8 ra; /* enum cfi_reg: never SAME or AT_FP */
 	__u8 fp; /* enum cfi_reg */
 	__u8 signal; /* the CIE says 'S': a signal frame, ip is exact, not a return address */
+	__u8 plt_split; /* cfa == CFI_CFA_PLT: see there */
 };
 
 /*

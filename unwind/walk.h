@@ -61,8 +61,8 @@ struct unwind_result {
  * A return address of 0 ends the walk (outermost). Returns the number of frames (also in
  * res->n); res may be NULL.
  */
-__u32 unwind__walk(const struct unwind_ops *ops, struct unwind_regs regs, __u32 flags,
-		   __u64 *ips, __u32 max, struct unwind_result *res);
+__u32 unwind__walk(const struct unwind_ops *ops, struct unwind_regs regs, __u32 flags, __u64 *ips,
+		   __u32 max, struct unwind_result *res);
 
 /* A stable lowercase word for an end ("outermost", "max_frames", "stack", "no_rule",
  * "bad_cfi", "loop"). */
