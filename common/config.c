@@ -506,6 +506,22 @@ static const struct key_schema inproc_keys[] = {
 	{ .key = NULL },
 };
 
+/* enum conf_launch_stacks, then the alias conf_parse_launch_stacks maps to inproc. */
+static const char *const launch_stacks_names[] = { "inproc", "marker", "no", "yes", NULL };
+
+int conf_parse_launch_stacks(const char *s, int *mode)
+{
+	int i;
+
+	for (i = 0; s && launch_stacks_names[i]; i++) {
+		if (!strcmp(s, launch_stacks_names[i])) {
+			*mode = i == 3 ? CONF_LAUNCH_STACKS_INPROC : i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 /* kind = cupti: the same in-process hand-off, which also tells each CUPTI injection library
  * what to record (docs/inproc.md, "Options"); annotate clients are served as by inproc. */
 static const struct key_schema cupti_keys[] = {
@@ -520,10 +536,13 @@ static const struct key_schema cupti_keys[] = {
 	  .doc = "what CUPTI records: kernel, memcpy, memset, sync, runtime, driver, memory, "
 		 "overhead, external, nvtx; all; or none" },
 	{ .key = "launch_stacks",
-	  .type = T_BOOL,
+	  .type = T_ENUM,
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "yes",
-	  .doc = "call the launch marker at each launch, so the cpu source captures its stack" },
+	  .names = launch_stacks_names,
+	  .def = "inproc",
+	  .doc = "how each launch's stack is recorded: inproc (the library walks it with the "
+		 "loaded images' CFI), marker (the cpu source's uprobe on the launch marker), no; "
+		 "yes is inproc" },
 	{ .key = NULL },
 };
 

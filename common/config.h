@@ -164,6 +164,20 @@ int conf_list_next(const char **sp, char *item, size_t cap);
  */
 int conf_parse_activities(const char *s, unsigned int *bits);
 
+/* How the CUPTI library records each launch's stack (the cupti source's `launch_stacks`). */
+enum conf_launch_stacks {
+	CONF_LAUNCH_STACKS_INPROC = 0, /* `inproc` (or `yes`): it walks the stack itself */
+	CONF_LAUNCH_STACKS_MARKER = 1, /* `marker`: it calls the marker for the cpu source */
+	CONF_LAUNCH_STACKS_NO = 2, /* `no` */
+};
+
+/*
+ * conf_parse_launch_stacks - `inproc`, `marker`, `no`, or `yes` (an alias of inproc: the key
+ * was a boolean before it was a choice) into *mode (enum conf_launch_stacks). Returns 0 or
+ * -EINVAL. The correlator reads it too: only marker LAUNCHes come late (from the cpu source).
+ */
+int conf_parse_launch_stacks(const char *s, int *mode);
+
 /* A source's `enrich` stages (docs/pipeline.md): bits of *stages. */
 enum conf_enrich {
 	CONF_ENRICH_NAMES = 1 << 0, /* kernel and range names from STRING records */

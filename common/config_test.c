@@ -791,12 +791,25 @@ static void test_cupti(void)
 	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "8192") &&
 		       !strcmp(conf_actor__get(a, "max_processes"), "1024") &&
 		       !strcmp(conf_actor__get(a, "activities"), "all") &&
-		       !strcmp(conf_actor__get(a, "launch_stacks"), "yes"),
+		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc"),
 	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all, "
-	       "launch_stacks yes");
+	       "launch_stacks inproc");
 	tap_ok(a && !conf_parse_activities(conf_actor__get(a, "activities"), &bits) &&
 		       bits == XPU_CUPTI_ACT_ALL,
 	       "cupti: the default activities are every one");
+	{
+		static const char *const words[] = { "inproc", "yes", "marker", "no" };
+		static const int modes[] = { CONF_LAUNCH_STACKS_INPROC, CONF_LAUNCH_STACKS_INPROC,
+					     CONF_LAUNCH_STACKS_MARKER, CONF_LAUNCH_STACKS_NO };
+		int mode = -1, good = 1;
+		size_t i;
+
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+			good &= !conf_parse_launch_stacks(words[i], &mode) && mode == modes[i];
+		tap_ok(good && conf_parse_launch_stacks("on", &mode) == -EINVAL &&
+			       conf_parse_launch_stacks(NULL, &mode) == -EINVAL,
+		       "cupti: launch_stacks inproc, yes (its alias), marker, no; nothing else");
+	}
 	conf__free(conf);
 	conf = NULL;
 

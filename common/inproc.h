@@ -63,7 +63,11 @@ struct xpu_inproc_reply {
 
 /* reply.options. OPT_SET says the actor chose them; without it (0, an older actor) the
  * library uses its own defaults. For XPU_INPROC_CUPTI the low bits are the activities to
- * enable (XPU_CUPTI_ACT_*), and OPT_LAUNCH_STACKS says whether to call the launch marker. */
+ * enable (XPU_CUPTI_ACT_*), and the launch bits how to record each launch's stack
+ * (launch_stacks): OPT_LAUNCH_INPROC walks it in the library, OPT_LAUNCH_STACKS calls the
+ * launch marker for the cpu source's uprobe (the name is older than the choice); neither:
+ * no launch stacks. A library that knows only OPT_LAUNCH_STACKS records none when told
+ * OPT_LAUNCH_INPROC. */
 #define XPU_INPROC_OPT_SET (1u << 31)
 #define XPU_CUPTI_ACT_KERNEL (1u << 0) /* concurrent kernel */
 #define XPU_CUPTI_ACT_MEMCPY (1u << 1) /* memcpy and peer-to-peer memcpy */
@@ -76,8 +80,9 @@ struct xpu_inproc_reply {
 #define XPU_CUPTI_ACT_EXTERNAL (1u << 8) /* external correlation (framework op ids) */
 #define XPU_CUPTI_ACT_NVTX (1u << 9) /* NVTX ranges through CUPTI's callbacks */
 #define XPU_CUPTI_ACT_ALL ((1u << 10) - 1)
-#define XPU_CUPTI_OPT_LAUNCH_STACKS (1u << 16)
-#define XPU_CUPTI_OPT_DEFAULTS (XPU_CUPTI_ACT_ALL | XPU_CUPTI_OPT_LAUNCH_STACKS)
+#define XPU_CUPTI_OPT_LAUNCH_STACKS (1u << 16) /* launch_stacks = marker */
+#define XPU_CUPTI_OPT_LAUNCH_INPROC (1u << 17) /* launch_stacks = inproc (wins over the marker) */
+#define XPU_CUPTI_OPT_DEFAULTS (XPU_CUPTI_ACT_ALL | XPU_CUPTI_OPT_LAUNCH_INPROC)
 
 _Static_assert(sizeof(struct xpu_inproc_hello) == 40, "xpu_inproc_hello size");
 _Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");

@@ -17,6 +17,19 @@
 #define CONTEXTS 64u /* context -> device, direct-mapped by context id */
 #define OVERHEAD_RANGE_BIT (1ull << 62) /* overhead range ids never meet NVTX ones */
 
+/* The largest record this file builds: a STRING of XPU_STRING_MAX (a kernel name). */
+#define CONV_REC_MAX XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX)
+_Static_assert(CONV_REC_MAX >= XPU_ROUND_UP8(sizeof(struct xpu_range) + XPU_RANGE_NAME_MAX) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_gpu_kernel) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_gpu_memcpy) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_gpu_memset) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_gpu_sync) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_gpu_memory) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_cuda_api) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_clock_sync) &&
+		       CONV_REC_MAX >= sizeof(struct xpu_loss),
+	       "conv's buffer holds every record convert.c builds");
+
 /* A name this process has sent: its text, its hash and its STRING id. */
 struct name_slot {
 	char *text; /* NULL: free */
@@ -43,8 +56,9 @@ struct conv {
 	__u64 next_overhead;
 	bool launch_marked; /* the library calls the launch marker on launch APIs */
 	struct conv_stats st;
-	/* One record at a time is built here: the largest is a STRING of XPU_STRING_MAX. */
-	_Alignas(8) unsigned char buf[XPU_REC_MAX_SIZE];
+	/* One record at a time is built here. Not XPU_REC_MAX_SIZE: that is a CPU_SAMPLE with
+	 * a stack copy, 34 KiB this code never writes. */
+	_Alignas(8) unsigned char buf[CONV_REC_MAX];
 };
 
 bool conv__is_launch(bool driver, __u32 cbid)

@@ -3,19 +3,34 @@
  * cupti_gpu_standin LIB: the injection library's path through the pipeline, without a GPU.
  *
  * A real process does what libxpusup_cupti.so does inside a CUDA program, with the same code
- * wherever it can: it says hello to the session's cupti actor (common/inproc.c), calls the
- * launch marker exported by LIB (the very file the cpu source puts its uprobe on) from
- * distinctly named host functions, and converts CUPTI activity structs, as the CUDA 13
- * headers define them, with cupti/convert.c into its ring. Only the structs' contents are
- * made up (times are taken around the marker calls, as a GPU would run them just after).
+ * wherever it can: it says hello to the session's cupti actor (common/inproc.c), converts
+ * CUPTI activity structs, as the CUDA 13 headers define them, with cupti/convert.c into its
+ * ring, and at each launch does what the reply's options say: captures the launch stack in
+ * process with cupti/launch_stack.c (launch_stacks = inproc) or calls the launch marker
+ * exported by LIB, the very file the cpu source puts its uprobe on (launch_stacks = marker).
+ * Only the structs' contents are made up (times are taken around the launches, as a GPU
+ * would run them just after).
+ *
+ * Each launch goes as in CUDA: the application's host function calls the vendor library
+ * (vendor_launch, libvendor_standin.so, standing in for libcudart and libcuda), which calls
+ * the tool's callback (on_api_enter, standing in for inject.c's), which captures:
+ *
+ *	main -> train_step -> launch_matmul -> vendor_launch -> on_api_enter -> capture
+ *
+ * Built twice (cupti/meson.build): cupti_gpu_standin_nofp with -fomit-frame-pointer and
+ * the vendor library that keeps data in rbp across the callback, as CUDA's does: only a CFI
+ * walk gets from the callback to main (the inproc run); and cupti_gpu_standin with frame
+ * pointers everywhere, vendor library included (the marker run: the uprobe walks them).
  *
  * What it does, for tests/cupti_test.sh to find in the outputs:
- *   - 40 launches of _Z6matmulPKfS0_Pfi from launch_matmul(), each with its runtime API
- *     record and an NVTX push/pop of "train_step" around it;
+ *   - 40 launches of _Z6matmulPKfS0_Pfi from launch_matmul() in train_step(), each with its
+ *     runtime API record and an NVTX push/pop of "train_step" around it;
  *   - one CUDA graph node created in build_graph() (node 77), instantiated as clone 900,
  *     and 5 graph launches from launch_graph(), each running _Z11graph_stepPf on node 900;
  *   - 8 HtoD copies of 1 MiB from copy_inputs();
- *   - a LOSS of 3 records with cause CUPTI.
+ *   - a LOSS of 3 records with cause CUPTI;
+ *   - on stdout: the options, and in the inproc run the capture counters and what a
+ *     frame-pointer walk from the callback would have found (the test checks it is lost).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +44,8 @@
 
 #include "common/inproc.h"
 #include "cupti/convert.h"
+#include "cupti/launch_stack.h"
+#include "cupti/vendor_standin.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
@@ -39,6 +56,18 @@
 static void (*marker)(uint64_t, uint32_t);
 static struct ring *ring;
 static struct conv *conv;
+static __u32 options;
+static int put_errors;
+
+/* What a frame-pointer walk and the CFI walk find from the first launch's callback. */
+static int fp_frames = -1, cfi_frames = -1;
+static enum unwind_end fp_end, cfi_end;
+
+/* One API call, as the callback sees it. */
+struct api_call {
+	__u64 corr;
+	__u32 api;
+};
 
 static __u64 now_ns(void)
 {
@@ -113,27 +142,61 @@ static void api_record(__u32 corr, __u32 cbid, __u64 start, __u64 end)
 	conv__activity(conv, (CUpti_Activity *)&a);
 }
 
+/* The tool's launch callback (inject.c's on_launch): runs inside vendor_launch. */
+static void on_api_enter(void *arg)
+{
+	const struct api_call *call = arg;
+	struct unwind_result res;
+	__u64 ips[XPU_MAX_FRAMES];
+
+	if (options & XPU_CUPTI_OPT_LAUNCH_INPROC) {
+		if (fp_frames < 0) {
+			fp_frames =
+				launch_stack__capture(ips, XPU_MAX_FRAMES, UNWIND_FP_ONLY, &res);
+			fp_end = res.end;
+			cfi_frames = launch_stack__capture(ips, XPU_MAX_FRAMES, 0, &res);
+			cfi_end = res.end;
+		}
+		if (launch_stack__record(call->corr, call->api, put, NULL))
+			put_errors++;
+	} else if (options & XPU_CUPTI_OPT_LAUNCH_STACKS) {
+		marker(call->corr, call->api);
+	}
+}
+
 static void __attribute__((noinline)) launch_matmul(__u32 corr)
 {
+	struct api_call call = { corr, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 };
 	__u64 start = now_ns();
 
-	marker(corr, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
-	api_record(corr, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, start, now_ns());
+	vendor_launch(on_api_enter, &call, corr);
+	api_record(corr, call.api, start, now_ns());
 	kernel_record(corr, "_Z6matmulPKfS0_Pfi", 0);
+}
+
+static void __attribute__((noinline)) train_step(__u32 corr)
+{
+	conv__range(conv, now_ns(), (__u32)gettid(), XPU_RANGE_PUSH, 0, 0, "train_step");
+	host_work(200000);
+	launch_matmul(corr);
+	conv__range(conv, now_ns(), (__u32)gettid(), XPU_RANGE_POP, 0, 0, NULL);
 }
 
 static void __attribute__((noinline)) build_graph(void)
 {
-	marker(XPU_LAUNCH_GRAPH_NODE | 77, XPU_LAUNCH_API_GRAPH_NODE);
+	struct api_call call = { XPU_LAUNCH_GRAPH_NODE | 77, XPU_LAUNCH_API_GRAPH_NODE };
+
+	vendor_launch(on_api_enter, &call, 77);
 	conv__node_cloned(conv, 900, 77); /* cudaGraphInstantiate */
 }
 
 static void __attribute__((noinline)) launch_graph(__u32 corr)
 {
+	struct api_call call = { corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 };
 	__u64 start = now_ns();
 
-	marker(corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
-	api_record(corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, start, now_ns());
+	vendor_launch(on_api_enter, &call, corr);
+	api_record(corr, call.api, start, now_ns());
 	kernel_record(corr, "_Z10graph_stepPf", 900);
 }
 
@@ -155,9 +218,10 @@ static void __attribute__((noinline)) copy_inputs(__u32 corr)
 
 int main(int argc, char **argv)
 {
+	struct launch_stack_stats st;
 	char why[256];
 	void *lib, *sym;
-	__u32 options = 0, corr = 1, i;
+	__u32 corr = 1, i;
 	int sock, err;
 
 	if (argc != 2) {
@@ -179,17 +243,16 @@ int main(int argc, char **argv)
 	conv = conv__new((__u32)getpid(), put, NULL);
 	if (!conv)
 		return 1;
-	conv__set_launch_marked(conv, options & XPU_CUPTI_OPT_LAUNCH_STACKS);
+	/* as inject.c: only the marker's LAUNCH comes later, from another source */
+	conv__set_launch_marked(conv, (options & XPU_CUPTI_OPT_LAUNCH_STACKS) &&
+					      !(options & XPU_CUPTI_OPT_LAUNCH_INPROC));
 	printf("options %#x\n", options);
 
 	for (i = 0; i < COPIES; i++)
 		copy_inputs(corr++);
 	build_graph();
 	for (i = 0; i < MATMULS; i++) {
-		conv__range(conv, now_ns(), (__u32)gettid(), XPU_RANGE_PUSH, 0, 0, "train_step");
-		host_work(200000);
-		launch_matmul(corr++);
-		conv__range(conv, now_ns(), (__u32)gettid(), XPU_RANGE_POP, 0, 0, NULL);
+		train_step(corr++);
 		if (i % 8 == 7)
 			ring__flush(ring);
 	}
@@ -199,6 +262,15 @@ int main(int argc, char **argv)
 	}
 	conv__loss(conv, now_ns(), XPU_LOSS_CUPTI, 3, 0);
 	ring__flush(ring);
+	if (options & XPU_CUPTI_OPT_LAUNCH_INPROC) {
+		launch_stack__stats(&st);
+		printf("launch stacks: %llu captured, %llu truncated, %llu failed, %llu frames, "
+		       "%d not put\n",
+		       (unsigned long long)st.captured, (unsigned long long)st.truncated,
+		       (unsigned long long)st.failed, (unsigned long long)st.frames, put_errors);
+		printf("from the callback: frame pointers %d frames (%s), CFI %d frames (%s)\n",
+		       fp_frames, unwind_end__name(fp_end), cfi_frames, unwind_end__name(cfi_end));
+	}
 	/* The uprobe's records travel through the cpu source; give them a moment to be read
 	 * before the process's exit starts its grace period. */
 	usleep(200000);

@@ -13,17 +13,21 @@
  *   - enables the activity kinds, converts each completed buffer's records (cupti/convert.c)
  *     into the ring, and forces a flush every FLUSH_MS from a thread of its own, so activity
  *     streams during the run; the last flush is at exit;
- *   - on every launch API enter (runtime and driver, kernel and graph launches) calls
- *     xpusup_launch_marker(correlation id, api id), an exported function that does nothing:
- *     the cpu source's uprobe on it captures the launching thread's user stack; graph node
- *     creation calls it too (event.h, XPU_LAUNCH_GRAPH_NODE);
+ *   - on every launch API enter (runtime and driver, kernel and graph launches) records the
+ *     launching thread's stack: by default it walks the stack itself, with the CFI of the
+ *     loaded images (cupti/launch_stack.c), and writes the LAUNCH record into its ring
+ *     (launch_stacks = inproc); or it calls xpusup_launch_marker(correlation id, api id), an
+ *     exported function that does nothing, on which the cpu source's uprobe captures the
+ *     stack (launch_stacks = marker); graph node creation does the same (event.h,
+ *     XPU_LAUNCH_GRAPH_NODE);
  *   - turns NVTX push/pop/start/end/mark into RANGE records (XPU_RANGE_F_NVTX).
  *
  * It must never block or take down the program: no session, a refused hello, a CUPTI error
  * or the session going away each turn it off with one line on stderr, and from then on
  * every callback returns at its first test. The ring is written under one lock (it has one
  * producer: this process); a full ring drops and counts (the ring writes a LOSS record when
- * room returns).
+ * room returns). In-process launch stacks are walked before the lock is taken (the walk
+ * needs nothing shared), and counted; the counts go to stderr at exit, in one line.
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -44,6 +48,7 @@
 #include "common/inproc.h"
 #include "cupti/convert.h"
 #include "cupti/inject.h"
+#include "cupti/launch_stack.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
@@ -62,6 +67,14 @@ static int enabled; /* read on every callback, relaxed: it gates work, publishes
 static bool said; /* the one line on stderr has been written */
 static CUpti_SubscriberHandle subscriber;
 static bool subscribed;
+static bool forked; /* this is a child forked without exec: it records nothing */
+
+/* How a launch's stack is recorded (the options' launch bits, launch_stacks). */
+static enum {
+	LAUNCH_OFF,
+	LAUNCH_MARKER, /* call xpusup_launch_marker: the cpu source's uprobe captures it */
+	LAUNCH_INPROC, /* walk it here and write the LAUNCH record (launch_stack.c) */
+} launch_mode;
 
 static pthread_t flusher;
 static bool flusher_running;
@@ -69,8 +82,8 @@ static pthread_mutex_t flusher_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flusher_cond = PTHREAD_COND_INITIALIZER;
 static bool flusher_stop;
 
-/* The launch marker: one correlation id is marked once per thread, although a runtime
- * launch API and the driver API it calls both pass through the callback with it. */
+/* One correlation id is recorded once per thread, although a runtime launch API and the
+ * driver API it calls both pass through the callback with it. */
 static __thread __u32 last_marked;
 
 struct registered {
@@ -123,6 +136,31 @@ static int put(void *ctx, const void *rec, __u32 size)
 	return ring__write(ring, rec, size);
 }
 
+/* launch_stack__record's put, on an application thread: the ring under the producer lock,
+ * as the NVTX records go. The record is complete, so the lock is held for one copy. */
+static int put_launch(void *ctx, const void *rec, __u32 size)
+{
+	int err = -ENODEV;
+
+	pthread_mutex_lock(&lock);
+	if (ring) /* NULL once a failed set-up has let it go */
+		err = ring__write(ring, rec, size);
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* A launch's stack, the way the options say. Both ways it starts at the return address
+ * into the code that called for it: the walk's first frame is the caller's (launch_stack.h),
+ * and the uprobe replaces the marker's entry address with it (bpf/profile.bpf.c). */
+static void launch_stack(__u64 correlation_id, __u32 api_id)
+{
+	/* counted by launch_stack.c; a full ring counts its own drops */
+	if (launch_mode == LAUNCH_INPROC)
+		launch_stack__record(correlation_id, api_id, put_launch, NULL);
+	else if (launch_mode == LAUNCH_MARKER)
+		xpusup_launch_marker(correlation_id, api_id);
+}
+
 static const char *cupti_error(CUptiResult res)
 {
 	const char *s = NULL;
@@ -173,14 +211,15 @@ free_buffer:
 static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		      const CUpti_CallbackData *cb)
 {
+	__u32 api_id;
+
 	if (cb->callbackSite != CUPTI_API_ENTER ||
 	    !conv__is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid) ||
 	    cb->correlationId == last_marked)
 		return;
 	last_marked = cb->correlationId;
-	xpusup_launch_marker(
-		cb->correlationId,
-		(__u32)cbid | (domain == CUPTI_CB_DOMAIN_DRIVER_API ? XPU_LAUNCH_API_DRIVER : 0));
+	api_id = (__u32)cbid | (domain == CUPTI_CB_DOMAIN_DRIVER_API ? XPU_LAUNCH_API_DRIVER : 0);
+	launch_stack(cb->correlationId, api_id);
 }
 
 static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *res)
@@ -201,10 +240,9 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *res)
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
 		/* The stack of the code that built the node (directly or by stream capture):
 		 * what its kernels are attributed to, whenever the graph is launched. */
-		if (g && (options & XPU_CUPTI_OPT_LAUNCH_STACKS) &&
+		if (g && launch_mode != LAUNCH_OFF &&
 		    cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS)
-			xpusup_launch_marker(XPU_LAUNCH_GRAPH_NODE | node,
-					     XPU_LAUNCH_API_GRAPH_NODE);
+			launch_stack(XPU_LAUNCH_GRAPH_NODE | node, XPU_LAUNCH_API_GRAPH_NODE);
 		break;
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
 		if (g && cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS &&
@@ -474,9 +512,29 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
+/* The in-process captures' counts, once, at exit (there is no channel to the actor for
+ * them: the connection carries nothing after the hello). */
+static void say_launch_stacks(void)
+{
+	struct launch_stack_stats st;
+
+	if (launch_mode != LAUNCH_INPROC || forked)
+		return;
+	launch_stack__stats(&st);
+	if (!st.captured && !st.failed)
+		return;
+	fprintf(stderr,
+		"xpusup: launch stacks: %llu captured (%llu truncated), %llu failed, %.1f frames "
+		"each\n",
+		(unsigned long long)st.captured, (unsigned long long)st.truncated,
+		(unsigned long long)st.failed,
+		st.captured ? (double)st.frames / (double)st.captured : 0.0);
+}
+
 /* exit(): stop the flusher, force the last records out, publish them. */
 static void at_exit(void)
 {
+	say_launch_stacks();
 	if (flusher_running) {
 		pthread_mutex_lock(&flusher_lock);
 		flusher_stop = true;
@@ -498,6 +556,7 @@ static void at_fork_child(void)
 {
 	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
 	flusher_running = false; /* the thread did not come along */
+	forked = true;
 }
 
 static int subscribe(void)
@@ -511,7 +570,7 @@ static int subscribe(void)
 		return -EIO;
 	}
 	subscribed = true;
-	if (options & XPU_CUPTI_OPT_LAUNCH_STACKS) {
+	if (launch_mode != LAUNCH_OFF) {
 		for (i = 0; i < conv_n_runtime_launches; i++)
 			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 					    conv_runtime_launches[i]);
@@ -607,7 +666,14 @@ EXPORT int InitializeInjection(void)
 		say("out of memory", NULL);
 		goto err_teardown;
 	}
-	conv__set_launch_marked(conv, options & XPU_CUPTI_OPT_LAUNCH_STACKS);
+	/* In process wins when an actor sets both bits. Only the marker's calls are marked for
+	 * the correlator (XPU_API_F_LAUNCH_MARKED: hold the kernels for a LAUNCH from the cpu
+	 * source); an in-process LAUNCH is in this ring already, ahead of the call's record. */
+	if (options & XPU_CUPTI_OPT_LAUNCH_INPROC)
+		launch_mode = LAUNCH_INPROC;
+	else if (options & XPU_CUPTI_OPT_LAUNCH_STACKS)
+		launch_mode = LAUNCH_MARKER;
+	conv__set_launch_marked(conv, launch_mode == LAUNCH_MARKER);
 	__atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
 	res = cuptiActivityRegisterTimestampCallback(timestamp_cb);
 	if (subscribe() || activities_enable())

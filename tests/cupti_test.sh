@@ -5,19 +5,27 @@
 #     xpusup_launch_marker; it loads with dlopen;
 #   - InitializeInjection returns 1 and says once why GPU activity is off: no session, a stale
 #     session directory, a live session on a machine without a GPU (CUPTI refuses);
-#   - cupti_gpu_standin, a real process speaking the library's hand-off with the library's
-#     conversion code and calling the marker in the library's file, under `xpusup record`:
-#     kernels, copies, NVTX ranges and CUPTI's LOSS reach the outputs, kernels sit under the
-#     host functions that launched them (the uprobe's stacks, joined by correlation id), and
-#     graph kernels under the function that created their node.
+#   - the stand-in (cupti/gpu_standin.c), a real process speaking the library's hand-off with
+#     the library's conversion code, launching through a vendor library's callback as CUDA
+#     does, under `xpusup record`: kernels, copies, NVTX ranges and CUPTI's LOSS reach the
+#     outputs, kernels sit under the host functions that launched them (joined by
+#     correlation id), and graph kernels under the function that created their node. Twice:
+#       launch_stacks = inproc (the default): cupti_gpu_standin_nofp, no frame pointers
+#         anywhere and a vendor library that keeps data in rbp, captures in process with
+#         cupti/launch_stack.c: every matmul kernel under main, train_step, launch_matmul
+#         and vendor_launch, named, in that order; a frame-pointer walk from the same
+#         callback is lost; the capture counts;
+#       launch_stacks = marker: cupti_gpu_standin, frame pointers everywhere, calls the
+#         marker in the library's file and the cpu source's uprobe captures the stacks.
 #
-# Usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE
+# Usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE STANDIN_NOFP
 set -u
-XPUSUP=${1:?usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE}
+XPUSUP=${1:?usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE STANDIN_NOFP}
 LIB=${2:?}
 LOAD_TEST=${3:?}
 STANDIN=${4:?}
 NVTX_SMOKE=${5:?}
+STANDIN_NOFP=${6:?}
 . "$(dirname "$0")/session_lib.sh"
 session_lib_init cuptitest u
 cd "$WORK" || exit 1
@@ -70,14 +78,12 @@ wait_for 10 "$PREFIX-live" "c('gpu','clients_total') >= 1 and c('gpu','clients')
 ok $? "live: the actor saw the client come and go ($(json "$PREFIX-live" "(c('gpu','clients_total'), c('gpu','clients'))"))"
 "$XPUSUP" stop --session "$PREFIX-live" >/dev/null 2>&1
 
-# ---- the stand-in under record -----------------------------------------------------------------
-XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -o "$WORK/rec" --session "$PREFIX-rec" -- \
-	"$STANDIN" "$LIB" >rec.out 2>&1
-rc=$?
-ok $rc "stand-in: record succeeds (rc $rc: $(tail -c 400 rec.out))"
-"$PY" - "$WORK/rec" >rec.check 2>&1 <<'PYEOF'
+# ---- the stand-in under record ---------------------------------------------------------------
+# check_outputs DIR MODE: what both runs must show; MODE inproc adds the in-process checks.
+check_outputs() {
+	"$PY" - "$1" "$2" <<'PYEOF'
 import json, sys
-d = sys.argv[1]
+d, mode = sys.argv[1], sys.argv[2]
 trace = json.load(open(d + "/trace.json"))
 ev = trace["traceEvents"] if isinstance(trace, dict) else trace
 def named(sub):
@@ -96,23 +102,82 @@ for line in open(d + "/flame.folded"):
     folded[stack] = folded.get(stack, 0) + int(w)
 def weight(pred):
     return sum(w for s, w in folded.items() if pred(s.split(";")))
-mm_all = weight(lambda f: f[-1].startswith("[gpu]") and "matmul" in f[-1])
-mm_launch = weight(lambda f: f[-1].startswith("[gpu]") and "matmul" in f[-1] and "launch_matmul" in f)
-mm_nvtx = weight(lambda f: f[-1].startswith("[gpu]") and "matmul" in f[-1] and "[nvtx] train_step" in f)
-gs_all = weight(lambda f: f[-1].startswith("[gpu]") and "graph_step" in f[-1])
-gs_node = weight(lambda f: f[-1].startswith("[gpu]") and "graph_step" in f[-1] and "build_graph" in f)
+def kernel(f, name):
+    return f[-1].startswith("[gpu]") and name in f[-1]
+def in_order(f, names):
+    """names appear in f, each after the one before (outermost first), as whole frames"""
+    at = 0
+    for n in names:
+        try:
+            at = f.index(n, at) + 1
+        except ValueError:
+            return False
+    return True
+mm_all = weight(lambda f: kernel(f, "matmul"))
+mm_launch = weight(lambda f: kernel(f, "matmul") and "launch_matmul" in f)
+mm_nvtx = weight(lambda f: kernel(f, "matmul") and "[nvtx] train_step" in f)
+gs_all = weight(lambda f: kernel(f, "graph_step"))
+gs_node = weight(lambda f: kernel(f, "graph_step") and "build_graph" in f)
 print("matmul gpu ns %d, under launch_matmul %d, under [nvtx] train_step %d; graph_step %d, under build_graph %d"
       % (mm_all, mm_launch, mm_nvtx, gs_all, gs_node))
 if not mm_all or mm_launch < 0.9 * mm_all: problems.append("matmul kernels not under launch_matmul")
 if not mm_nvtx: problems.append("matmul kernels not under [nvtx] train_step")
 if not gs_all or gs_node < 0.9 * gs_all: problems.append("graph kernels not under build_graph")
-stats = json.load(open(d + "/stats.json"))
+if mode == "inproc":
+    # Every one, not 90 %: the walk is deterministic. Named frames, in call order, with the
+    # vendor library between the application and the callback; no hex frame among them.
+    chain = ["main", "train_step", "launch_matmul", "vendor_launch"]
+    mm_chain = weight(lambda f: kernel(f, "matmul") and in_order(f, chain))
+    gs_chain = weight(lambda f: kernel(f, "graph_step") and in_order(f, ["main", "build_graph", "vendor_launch"]))
+    hex_frames = sorted({x for s in folded for x in s.split(";")
+                         if (x.startswith("0x") or x == "[unknown]") and "matmul" in s})
+    print("inproc: matmul under main;train_step;launch_matmul;vendor_launch %d of %d, graph_step under main;build_graph;vendor_launch %d of %d, hex frames %s"
+          % (mm_chain, mm_all, gs_chain, gs_all, hex_frames[:3]))
+    if not mm_all or mm_chain != mm_all: problems.append("not every matmul kernel under " + ";".join(chain))
+    if not gs_all or gs_chain != gs_all: problems.append("not every graph kernel under main;build_graph;vendor_launch")
+    if hex_frames: problems.append("unnamed frames in matmul stacks: %s" % hex_frames[:3])
+json.load(open(d + "/stats.json"))
 print("\n".join(problems))
 sys.exit(1 if problems else 0)
 PYEOF
-ok $? "stand-in: kernels, copies, NVTX in trace.json; kernels under their launcher, graph kernels under the node's creator ($(tr '\n' ' ' <rec.check | head -c 600))"
+}
+
+# launch_stacks = inproc, the default: the built-in pipeline.
+XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -o "$WORK/rec" --session "$PREFIX-rec" -- \
+	"$STANDIN_NOFP" "$LIB" >rec.out 2>&1
+rc=$?
+ok $rc "inproc: record succeeds (rc $rc: $(tail -c 400 rec.out))"
+grep -q '^options 0x800203ff$' rec.out
+ok $? "inproc: the default options ask for in-process launch stacks (0x800203ff: $(grep '^options' rec.out))"
+# 40 matmuls, 5 graph launches, 1 graph node: 46 records, none failed or cut short.
+grep -Eq '^launch stacks: 46 captured, 0 truncated, 0 failed, [0-9]+ frames, 0 not put$' rec.out
+ok $? "inproc: 46 launch stacks captured, to the outermost frame ($(grep '^launch stacks' rec.out))"
+# The stand-in has no frame pointers and its vendor library keeps data in rbp: a
+# frame-pointer walk from the callback must be lost, or this test proves nothing.
+line=$(grep '^from the callback:' rec.out)
+fp=$(echo "$line" | sed -n 's/.*frame pointers \([0-9]*\) frames.*/\1/p')
+cfi=$(echo "$line" | sed -n 's/.*CFI \([0-9]*\) frames (outermost).*/\1/p')
+[ -n "$fp" ] && [ -n "$cfi" ] && [ "$fp" -lt 4 ] && [ "$cfi" -ge 6 ]
+ok $? "inproc: from the callback a frame-pointer walk is lost, the CFI walk is not ($line)"
+check_outputs "$WORK/rec" inproc >rec.check 2>&1
+ok $? "inproc: kernels, copies, NVTX in trace.json; every matmul kernel under main, train_step, launch_matmul, vendor_launch ($(tr '\n' ' ' <rec.check | head -c 700))"
 "$XPUSUP" check "$WORK/rec/trace.json" >check.out 2>&1
-ok $? "stand-in: xpusup check trace.json is clean ($(tail -c 300 check.out))"
+ok $? "inproc: xpusup check trace.json is clean ($(tail -c 300 check.out))"
+
+# launch_stacks = marker: the same pipeline with the cupti source told so; the uprobe walks
+# the frame-pointer build.
+mkdir -p "$WORK/marker"
+sed 's/^kind = cupti.*$/&\nlaunch_stacks = marker/' "$WORK/rec/pipeline.conf" >"$WORK/marker/pipeline.conf"
+grep -q '^launch_stacks = marker' "$WORK/marker/pipeline.conf"
+ok $? "marker: pipeline.conf with launch_stacks = marker"
+XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c "$WORK/marker/pipeline.conf" --session "$PREFIX-mk" -- \
+	"$STANDIN" "$LIB" >marker.out 2>&1
+rc=$?
+ok $rc "marker: record succeeds (rc $rc: $(tail -c 400 marker.out))"
+grep -q '^options 0x800103ff$' marker.out && ! grep -q '^launch stacks' marker.out
+ok $? "marker: the options ask for the marker, nothing is captured in process ($(grep '^options' marker.out))"
+check_outputs "$WORK/marker" marker >marker.check 2>&1
+ok $? "marker: kernels under their launcher (the uprobe's stacks), graph kernels under the node's creator ($(tr '\n' ' ' <marker.check | head -c 600))"
 
 echo "1..$n"
 echo "$((n - failed)) passed, $failed failed"

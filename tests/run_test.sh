@@ -126,7 +126,7 @@ ok_or $? "stand-in: status --json counts CUPTI's 5 dropped records" || "$XPUSUP"
 ok_or $? "stand-in: the source's problem line says a process lost records" || json "$S" "a['gpu']"
 grep -Eq '^xpusup-cupti: pid [0-9]+ \(cupti_standin\): 22 records, 0 dropped by the ring, 5 dropped by CUPTI$' "$BASE/$S.log"
 ok_or $? "stand-in: its line in the actor's log (the session log)" || cat "$BASE/$S.log"
-grep -q 'CUPTI activities: kernel, memcpy, launch stacks off' "$BASE/$S.log"
+grep -q 'CUPTI activities: kernel, memcpy, launch stacks: no' "$BASE/$S.log"
 ok $? "cupti source: its start line names the activities"
 "$XPUSUP" stop --session "$S" >/dev/null 2>&1
 ok $? "cupti session stops"
@@ -154,8 +154,8 @@ ok $? "annotate: session with a cupti source starts"
 rc=$?
 [ $rc = 0 ] && grep -q 'enabled=1' "$WORK/ann.out" && ! grep -q 'annotations off' "$WORK/ann.out"
 ok_or $? "annotate: the program run with run attaches to the cupti source" || cat "$WORK/ann.out"
-# a cupti section without keys: every activity and launch stacks (0x800103ff)
-"$XPUSUP" run --session "$S" -- "$STANDIN" 0x800103ff 1 0 >"$WORK/standin2.out" 2>&1
+# a cupti section without keys: every activity and in-process launch stacks (0x800203ff)
+"$XPUSUP" run --session "$S" -- "$STANDIN" 0x800203ff 1 0 >"$WORK/standin2.out" 2>&1
 ok_or $? "annotate: beside it, a CUPTI client gets the default options" || cat "$WORK/standin2.out"
 wait_for 10 "$S" "c('gpu', 'clients_total') == 2 and c('gpu', 'clients') == 0"
 "$XPUSUP" stop --session "$S" >/dev/null 2>&1

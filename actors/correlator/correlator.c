@@ -843,25 +843,29 @@ static int stage__load(struct stage *st, const struct conf_actor *src)
 
 /*
  * How long a kernel whose CUDA_API came waits for its LAUNCH (join_opts.launch_wait_ns): only
- * when a `cpu` source is there to send LAUNCHes (its launch-marker uprobe) and no source has
- * turned the marker calls off (launch_stacks = no). A LAUNCH waits in the CPU source's BPF
- * ring up to its drain_ms, and the CUPTI library's activity may come sooner: the longest
- * drain_ms plus 100 ms for the rings and the shard's turns.
+ * when a LAUNCH can come late, that is from a `cpu` source's launch-marker uprobe, which a
+ * cupti source asks for with launch_stacks = marker. With `inproc` (the default) the library
+ * writes each LAUNCH into its own ring before the kernel's activity, so it is never late;
+ * with `no` there is none to wait for. A marker LAUNCH waits in the CPU source's BPF ring up
+ * to its drain_ms, and the CUPTI library's activity may come sooner: the longest drain_ms
+ * plus 100 ms for the rings and the shard's turns.
  */
 static __u64 launch_wait_ns(const struct conf *conf)
 {
 	unsigned long long drain, longest = 0;
-	bool cpu = false;
+	bool cpu = false, marker = false;
 	unsigned int i;
-	int stacks;
+	int mode;
 
 	for (i = 0; i < conf->n_actors; i++) {
 		const struct conf_actor *src = &conf->actors[i];
 
 		if (src->role != CONF_ROLE_SOURCE)
 			continue;
-		if (!conf_parse_bool(conf_actor__get(src, "launch_stacks"), &stacks) && !stacks)
-			return 0;
+		if (!strcmp(src->kind, "cupti") &&
+		    !conf_parse_launch_stacks(conf_actor__get(src, "launch_stacks"), &mode) &&
+		    mode == CONF_LAUNCH_STACKS_MARKER)
+			marker = true;
 		if (strcmp(src->kind, "cpu"))
 			continue;
 		cpu = true;
@@ -870,7 +874,7 @@ static __u64 launch_wait_ns(const struct conf *conf)
 		if (drain > longest)
 			longest = drain;
 	}
-	return cpu ? (longest + 100) * 1000000ull : 0;
+	return cpu && marker ? (longest + 100) * 1000000ull : 0;
 }
 
 static int open_shard(struct shard *s, struct actor *a)

@@ -115,13 +115,17 @@ static int load_keys(struct inproc *p)
 #ifdef INPROC_KIND_CUPTI
 	{
 		unsigned int activities = 0;
-		int stacks = 0;
+		int stacks = CONF_LAUNCH_STACKS_NO;
 
 		err |= conf_parse_activities(conf_actor__get(p->a->self, "activities"),
 					     &activities);
-		err |= conf_parse_bool(conf_actor__get(p->a->self, "launch_stacks"), &stacks);
-		p->cupti_options = XPU_INPROC_OPT_SET | activities |
-				   (stacks ? XPU_CUPTI_OPT_LAUNCH_STACKS : 0);
+		err |= conf_parse_launch_stacks(conf_actor__get(p->a->self, "launch_stacks"),
+						&stacks);
+		p->cupti_options = XPU_INPROC_OPT_SET | activities;
+		if (stacks == CONF_LAUNCH_STACKS_INPROC)
+			p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_INPROC;
+		else if (stacks == CONF_LAUNCH_STACKS_MARKER)
+			p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_STACKS;
 	}
 #endif
 	return err ? -EINVAL : 0;
@@ -510,9 +514,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (p.cupti_options)
-		snprintf(what, sizeof(what), "; CUPTI activities: %s, launch stacks %s",
+		snprintf(what, sizeof(what), "; CUPTI activities: %s, launch stacks: %s",
 			 conf_actor__get(a.self, "activities"),
-			 p.cupti_options & XPU_CUPTI_OPT_LAUNCH_STACKS ? "on" : "off");
+			 conf_actor__get(a.self, "launch_stacks"));
 	fprintf(stderr, PROG ": listening on %s (rings of %llu KiB, up to %llu processes%s)\n",
 		p.sock_path, p.ring_kib, p.max_processes, what);
 	actor__ready(&a);

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * In-process launch stacks (launch_stack.h, docs/cupti.md "Launch stacks").
+ *
+ * The entry. launch_stack__record and launch_stack__capture are not inlined, and GCC and
+ * Clang give a function that takes __builtin_frame_address(0) a frame pointer whatever
+ * -fomit-frame-pointer says, so each entry's own frame is the classic pair: the word at
+ * the frame address is its caller's rbp, as the prologue pushed it, the next word is the
+ * return address into the caller, and the caller's rsp is just above that (a compiler that
+ * did otherwise is caught: the return address would not be where it belongs). Those three
+ * registers are where the walk starts; the caller's rbp need not be a frame pointer (CUDA's
+ * code keeps data in it), the CFI says whether it is. No register is read any other way,
+ * so the entry cannot see a register the compiler has already reused.
+ *
+ * The reads. The walk reads 8-byte words only in [the caller's rsp, top of this thread's
+ * stack): the part of the stack in use, which is mapped by definition. The top comes from
+ * pthread_getattr_np once per thread (for the main thread too, where glibc reads it from
+ * /proc/self/maps). Anything outside, whatever a corrupt rule or a stale word points at,
+ * is -EFAULT and ends the walk. A stack pointer outside the thread's stack (an alternate
+ * signal stack, a coroutine's heap stack) fails the capture instead of guessing.
+ *
+ * The rules. An address's loaded object comes from _dl_find_object (glibc 2.35, lock-free:
+ * no loader lock on the launch path); its PT_GNU_EH_FRAME segment is .eh_frame_hdr in
+ * memory, whose eh_frame_ptr says where .eh_frame starts. Both are bounded by the end of
+ * the loaded segment that holds them, found in the image's program headers (its first page
+ * is its ELF header), else by the image's end. cfi__find reads only inside those bounds.
+ * An object without PT_GNU_EH_FRAME (JIT code, some stripped files) has no rule (-ENOENT):
+ * the walk tries the frame pointer there.
+ *
+ * The cache. Each thread keeps CACHE_SLOTS rules (64 KiB, made at its first capture, freed
+ * when it exits), direct-mapped by the look-up address, with the rule's range made
+ * absolute, so the next capture from the same call sites finds each frame's rule in one
+ * probe (a launch loop's stacks repeat exactly). An error answer is kept too. A slot is valid for one epoch: the loader's count of objects added plus objects
+ * removed (dl_iterate_phdr's dlpi_adds + dlpi_subs, read once per capture). A dlclose, or a
+ * dlopen that could map new code where a cached miss was, changes it, and every slot goes
+ * stale at once. Comparing the object's map start instead would need _dl_find_object on
+ * every hit and would not see a library unloaded and another loaded at the same address.
+ * Whatever the cache holds, the reads stay bounded: a stale rule can only give a wrong
+ * stack.
+ */
+#include "cupti/launch_stack.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unwind/cfi.h"
+#include "xpusup/event.h"
+
+#if !defined(__x86_64__)
+#error "launch_stack.c reads x86-64 frames (rip, rsp, rbp)"
+#endif
+
+#define CACHE_BITS 10
+#define CACHE_SLOTS (1u << CACHE_BITS)
+#define ELF_PAGE 4096u /* the least page size: the ELF header's page is mapped this far */
+#define DW_EH_PE_PCREL_SDATA4 0x1b /* what every x86-64 linker writes for eh_frame_ptr */
+#define DW_EH_PE_PCREL_SDATA8 0x1c
+
+struct rule_slot {
+	__u64 addr; /* the look-up address; 0: empty */
+	__u64 epoch; /* the loader's epoch when it was filled */
+	struct cfi_rule rule; /* start and end are absolute addresses */
+	int err; /* the look-up's answer: 0, -ENOENT, -EBADMSG, -ENOTSUP */
+};
+
+struct launch_thread {
+	__u64 stack_lo, stack_hi; /* [lo, hi): 0, 0 when pthread_getattr_np failed */
+	__u32 pid, tid;
+	struct rule_slot cache[CACHE_SLOTS];
+};
+
+/* One walk's context for the read and rule callbacks. */
+struct walk_ctx {
+	struct launch_thread *t;
+	__u64 lo, hi; /* the words the walk may read: [lo, hi) */
+	__u64 epoch; /* 0: unknown, the cache is not used */
+	__u32 hits, misses;
+};
+
+static __thread struct launch_thread *self;
+static pthread_key_t self_key; /* frees a thread's state when it exits */
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static bool self_key_ok;
+
+static __u64 n_captured, n_truncated, n_failed, n_frames, n_hits, n_misses;
+
+static void self_free(void *t)
+{
+	self = NULL;
+	free(t);
+}
+
+/* The forked child's one thread is the one that forked: it has a pid and a tid of its own. */
+static void self_at_fork_child(void)
+{
+	if (self) {
+		self->pid = (__u32)getpid();
+		self->tid = (__u32)gettid();
+	}
+}
+
+static void self_init_once(void)
+{
+	/* Without the key a thread's state outlives it (a leak, not a fault). The library is
+	 * never unloaded by CUDA, so the destructor's code stays mapped. */
+	self_key_ok = !pthread_key_create(&self_key, self_free);
+	pthread_atfork(NULL, NULL, self_at_fork_child);
+}
+
+static void stack_bounds(struct launch_thread *t)
+{
+	pthread_attr_t attr;
+	size_t size;
+	void *lo;
+
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return;
+	if (!pthread_attr_getstack(&attr, &lo, &size) && size >= 8) {
+		t->stack_lo = (__u64)(uintptr_t)lo;
+		t->stack_hi = t->stack_lo + size;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* The calling thread's state, made on its first capture; NULL when out of memory. */
+static struct launch_thread *thread_state(void)
+{
+	struct launch_thread *t = self;
+
+	if (t)
+		return t;
+	pthread_once(&self_once, self_init_once);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	stack_bounds(t);
+	t->pid = (__u32)getpid();
+	t->tid = (__u32)gettid();
+	if (self_key_ok)
+		pthread_setspecific(self_key, t);
+	self = t;
+	return t;
+}
+
+static int epoch_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	__u64 *epoch = data;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+		*epoch = info->dlpi_adds + info->dlpi_subs;
+	return 1; /* every entry carries the same counts: the first will do */
+}
+
+/* Objects loaded plus objects unloaded so far; 0 when the loader does not say (never with
+ * glibc, whose count includes the program itself). */
+static __u64 loader_epoch(void)
+{
+	__u64 epoch = 0;
+
+	dl_iterate_phdr(epoch_of, &epoch);
+	return epoch;
+}
+
+/* A loaded image: [start, end) mapped, bias added to its ELF virtual addresses, and its
+ * program headers when its first page is its ELF header (phdr NULL otherwise). */
+struct image {
+	__u64 start, end, bias;
+	const Elf64_Phdr *phdr;
+	unsigned int phnum;
+};
+
+static void image_phdrs(struct image *im)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(uintptr_t)im->start;
+
+	/* Every read stays in the image's first page, mapped from the file's offset 0 for
+	 * any image a linker made (the ELF header, then the program headers). */
+	if (im->end - im->start < ELF_PAGE || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh->e_phoff > ELF_PAGE || eh->e_phnum > (ELF_PAGE - eh->e_phoff) / sizeof(Elf64_Phdr))
+		return;
+	im->phdr = (const Elf64_Phdr *)(uintptr_t)(im->start + eh->e_phoff);
+	im->phnum = eh->e_phnum;
+}
+
+/* Bytes from p (absolute) to the end of what may be read there: the file bytes of the
+ * loaded segment that holds p, else the image's end. 0 when p is not in the image. */
+static __u64 readable_from(const struct image *im, __u64 p)
+{
+	__u64 vaddr = p - im->bias;
+	unsigned int i;
+
+	if (p < im->start || p >= im->end)
+		return 0;
+	if (!im->phdr)
+		return im->end - p;
+	for (i = 0; i < im->phnum; i++) {
+		const Elf64_Phdr *ph = &im->phdr[i];
+
+		if (ph->p_type == PT_LOAD && vaddr >= ph->p_vaddr &&
+		    vaddr - ph->p_vaddr < ph->p_filesz)
+			return ph->p_filesz - (vaddr - ph->p_vaddr);
+	}
+	return 0;
+}
+
+/* The CFI sections of the image whose .eh_frame_hdr is at hdr. 0, or -ENOENT. */
+static int image_sections(const struct image *im, const __u8 *hdr, struct cfi_sections *sec)
+{
+	__u64 h = (__u64)(uintptr_t)hdr, eh, hdr_len;
+	unsigned int i;
+	__s64 off64;
+	__s32 off32;
+
+	hdr_len = readable_from(im, h);
+	for (i = 0; im->phdr && i < im->phnum; i++)
+		if (im->phdr[i].p_type == PT_GNU_EH_FRAME && im->phdr[i].p_vaddr == h - im->bias &&
+		    im->phdr[i].p_memsz < hdr_len)
+			hdr_len = im->phdr[i].p_memsz;
+	/* version 1, then the encodings of eh_frame_ptr, fde_count and the table */
+	if (hdr_len < 12 || hdr[0] != 1)
+		return -ENOENT;
+	switch (hdr[1]) {
+	case DW_EH_PE_PCREL_SDATA4:
+		memcpy(&off32, hdr + 4, sizeof(off32));
+		eh = h + 4 + (__u64)(__s64)off32;
+		break;
+	case DW_EH_PE_PCREL_SDATA8:
+		memcpy(&off64, hdr + 4, sizeof(off64));
+		eh = h + 4 + (__u64)off64;
+		break;
+	default: /* no linker writes another: not worth a decoder here */
+		return -ENOENT;
+	}
+	memset(sec, 0, sizeof(*sec));
+	sec->eh_frame_hdr = hdr;
+	sec->eh_frame_hdr_len = hdr_len;
+	sec->eh_frame_hdr_vaddr = h - im->bias;
+	sec->eh_frame = (const __u8 *)(uintptr_t)eh;
+	sec->eh_frame_len = readable_from(im, eh);
+	sec->eh_frame_vaddr = eh - im->bias;
+	return sec->eh_frame_len ? 0 : -ENOENT;
+}
+
+/* The rule for addr from the CFI of the object loaded there, its range made absolute. */
+static int image_rule(__u64 addr, struct cfi_rule *out)
+{
+	struct dl_find_object obj;
+	struct cfi_sections sec;
+	struct image im = { 0 };
+	int err;
+
+	if (_dl_find_object((void *)(uintptr_t)addr, &obj) || !obj.dlfo_eh_frame ||
+	    !obj.dlfo_link_map)
+		return -ENOENT;
+	im.start = (__u64)(uintptr_t)obj.dlfo_map_start;
+	im.end = (__u64)(uintptr_t)obj.dlfo_map_end;
+	im.bias = obj.dlfo_link_map->l_addr;
+	image_phdrs(&im);
+	err = image_sections(&im, obj.dlfo_eh_frame, &sec);
+	if (!err)
+		err = cfi__find(&sec, NULL, addr - im.bias, out);
+	if (err)
+		return err;
+	out->start += im.bias;
+	out->end += im.bias;
+	return 0;
+}
+
+static __u32 slot_of(__u64 addr)
+{
+	return (__u32)((addr * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS));
+}
+
+/* unwind_ops.rule: the thread's cache, else the image's CFI (and the answer is cached). */
+static int stack_rule(void *ctx, __u64 addr, struct cfi_rule *out)
+{
+	struct walk_ctx *w = ctx;
+	struct rule_slot *s;
+	int err;
+
+	if (!w->epoch) {
+		w->misses++;
+		return image_rule(addr, out);
+	}
+	s = &w->t->cache[slot_of(addr)];
+	if (s->addr == addr && s->epoch == w->epoch) {
+		w->hits++;
+		*out = s->rule;
+		return s->err;
+	}
+	w->misses++;
+	err = image_rule(addr, out);
+	s->addr = addr;
+	s->epoch = w->epoch;
+	s->err = err;
+	if (err)
+		memset(&s->rule, 0, sizeof(s->rule));
+	else
+		s->rule = *out;
+	return err;
+}
+
+/* unwind_ops.read: a word of the stack in use, nothing else. */
+static int stack_read(void *ctx, __u64 addr, __u64 *val)
+{
+	const struct walk_ctx *w = ctx;
+
+	if (addr < w->lo || addr >= w->hi || w->hi - addr < sizeof(*val))
+		return -EFAULT;
+	memcpy(val, (const void *)(uintptr_t)addr, sizeof(*val));
+	return 0;
+}
+
+/*
+ * The caller's registers, from the frame of an entry (see the file comment): frame is the
+ * entry's __builtin_frame_address(0), ret its __builtin_return_address(0).
+ */
+static int walk_start(struct walk_ctx *w, const __u64 *frame, const void *ret,
+		      struct unwind_regs *regs)
+{
+	struct launch_thread *t = thread_state();
+
+	if (!t)
+		return -ENOMEM;
+	/* Both words are this entry's own frame: a mismatch means it was built without a
+	 * frame pointer, and the frame address is not where the saved rbp is. */
+	if (frame[1] != (__u64)(uintptr_t)ret)
+		return -ENOTSUP;
+	regs->ip = frame[1];
+	regs->fp = frame[0];
+	regs->sp = (__u64)(uintptr_t)(frame + 2);
+	if (regs->sp < t->stack_lo || regs->sp >= t->stack_hi)
+		return -EFAULT;
+	*w = (struct walk_ctx){ .t = t, .lo = regs->sp, .hi = t->stack_hi };
+	w->epoch = loader_epoch();
+	return 0;
+}
+
+static void count_lookups(const struct walk_ctx *w)
+{
+	if (w->hits)
+		__atomic_fetch_add(&n_hits, w->hits, __ATOMIC_RELAXED);
+	if (w->misses)
+		__atomic_fetch_add(&n_misses, w->misses, __ATOMIC_RELAXED);
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+__attribute__((noinline)) int launch_stack__record(__u64 correlation_id, __u32 api_id,
+						   launch_stack_put_fn put, void *ctx)
+{
+	_Alignas(8) unsigned char rec[sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES];
+	__u64 ips[XPU_MAX_FRAMES];
+	struct unwind_result res;
+	struct unwind_regs regs;
+	struct unwind_ops ops;
+	struct walk_ctx w;
+	int err, size;
+
+	err = walk_start(&w, __builtin_frame_address(0), __builtin_return_address(0), &regs);
+	if (err)
+		goto failed;
+	ops = (struct unwind_ops){ .read = stack_read, .rule = stack_rule, .ctx = &w };
+	unwind__walk(&ops, regs, 0, ips, XPU_MAX_FRAMES, &res);
+	count_lookups(&w);
+	size = xpu_launch__build(rec, sizeof(rec), now_ns(), w.t->pid, w.t->tid, correlation_id,
+				 api_id, ips, res.n);
+	if (size < 0) {
+		err = size;
+		goto failed;
+	}
+	__atomic_fetch_add(&n_captured, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n_frames, res.n, __ATOMIC_RELAXED);
+	if (res.end != UNWIND_END_OUTERMOST)
+		__atomic_fetch_add(&n_truncated, 1, __ATOMIC_RELAXED);
+	return put(ctx, rec, (__u32)size);
+
+failed:
+	__atomic_fetch_add(&n_failed, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+__attribute__((noinline)) int launch_stack__capture(__u64 *ips, __u32 max, __u32 flags,
+						    struct unwind_result *res)
+{
+	struct unwind_regs regs;
+	struct unwind_ops ops;
+	struct walk_ctx w;
+	int err;
+
+	err = walk_start(&w, __builtin_frame_address(0), __builtin_return_address(0), &regs);
+	if (err)
+		return err;
+	ops = (struct unwind_ops){ .read = stack_read, .rule = stack_rule, .ctx = &w };
+	err = (int)unwind__walk(&ops, regs, flags, ips, max, res);
+	count_lookups(&w);
+	return err;
+}
+
+void launch_stack__stats(struct launch_stack_stats *st)
+{
+	st->captured = __atomic_load_n(&n_captured, __ATOMIC_RELAXED);
+	st->truncated = __atomic_load_n(&n_truncated, __ATOMIC_RELAXED);
+	st->failed = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
+	st->frames = __atomic_load_n(&n_frames, __ATOMIC_RELAXED);
+	st->cache_hits = __atomic_load_n(&n_hits, __ATOMIC_RELAXED);
+	st->cache_misses = __atomic_load_n(&n_misses, __ATOMIC_RELAXED);
+}
+
+void launch_stack__forget(void)
+{
+	if (self)
+		memset(self->cache, 0, sizeof(self->cache));
+}
