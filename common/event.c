@@ -22,6 +22,7 @@ static const char *const kind_names[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_CLOCK_SYNC] = "clock_sync",
 	[XPU_REC_STRING] = "string",
 	[XPU_REC_LOSS] = "loss",
+	[XPU_REC_MODULE] = "module",
 };
 
 #define FIXED(type)                        \
@@ -54,6 +55,8 @@ const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_STRING] = { sizeof(struct xpu_string),
 			     XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) },
 	[XPU_REC_LOSS] = FIXED(struct xpu_loss),
+	[XPU_REC_MODULE] = { sizeof(struct xpu_module),
+			     XPU_ROUND_UP8(sizeof(struct xpu_module) + XPU_PATH_MAX) },
 };
 
 _Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
@@ -177,6 +180,29 @@ int xpu_proc_exec__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 ti
 	copy_comm(e->comm, comm);
 	if (path_len)
 		memcpy(e->path, path, path_len);
+	return (int)size;
+}
+
+int xpu_module__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u64 start,
+		      __u64 end, __u64 pgoff, __u64 dev, __u64 ino, const char *path,
+		      size_t path_len)
+{
+	struct xpu_module *m = buf;
+	__u32 size;
+
+	if (!path_len || path_len > XPU_PATH_MAX || path[0] != '/' || start >= end)
+		return -EINVAL;
+	size = xpu_module__size((__u32)path_len);
+	if (cap < size)
+		return -ENOSPC;
+	xpu_rec__init(m, XPU_REC_MODULE, size, ts_ns, pid, tid);
+	m->start = start;
+	m->end = end;
+	m->pgoff = pgoff;
+	m->dev = dev;
+	m->ino = ino;
+	m->path_len = (__u32)path_len;
+	memcpy(m->path, path, path_len);
 	return (int)size;
 }
 

@@ -61,6 +61,22 @@ static void test_builders_validate(void)
 	tap_ok(n == 64 && xpu_rec__validate(buf, 64) == 0, "range record with inline name");
 	n = xpu_proc_exec__build(buf, sizeof(buf), 5, 6, 6, 1, "bash", "/bin/bash", 9, 0);
 	tap_ok(n == 64 && xpu_rec__validate(buf, 64) == 0, "proc_exec record");
+	n = xpu_module__build(buf, sizeof(buf), 5, 6, 6, 0x400000, 0x401000, 0x1000, 0x803, 77,
+			      "/usr/lib/libx.so", 16);
+	tap_ok(n == 88 && xpu_rec__validate(buf, 88) == 0, "module record");
+	((struct xpu_module *)buf)->path[0] = 'u';
+	tap_ok(xpu_rec__validate(buf, 88) == -EBADMSG, "module with a relative path is invalid");
+	((struct xpu_module *)buf)->path[0] = '/';
+	((struct xpu_module *)buf)->end = 0x400000;
+	tap_ok(xpu_rec__validate(buf, 88) == -EBADMSG, "module with start == end is invalid");
+	((struct xpu_module *)buf)->end = 0x401000;
+	((struct xpu_module *)buf)->path_len = 15;
+	tap_ok(xpu_rec__validate(buf, 88) == 0,
+	       "module: a shorter path in the same size (padding after it)");
+	((struct xpu_module *)buf)->path_len = 40;
+	tap_ok(xpu_rec__validate(buf, 88) == -EBADMSG, "module whose path outruns the record");
+	tap_eq_u64(xpu_module__build(buf, sizeof(buf), 5, 6, 6, 1, 2, 0, 0, 0, "rel", 3),
+		   (__u64)(__s64)-EINVAL, "module with a relative path is EINVAL");
 	n = xpu_loss__build(buf, sizeof(buf), 5, 6, XPU_LOSS_RING_FULL, 42, 4);
 	tap_ok(n == 48 && xpu_rec__validate(buf, 48) == 0, "loss record");
 	tap_eq_u64(xpu_loss__build(buf, sizeof(buf), 5, 6, 0, 42, 4), (__u64)(__s64)-EINVAL,

@@ -444,7 +444,7 @@ static bool cevent__encodable(const struct xpu_cevent *ev)
 {
 	__u32 i;
 
-	if (ev->kind < XPU_REC_CPU_SAMPLE || ev->kind >= XPU_REC_TYPE_MAX)
+	if (ev->kind < XPU_REC_CPU_SAMPLE || ev->kind >= XPU_REC_EVENT_END)
 		return false;
 	if (ev->corr_type >= XPU_CORR_TYPE_MAX)
 		return false;
@@ -1472,7 +1472,7 @@ __attribute__((flatten)) static int decode_event(struct reader *r, struct room *
 			ret = read_u64(r, &v);
 			if (!ret && v == XPU_REC_PAD)
 				ret = fail(r, at, "kind PAD is not an event");
-			else if (!ret && (v < XPU_REC_CPU_SAMPLE || v >= XPU_REC_TYPE_MAX))
+			else if (!ret && (v < XPU_REC_CPU_SAMPLE || v >= XPU_REC_EVENT_END))
 				ret = fail(r, at, "unknown kind");
 			ev->kind = (__u16)v;
 			break;

@@ -893,7 +893,7 @@ static void test_round_trip(void)
 		static const char *const vname[V_COUNT] = { "max", "all", "edge", "min" };
 
 		xpu_wire_enc__begin(enc, v == V_MAX ? UINT64_MAX : v);
-		for (k = XPU_REC_CPU_SAMPLE, n = 0; k < XPU_REC_TYPE_MAX; k++, n++) {
+		for (k = XPU_REC_CPU_SAMPLE, n = 0; k < XPU_REC_EVENT_END; k++, n++) {
 			make_event(&want[n], (__u16)k, (enum variant)v);
 			if (xpu_wire_enc__add(enc, &want[n]))
 				tap_diag("add %s failed", xpu_rec_type__name(k));
@@ -1313,6 +1313,9 @@ static void test_event_rejects(void)
 	start(1, 1);
 	put_event(&m, XPU_REC_TYPE_MAX, 1, 0);
 	expect_bad_m("unknown kind", "kind XPU_REC_TYPE_MAX");
+	start(1, 1);
+	put_event(&m, XPU_REC_MODULE, 1, 0);
+	expect_bad_m("unknown kind", "kind MODULE: a record for the correlator, never an event");
 	start(1, 1);
 	put_event(&m, 0, 1, 0);
 	expect_bad_m("unknown kind", "kind 0 (INVALID)");
@@ -2343,6 +2346,7 @@ static void test_encoder_rejects(void)
 	REJECT("kind 0", ev.kind = 0);
 	REJECT("kind PAD", ev.kind = XPU_REC_PAD);
 	REJECT("kind XPU_REC_TYPE_MAX", ev.kind = XPU_REC_TYPE_MAX);
+	REJECT("kind MODULE (not an event)", ev.kind = XPU_REC_MODULE);
 	REJECT("5 links", ev.n_links = 5; ev.links[0].type = 1);
 	REJECT("link type 0", ev.n_links = 1);
 	REJECT("link type XPU_LINK_TYPE_MAX", ev.n_links = 1; ev.links[0].type = XPU_LINK_TYPE_MAX);

@@ -37,6 +37,12 @@
  * every hit and would not see a library unloaded and another loaded at the same address.
  * Whatever the cache holds, the reads stay bounded: a stale rule can only give a wrong
  * stack.
+ *
+ * The modules. Before the first LAUNCH of an epoch the process's executable mappings go out
+ * as MODULE records (event.h), through the same put: the correlator names the frames of a
+ * process that exited before it could read /proc/PID/maps from them. One thread sends per
+ * epoch (a compare-and-swap claims it); the list is gathered under dl_iterate_phdr's lock
+ * and put after it, so the loader lock is never held while the producer lock is taken.
  */
 #include "cupti/launch_stack.h"
 
@@ -50,6 +56,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,7 +99,9 @@ static pthread_key_t self_key; /* frees a thread's state when it exits */
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static bool self_key_ok;
 
-static __u64 n_captured, n_truncated, n_failed, n_frames, n_hits, n_misses;
+static __u64 n_captured, n_truncated, n_failed, n_frames, n_hits, n_misses, n_modules,
+	n_modules_lost;
+static __u64 modules_epoch; /* the loader's epoch whose images went out last; 0: none yet */
 
 static void self_free(void *t)
 {
@@ -107,6 +116,8 @@ static void self_at_fork_child(void)
 		self->pid = (__u32)getpid();
 		self->tid = (__u32)gettid();
 	}
+	/* a new process: its own pid's modules have not gone out */
+	__atomic_store_n(&modules_epoch, 0, __ATOMIC_RELAXED);
 }
 
 static void self_init_once(void)
@@ -169,6 +180,115 @@ static __u64 loader_epoch(void)
 
 	dl_iterate_phdr(epoch_of, &epoch);
 	return epoch;
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* MODULE records gathered under dl_iterate_phdr, put after it. */
+struct module_list {
+	unsigned char *buf;
+	size_t len, cap;
+	__u64 ts_ns, page;
+	__u32 pid, tid;
+	bool failed; /* out of memory: what was gathered still goes */
+	char exe[XPU_PATH_MAX + 1]; /* /proc/self/exe: the program's entry has no name */
+};
+
+static void module_add(struct module_list *l, __u64 start, __u64 end, __u64 pgoff,
+		       const struct stat *st, const char *path, size_t path_len)
+{
+	__u32 size = xpu_module__size((__u32)path_len);
+	unsigned char *grown;
+	size_t cap;
+
+	if (l->cap - l->len < size) {
+		cap = l->cap ? 2 * l->cap : 4096;
+		while (cap - l->len < size)
+			cap *= 2;
+		grown = realloc(l->buf, cap);
+		if (!grown) {
+			l->failed = true;
+			return;
+		}
+		l->buf = grown;
+		l->cap = cap;
+	}
+	if (xpu_module__build(l->buf + l->len, l->cap - l->len, l->ts_ns, l->pid, l->tid, start,
+			      end, pgoff, st ? (__u64)st->st_dev : 0, st ? (__u64)st->st_ino : 0,
+			      path, path_len) > 0)
+		l->len += size;
+}
+
+/* dl_iterate_phdr: each executable PT_LOAD of each image with a file behind it, as
+ * /proc/PID/maps would show it (page-aligned, with its file offset). */
+static int module_each(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct module_list *l = data;
+	const char *path = info->dlpi_name;
+	struct stat st;
+	size_t path_len;
+	bool have_st;
+	__u64 start, end;
+	int i;
+
+	(void)size;
+	if (!path || !path[0])
+		path = l->exe; /* the program itself */
+	path_len = strlen(path);
+	if (path[0] != '/' || path_len > XPU_PATH_MAX)
+		return 0; /* the vDSO ("linux-vdso.so.1"): the correlator knows it */
+	have_st = !stat(path, &st);
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_memsz)
+			continue;
+		start = (info->dlpi_addr + ph->p_vaddr) & ~(l->page - 1);
+		end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + l->page - 1) & ~(l->page - 1);
+		module_add(l, start, end, ph->p_offset & ~(l->page - 1), have_st ? &st : NULL, path,
+			   path_len);
+	}
+	return 0;
+}
+
+/* The process's executable mappings as MODULE records, once per loader epoch. */
+static void modules_send(const struct launch_thread *t, __u64 epoch, launch_stack_put_fn put,
+			 void *ctx)
+{
+	__u64 old = __atomic_load_n(&modules_epoch, __ATOMIC_RELAXED);
+	struct module_list l = { .pid = t->pid, .tid = t->tid };
+	ssize_t n;
+	size_t off;
+	__u32 size;
+
+	if (old == epoch || !__atomic_compare_exchange_n(&modules_epoch, &old, epoch, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return; /* sent, or another thread is sending */
+	l.ts_ns = now_ns();
+	l.page = (__u64)sysconf(_SC_PAGESIZE);
+	if (!l.page || l.page & (l.page - 1))
+		l.page = ELF_PAGE;
+	n = readlink("/proc/self/exe", l.exe, sizeof(l.exe) - 1);
+	l.exe[n > 0 ? n : 0] = '\0';
+	if (n > 10 && !strcmp(l.exe + n - 10, " (deleted)"))
+		l.exe[n - 10] = '\0';
+	dl_iterate_phdr(module_each, &l);
+	for (off = 0; off < l.len; off += size) {
+		size = ((const struct xpu_rec *)(l.buf + off))->size;
+		if (put(ctx, l.buf + off, size))
+			__atomic_fetch_add(&n_modules_lost, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_add(&n_modules, 1, __ATOMIC_RELAXED);
+	}
+	if (l.failed)
+		__atomic_fetch_add(&n_modules_lost, 1, __ATOMIC_RELAXED);
+	free(l.buf);
 }
 
 /* A loaded image: [start, end) mapped, bias added to its ELF virtual addresses, and its
@@ -355,14 +475,6 @@ static void count_lookups(const struct walk_ctx *w)
 		__atomic_fetch_add(&n_misses, w->misses, __ATOMIC_RELAXED);
 }
 
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
-}
-
 __attribute__((noinline)) int launch_stack__record(__u64 correlation_id, __u32 api_id,
 						   launch_stack_put_fn put, void *ctx)
 {
@@ -377,6 +489,8 @@ __attribute__((noinline)) int launch_stack__record(__u64 correlation_id, __u32 a
 	err = walk_start(&w, __builtin_frame_address(0), __builtin_return_address(0), &regs);
 	if (err)
 		goto failed;
+	if (w.epoch && w.epoch != __atomic_load_n(&modules_epoch, __ATOMIC_RELAXED))
+		modules_send(w.t, w.epoch, put, ctx);
 	ops = (struct unwind_ops){ .read = stack_read, .rule = stack_rule, .ctx = &w };
 	unwind__walk(&ops, regs, 0, ips, XPU_MAX_FRAMES, &res);
 	count_lookups(&w);
@@ -422,6 +536,8 @@ void launch_stack__stats(struct launch_stack_stats *st)
 	st->frames = __atomic_load_n(&n_frames, __ATOMIC_RELAXED);
 	st->cache_hits = __atomic_load_n(&n_hits, __ATOMIC_RELAXED);
 	st->cache_misses = __atomic_load_n(&n_misses, __ATOMIC_RELAXED);
+	st->modules = __atomic_load_n(&n_modules, __ATOMIC_RELAXED);
+	st->modules_lost = __atomic_load_n(&n_modules_lost, __ATOMIC_RELAXED);
 }
 
 void launch_stack__forget(void)

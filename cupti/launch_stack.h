@@ -28,6 +28,9 @@ struct launch_stack_stats {
 	__u64 failed; /* captures that produced no record (no stack bounds, no memory) */
 	__u64 frames; /* frames in the records handed to put */
 	__u64 cache_hits, cache_misses; /* rule look-ups answered by the thread's cache, or not */
+	__u64 modules; /* MODULE records handed to put (the process's executable mappings, sent
+			* before the first LAUNCH and again when the loader's set changes) */
+	__u64 modules_lost; /* ... that put refused, or that could not be gathered */
 };
 
 /* Where a finished record goes: 0, or -errno (a full ring: -ENOSPC, still "captured"). */
@@ -39,6 +42,9 @@ typedef int (*launch_stack_put_fn)(void *ctx, const void *rec, __u32 size);
  * correlation_id; api_id) to put, on this thread, before returning. The frames start at
  * the return address into the function that called launch_stack__record and go outward,
  * innermost first, at most XPU_MAX_FRAMES.
+ *
+ * Before the first LAUNCH, and the first after the loader's set of images changed, the
+ * process's executable mappings go to put as MODULE records (one thread sends them).
  *
  * Returns put's return value, or -EFAULT (the stack pointer is outside the stack this
  * thread was given: an alternate signal stack, a coroutine), -ENOMEM (no thread state),

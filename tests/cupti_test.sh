@@ -164,6 +164,31 @@ ok $? "inproc: kernels, copies, NVTX in trace.json; every matmul kernel under ma
 "$XPUSUP" check "$WORK/rec/trace.json" >check.out 2>&1
 ok $? "inproc: xpusup check trace.json is clean ($(tail -c 300 check.out))"
 
+# A process gone before the correlator reads its maps: the correlator is stopped (SIGSTOP,
+# the watchdog told to wait) from before the stand-in starts until after it has exited, so
+# /proc/PID/maps is never there to read. The MODULE records the library sends before its
+# first LAUNCH name the frames all the same.
+mkdir -p "$WORK/short"
+sed -e "s#^path = #path = $WORK/short/#" "$WORK/rec/pipeline.conf" >"$WORK/short/pipeline.conf"
+printf '\n[supervisor]\nwatchdog_ms = 120000\n' >>"$WORK/short/pipeline.conf"
+SHORT_DIR=$BASE/$PREFIX-sh
+XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c "$WORK/short/pipeline.conf" --session "$PREFIX-sh" -- \
+	sh -c 'pkill -STOP -f "xpusup-correlator --session $1 " || exit 90
+		"$2" "$3"; rc=$?
+		pkill -CONT -f "xpusup-correlator --session $1 "; exit $rc' \
+	sh "$SHORT_DIR" "$STANDIN_NOFP" "$LIB" >short.out 2>&1
+rc=$?
+ok $rc "short-lived: record succeeds with the correlator stopped while the program lives (rc $rc: $(tail -c 300 short.out))"
+check_outputs "$WORK/short" inproc >short.check 2>&1
+ok $? "short-lived: every matmul kernel under main, train_step, launch_matmul, vendor_launch, named from the process's MODULE records ($(tr '\n' ' ' <short.check | head -c 600))"
+"$PY" - "$WORK/short/stats.json" >short.unwind 2>&1 <<'PYEOF'
+import json, sys
+u = json.load(open(sys.argv[1])).get("unwind", {})
+print("modules %s, module_frames %s" % (u.get("modules"), u.get("module_frames")))
+sys.exit(0 if u.get("modules", 0) > 0 and u.get("module_frames", 0) > 0 else 1)
+PYEOF
+ok $? "short-lived: stats.json counts the mappings taken and the frames found through them ($(cat short.unwind))"
+
 # launch_stacks = marker: the same pipeline with the cupti source told so; the uprobe walks
 # the frame-pointer build.
 mkdir -p "$WORK/marker"

@@ -108,6 +108,8 @@ enum counter {
 	C_CFI_FILES,
 	C_CFI_KIB,
 	C_CFI_EVICTED,
+	C_MODULES,
+	C_MODULE_FRAMES,
 	C_N,
 };
 
@@ -173,6 +175,8 @@ static const char *const counter_names[C_N] = {
 	[C_CFI_FILES] = "cfi_files",
 	[C_CFI_KIB] = "cfi_kib",
 	[C_CFI_EVICTED] = "cfi_evicted",
+	[C_MODULES] = "modules",
+	[C_MODULE_FRAMES] = "module_frames",
 };
 
 _Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
@@ -390,7 +394,7 @@ static void symbols__note(struct shard *s, const struct xpu_rec *h)
 	 * launch after it reads the map again, libraries included. If the process has gone by
 	 * then, the exec's map stays: its own functions still resolve. */
 	if (start)
-		symbolizer__exec(s->sym, h->pid);
+		symbolizer__exec(s->sym, h->pid, h->ts_ns);
 	pid_bit_set(s->sym_again, h->pid, exec);
 	pid_bit_set(s->sym_tried, h->pid, true);
 	err = symbolizer__capture(s->sym, h->pid);
@@ -656,6 +660,22 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		names__put(s->names, rec);
 	if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS))
 		symbols__note(s, rec);
+	/* A process's own report of a mapping (the CUPTI library's loaded images): for the
+	 * symbolizer, never an event. Without symbols there is nothing to tell. */
+	if (h->type == XPU_REC_MODULE) {
+		const struct xpu_module *m = rec;
+		char path[XPU_PATH_MAX + 1];
+
+		if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS)) {
+			memcpy(path, m->path, m->path_len);
+			path[m->path_len] = '\0';
+			/* its user frames can be named now, even if its maps never could be read */
+			if (!symbolizer__module(s->sym, h->pid, h->ts_ns, m->start, m->end,
+						m->pgoff, m->dev, m->ino, path))
+				pid_bit_set(s->sym_live, h->pid, true);
+		}
+		return;
+	}
 	/* After the maps were read (a process's first record may be this one): the walk
 	 * needs its files. */
 	if (h->flags & XPU_STACK_F_COPY &&
@@ -693,6 +713,8 @@ static void publish_unwind(struct shard *s, __u64 *v)
 	v[C_CFI_FILES] = ss.cfi_files;
 	v[C_CFI_KIB] = ss.cfi_bytes / 1024;
 	v[C_CFI_EVICTED] = ss.cfi_evicted;
+	v[C_MODULES] = ss.modules;
+	v[C_MODULE_FRAMES] = ss.module_frames;
 }
 
 static void publish(struct shard *s)

@@ -100,6 +100,12 @@ struct proc {
 	__u32 n_maps;
 	struct mapping *maps; /* executable mappings, sorted by start */
 	__u64 read_ns; /* when maps were last read; 0: never, or dropped by exec */
+	/* What the process reported of itself (symbolizer__module), sorted by start: asked
+	 * only where maps have nothing, so a process gone before its maps were read still
+	 * resolves. Kept across a failed re-read; dropped by an exec later than the newest. */
+	struct mapping *mods;
+	__u32 n_mods;
+	__u64 mods_ts;
 	__u64 used; /* stats.frames at its last frame: the eviction order at PROCS_MAX */
 };
 
@@ -857,6 +863,18 @@ static void proc_drop_maps(struct symbolizer *s, struct proc *p)
 	p->n_maps = 0;
 }
 
+static void proc_drop_mods(struct symbolizer *s, struct proc *p)
+{
+	__u32 i;
+
+	for (i = 0; i < p->n_mods; i++)
+		objfile_put(s, p->mods[i].file);
+	free(p->mods);
+	p->mods = NULL;
+	p->n_mods = 0;
+	p->mods_ts = 0;
+}
+
 static void proc_remove(struct symbolizer *s, struct proc *p)
 {
 	struct proc **pp = &s->procs[pid_hash(p->pid) & s->proc_mask];
@@ -868,6 +886,7 @@ static void proc_remove(struct symbolizer *s, struct proc *p)
 		s->last = NULL;
 	s->n_procs--;
 	proc_drop_maps(s, p);
+	proc_drop_mods(s, p);
 	free(p);
 }
 
@@ -1080,20 +1099,37 @@ put_maps:
 	return err;
 }
 
-static struct mapping *maps_find(struct proc *p, __u64 ip)
+/* The first of maps[0..n) (sorted by start) that starts after ip. */
+static __u32 maps_upper(const struct mapping *maps, __u32 n, __u64 ip)
 {
-	__u32 lo = 0, hi = p->n_maps, mid;
+	__u32 lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (p->maps[mid].start <= ip)
+		if (maps[mid].start <= ip)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo || ip >= p->maps[lo - 1].end)
+	return lo;
+}
+
+static struct mapping *maps_find(struct proc *p, __u64 ip)
+{
+	__u32 i = maps_upper(p->maps, p->n_maps, ip);
+
+	if (!i || ip >= p->maps[i - 1].end)
 		return NULL;
-	return &p->maps[lo - 1];
+	return &p->maps[i - 1];
+}
+
+static struct mapping *mods_find(struct proc *p, __u64 ip)
+{
+	__u32 i = maps_upper(p->mods, p->n_mods, ip);
+
+	if (!i || ip >= p->mods[i - 1].end)
+		return NULL;
+	return &p->mods[i - 1];
 }
 
 /* Lookups */
@@ -1112,6 +1148,8 @@ static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u6
 		return NULL;
 	p->used = s->st.frames;
 	m = maps_find(p, ip);
+	if (!m && (m = mods_find(p, ip)))
+		s->st.module_frames++; /* what the process reported: no re-read of its maps */
 	if (!m) {
 		if (p->read_ns && now - p->read_ns < MAPS_REREAD_NS) {
 			s->st.maps_throttled++;
@@ -1356,7 +1394,7 @@ int symbolizer__capture(struct symbolizer *s, __u32 pid)
 	return 0;
 }
 
-void symbolizer__exec(struct symbolizer *s, __u32 pid)
+void symbolizer__exec(struct symbolizer *s, __u32 pid, __u64 ts_ns)
 {
 	struct proc *p = proc_find(s, pid);
 
@@ -1364,6 +1402,65 @@ void symbolizer__exec(struct symbolizer *s, __u32 pid)
 		return;
 	proc_drop_maps(s, p);
 	p->read_ns = 0;
+	/* An exec reported after the modules (another source's ring may deliver it late)
+	 * replaced the image they describe; one from before them did not. */
+	if (ts_ns >= p->mods_ts)
+		proc_drop_mods(s, p);
+}
+
+int symbolizer__module(struct symbolizer *s, __u32 pid, __u64 ts_ns, __u64 start, __u64 end,
+		       __u64 pgoff, __u64 dev, __u64 ino, const char *path)
+{
+	struct proc *p = proc_get(s, pid);
+	struct mapping *m, *grown;
+	struct objfile *f;
+	__u32 i;
+	int err = -EINVAL;
+
+	if (!p)
+		return -ENOMEM;
+	if (start >= end || path[0] != '/')
+		return -EINVAL;
+	if (ts_ns > p->mods_ts)
+		p->mods_ts = ts_ns;
+	i = maps_upper(p->mods, p->n_mods, start);
+	/* Reported again (the loader's set changed, a thread raced): the same mapping */
+	if (i && p->mods[i - 1].start == start && p->mods[i - 1].end == end &&
+	    p->mods[i - 1].pgoff == pgoff && p->mods[i - 1].file &&
+	    p->mods[i - 1].file->ino == ino && p->mods[i - 1].file->dev == dev) {
+		s->st.modules_known++;
+		return 0;
+	}
+	if (p->n_mods >= SYMBOLIZER_MODULES_MAX) {
+		s->st.modules_dropped++;
+		return -ENOSPC;
+	}
+	f = objfile_get(s, dev, ino, path, &err);
+	if (!f)
+		return err;
+	/* An overlapping older mapping was unmapped since (dlclose, then dlopen there) */
+	while (i && p->mods[i - 1].end > start) {
+		objfile_put(s, p->mods[i - 1].file);
+		memmove(&p->mods[i - 1], &p->mods[i], (p->n_mods - i) * sizeof(*m));
+		p->n_mods--;
+		i--;
+	}
+	while (i < p->n_mods && p->mods[i].start < end) {
+		objfile_put(s, p->mods[i].file);
+		memmove(&p->mods[i], &p->mods[i + 1], (p->n_mods - i - 1) * sizeof(*m));
+		p->n_mods--;
+	}
+	grown = realloc(p->mods, (p->n_mods + 1) * sizeof(*m));
+	if (!grown) {
+		objfile_put(s, f);
+		return -ENOMEM;
+	}
+	p->mods = grown;
+	memmove(&p->mods[i + 1], &p->mods[i], (p->n_mods - i) * sizeof(*m));
+	p->mods[i] = (struct mapping){ .start = start, .end = end, .pgoff = pgoff, .file = f };
+	p->n_mods++;
+	s->st.modules++;
+	return 0;
 }
 
 void symbolizer__forget(struct symbolizer *s, __u32 pid)

@@ -67,7 +67,15 @@ struct symbolizer_stats {
 	__u64 cfi_failed; /* CFI loads that failed (no file, no CFI section, not x86-64 ELF) */
 	__u64 rule_hits, rule_misses; /* rule cache lookups */
 	__u64 module_named; /* frames in a file with no symbol for them, named "[file]" */
+	/* What processes reported of their own mappings (symbolizer__module): */
+	__u64 modules; /* mappings taken */
+	__u64 modules_known; /* ... reported again, unchanged */
+	__u64 modules_dropped; /* ... not kept: the process had SYMBOLIZER_MODULES_MAX already */
+	__u64 module_frames; /* frames found in them where the maps read had nothing */
 };
+
+/* Mappings kept per process from symbolizer__module. */
+#define SYMBOLIZER_MODULES_MAX 4096
 
 /* The default bound on the CFI the symbolizer holds for the unwinder: past it, the least
  * recently used files' CFI is dropped (and read again when needed). */
@@ -119,9 +127,23 @@ void symbolizer__stack(struct symbolizer *s, __u32 pid, const __u64 *ips, __u32 
  */
 int symbolizer__capture(struct symbolizer *s, __u32 pid);
 
-/* symbolizer__exec - process pid exec'd: its maps are stale. They are dropped and read again
- * on its next frame (or symbolizer__capture), without waiting out the 100 ms re-read limit. */
-void symbolizer__exec(struct symbolizer *s, __u32 pid);
+/* symbolizer__exec - process pid exec'd at ts_ns: its maps are stale. They are dropped and
+ * read again on its next frame (or symbolizer__capture), without waiting out the 100 ms
+ * re-read limit; the modules it reported are dropped too unless one is newer than ts_ns. */
+void symbolizer__exec(struct symbolizer *s, __u32 pid, __u64 ts_ns);
+
+/*
+ * symbolizer__module - process pid reported at ts_ns that it maps [start, end) of the file
+ * path (device dev and inode ino as stat gives them, 0 if unknown) from file offset pgoff:
+ * a MODULE record (include/xpusup/event.h). A frame that no mapping read from
+ * /proc/PID/maps covers is looked up here, so the frames of a process that exited before its
+ * maps could be read still get names and CFI. A mapping overlapping an older report
+ * replaces it. At most SYMBOLIZER_MODULES_MAX per process.
+ *
+ * Returns 0, -EINVAL (start >= end, a relative path), -ENOSPC (the process's limit), -ENOMEM.
+ */
+int symbolizer__module(struct symbolizer *s, __u32 pid, __u64 ts_ns, __u64 start, __u64 end,
+		       __u64 pgoff, __u64 dev, __u64 ino, const char *path);
 
 /* symbolizer__forget - process pid is gone for good: free its maps. Files no process uses any
  * more stay cached (at most 64 of them, least recently released evicted first). */

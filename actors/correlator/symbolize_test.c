@@ -9,15 +9,18 @@
  */
 #include "actors/correlator/symbolize.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -583,7 +586,7 @@ static void test_garbage_and_stats(void)
 		tap_eq_u64(st0.maps_reads - st1.maps_reads, 1,
 			   "3 garbage frames after 100 ms: one maps re-read, not three");
 
-	symbolizer__exec(s, pid);
+	symbolizer__exec(s, pid, 0);
 	a = symbolizer__name(s, pid, (__u64)(uintptr_t)test_static_fn, false);
 	symbolizer__stats(s, &st1);
 	tap_ok(!strcmp(a, "test_static_fn"), "after exec: maps read again at once: %s", a);
@@ -607,6 +610,62 @@ static void test_garbage_and_stats(void)
 	symbolizer__free(s);
 }
 
+/* 9. A process gone before its maps were read: the mappings it reported of itself (MODULE
+ * records: the CUPTI library's loaded images) name its frames and give its CFI. This
+ * process's own executable mappings stand in, reported for a pid that cannot exist. */
+static void test_modules(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	__u32 self = (__u32)getpid(), gone = 0x7ffffff1; /* above PID_MAX_LIMIT */
+	unsigned long long start, end, pgoff, ino;
+	unsigned int major, minor, n = 0;
+	struct symbolizer_stats st0, st1;
+	const char *a, *b, *c;
+	struct cfi_rule r;
+	char line[4400], perms[8], path[4096];
+	__u64 libc_fn = (__u64)(uintptr_t)dlsym(RTLD_DEFAULT, "qsort");
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!s || !f)
+		tap_bail("symbolizer__new or /proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &start, &end, perms,
+			   &pgoff, &major, &minor, &ino, path) == 8 &&
+		    perms[2] == 'x' && path[0] == '/')
+			n += !symbolizer__module(s, gone, 100, start, end, pgoff,
+						 makedev(major, minor), ino, path);
+	fclose(f);
+	symbolizer__stats(s, &st0);
+	tap_ok(n >= 2 && st0.modules == n, "modules: %u executable mappings taken", n);
+	a = symbolizer__name(s, gone, (__u64)(uintptr_t)test_static_fn, false);
+	tap_ok(!strcmp(a, "test_static_fn"), "modules: the gone process's own function: %s", a);
+	b = symbolizer__name(s, gone, libc_fn, false);
+	c = symbolizer__name(s, self, libc_fn, false);
+	tap_ok(libc_fn && b == c && strcmp(b, UNKNOWN),
+	       "modules: a libc function as for a live "
+	       "process: %s, %s",
+	       b, c);
+	tap_eq_u64(symbolizer__rule(s, gone, (__u64)(uintptr_t)test_static_fn, &r), 0,
+		   "modules: the unwinder finds a CFI rule through them");
+	symbolizer__stats(s, &st1);
+	tap_ok(st1.module_frames >= 3 && st1.unknown == st0.unknown,
+	       "modules: frames found through them counted (%llu), none unknown",
+	       (unsigned long long)st1.module_frames);
+	tap_eq_u64(symbolizer__module(s, gone, 101, (__u64)(uintptr_t)test_static_fn & ~4095ull,
+				      ((__u64)(uintptr_t)test_static_fn & ~4095ull) + 4096, 0, 0, 0,
+				      "relative"),
+		   (__u64)-EINVAL, "modules: a relative path is -EINVAL");
+	symbolizer__exec(s, gone, 50);
+	a = symbolizer__name(s, gone, (__u64)(uintptr_t)test_static_fn, false);
+	tap_ok(!strcmp(a, "test_static_fn"),
+	       "modules: an exec older than the report (another ring, late) keeps them: %s", a);
+	symbolizer__exec(s, gone, 200);
+	a = symbolizer__name(s, gone, (__u64)(uintptr_t)test_static_fn, false);
+	tap_ok(!strcmp(a, UNKNOWN), "modules: a newer exec drops them: %s", a);
+	symbolizer__forget(s, gone);
+	symbolizer__free(s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
@@ -623,5 +682,6 @@ int main(int argc, char **argv)
 	test_cxx(argv[5]);
 	test_kernel();
 	test_garbage_and_stats();
+	test_modules();
 	return tap_done();
 }

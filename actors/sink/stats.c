@@ -1990,7 +1990,7 @@ static void put_clock_sync(struct text *t, struct stats *st)
  * What the correlators' unwinders counted (actors/correlator/unwind.h), summed over the
  * shards from their counters in the session's status block: how many copied stacks were
  * unwound and how their walks ended, frames by CFI and by frame pointer, time per stack, CFI
- * held. All zero outside a session or when no source copies stacks (unwind = fp).
+ * held, mappings processes reported of themselves (MODULE records) and frames found in them. All zero outside a session or when no source copies stacks (unwind = fp).
  */
 static void put_unwind(struct text *t, const struct stats *st)
 {
@@ -2008,6 +2008,8 @@ static void put_unwind(struct text *t, const struct stats *st)
 		{ "cfi_files", "cfi_files" },
 		{ "cfi_kib", "cfi_kib" },
 		{ "cfi_evicted", "cfi_evicted" },
+		{ "modules", "modules" },
+		{ "module_frames", "module_frames" },
 	};
 	enum { STACKS = 0, NS_PER_STACK = 9, N_KEYS = sizeof(keys) / sizeof(keys[0]) };
 	__u64 v[N_KEYS] = { 0 }, one[N_KEYS], ns = 0;

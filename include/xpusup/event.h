@@ -60,8 +60,13 @@ enum xpu_rec_type {
 	XPU_REC_CLOCK_SYNC = 14,
 	XPU_REC_STRING = 15,
 	XPU_REC_LOSS = 16,
+	XPU_REC_MODULE = 17,
 	XPU_REC_TYPE_MAX, /* one past the last kind */
 };
+
+/* Kinds from CPU_SAMPLE up to, not including, this one can be events (the wire carries
+ * them); MODULE and later ones are for the correlator alone. */
+#define XPU_REC_EVENT_END XPU_REC_MODULE
 
 /* The header of every record. ts_ns is CLOCK_MONOTONIC unless a kind says otherwise. */
 struct xpu_rec {
@@ -336,6 +341,25 @@ struct xpu_proc_exec {
 	char path[];
 };
 
+/*
+ * MODULE: a file mapped executable in process hdr.pid, as the process itself reports it (the
+ * CUPTI library's loaded images, sent before the first launch stack that may return into
+ * them and again when the loader's set of images changes). The correlator adds it to what it
+ * knows of the process's maps, so the frames of a process that exited before /proc/PID/maps
+ * could be read still get names (docs/symbolize.md). Never an event: the correlator consumes
+ * it. path is not NUL-terminated.
+ */
+struct xpu_module {
+	struct xpu_rec hdr;
+	__u64 start, end; /* [start, end): the mapping in the process, page-aligned */
+	__u64 pgoff; /* the file offset mapped at start */
+	__u64 dev; /* the file's st_dev (Linux's encoding, as stat gives it); 0: unknown */
+	__u64 ino; /* its st_ino; 0: unknown */
+	__u32 path_len; /* 1..XPU_PATH_MAX bytes of an absolute path */
+	__u32 reserved;
+	char path[];
+};
+
 /* PROC_EXIT: a process (hdr.pid) or, with tid != pid, a thread ended. */
 struct xpu_proc_exit {
 	struct xpu_rec hdr;
@@ -459,6 +483,8 @@ XPU_STATIC_LAYOUT(struct xpu_clock_sync, 56);
 XPU_STATIC_LAYOUT(struct xpu_string, 40);
 XPU_STATIC_OFFSET(struct xpu_string, text, 40);
 XPU_STATIC_LAYOUT(struct xpu_loss, 48);
+XPU_STATIC_LAYOUT(struct xpu_module, 72);
+XPU_STATIC_OFFSET(struct xpu_module, path, 72);
 XPU_STATIC_LAYOUT(struct xpu_replay_hdr, 16);
 
 /* Sizes of the variable-length kinds; all are multiples of 8. */
@@ -507,6 +533,11 @@ static inline __u32 xpu_proc_exec__size(__u32 path_len)
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_proc_exec) + path_len);
 }
 
+static inline __u32 xpu_module__size(__u32 path_len)
+{
+	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_module) + path_len);
+}
+
 static inline __u32 xpu_string__size(__u32 len)
 {
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_string) + len);
@@ -540,6 +571,9 @@ int xpu_launch__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid,
 		      __u64 correlation_id, __u32 api_id, const __u64 *user_ips, __u32 n_user);
 int xpu_loss__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 cause, __u64 count,
 		    __u64 first_ns);
+int xpu_module__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, __u64 start,
+		      __u64 end, __u64 pgoff, __u64 dev, __u64 ino, const char *path,
+		      size_t path_len);
 
 /* Size bounds per kind, indexed by type (defined in common/event.c). Fixed kinds have
  * min_size == max_size; unknown kinds are all zero. */
@@ -641,6 +675,16 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 		if (l->cause == 0 || l->cause >= XPU_LOSS_CAUSE_MAX)
 			return -EBADMSG;
 		want = size;
+		break;
+	}
+	case XPU_REC_MODULE: {
+		const struct xpu_module *m = (const struct xpu_module *)buf;
+
+		if (!m->path_len || m->path_len > XPU_PATH_MAX || m->start >= m->end)
+			return -EBADMSG;
+		want = xpu_module__size(m->path_len);
+		if (want == size && m->path[0] != '/')
+			return -EBADMSG;
 		break;
 	}
 	default:
