@@ -143,6 +143,35 @@ static int fail(struct cpu_src *c, const char *fmt, ...)
 	return ACTOR_EXIT_PERMANENT;
 }
 
+/* Whether key is written in the actor's own section (not the schema's default). */
+static bool key_written(const struct conf_actor *self, const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < self->n_keys; i++)
+		if (!strcmp(self->keys[i].key, key))
+			return true;
+	return false;
+}
+
+/*
+ * The BPF programs' wake-up threshold. wakeup_kb's default (256) is sized for samples of
+ * frames alone (0.2 to 2 KiB: hundreds a wake-up, so the actor mostly drains every
+ * drain_ms). With stack copies a sample is 9 to 33 KiB, and 256 KiB would wake the actor
+ * every 8 to 28 samples: more wake-ups, and samples reaching the correlator sooner than the
+ * annotate ranges around them, which then cannot be placed in them (docs/correlator.md). So
+ * unless the section says otherwise, copies wake it at a quarter of the ring buffer (at
+ * least 256 KiB): about as many samples per wake-up as without copies, with room left.
+ */
+static __u64 wakeup_bytes(const struct cpu_src *c)
+{
+	__u64 quarter = c->k.ringbuf_kb * 1024 / 4;
+
+	if (c->k.unwind != UNWIND_DWARF || key_written(c->a->self, "wakeup_kb"))
+		return c->k.wakeup_kb * 1024;
+	return quarter > 256 * 1024 ? quarter : 256 * 1024;
+}
+
 static int load_keys(struct actor *a, struct cpu_keys *k)
 {
 	const char *v;
@@ -563,7 +592,7 @@ static int load(struct cpu_src *c)
 	c->skel->rodata->sample_weight = (__u32)(1000000000ull / c->k.hz);
 	c->skel->rodata->kernel_stacks = c->k.kernel_stacks;
 	c->skel->rodata->user_stacks = c->k.user_stacks;
-	c->skel->rodata->wakeup_bytes = c->k.wakeup_kb * 1024;
+	c->skel->rodata->wakeup_bytes = wakeup_bytes(c);
 	c->skel->rodata->stack_copy_bytes = c->k.unwind == UNWIND_DWARF ? (__u32)c->k.stack_bytes :
 									  0;
 	bpf_map__set_max_entries(c->skel->maps.events, (__u32)(c->k.ringbuf_kb * 1024));
