@@ -1114,22 +1114,12 @@ static __u32 maps_upper(const struct mapping *maps, __u32 n, __u64 ip)
 	return lo;
 }
 
-static struct mapping *maps_find(struct proc *p, __u64 ip)
+/* The one of maps[0..n) that holds ip, or NULL. */
+static struct mapping *maps_find(struct mapping *maps, __u32 n, __u64 ip)
 {
-	__u32 i = maps_upper(p->maps, p->n_maps, ip);
+	__u32 i = maps_upper(maps, n, ip);
 
-	if (!i || ip >= p->maps[i - 1].end)
-		return NULL;
-	return &p->maps[i - 1];
-}
-
-static struct mapping *mods_find(struct proc *p, __u64 ip)
-{
-	__u32 i = maps_upper(p->mods, p->n_mods, ip);
-
-	if (!i || ip >= p->mods[i - 1].end)
-		return NULL;
-	return &p->mods[i - 1];
+	return i && ip < maps[i - 1].end ? &maps[i - 1] : NULL;
 }
 
 /* Lookups */
@@ -1147,8 +1137,8 @@ static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u6
 	if (!p)
 		return NULL;
 	p->used = s->st.frames;
-	m = maps_find(p, ip);
-	if (!m && (m = mods_find(p, ip)))
+	m = maps_find(p->maps, p->n_maps, ip);
+	if (!m && (m = maps_find(p->mods, p->n_mods, ip)))
 		s->st.module_frames++; /* what the process reported: no re-read of its maps */
 	if (!m) {
 		if (p->read_ns && now - p->read_ns < MAPS_REREAD_NS) {
@@ -1156,7 +1146,7 @@ static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u6
 			return NULL;
 		}
 		proc_read_maps(s, p, now);
-		m = maps_find(p, ip);
+		m = maps_find(p->maps, p->n_maps, ip);
 		if (!m)
 			return NULL;
 	}

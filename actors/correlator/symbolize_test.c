@@ -655,6 +655,19 @@ static void test_modules(void)
 				      ((__u64)(uintptr_t)test_static_fn & ~4095ull) + 4096, 0, 0, 0,
 				      "relative"),
 		   (__u64)-EINVAL, "modules: a relative path is -EINVAL");
+	/* the same report again is known; one over another's range replaces it */
+	symbolizer__stats(s, &st0);
+	tap_eq_u64(symbolizer__module(s, gone, 102, 0x10000, 0x20000, 0, 0, 0, "/nonexistent/a"), 0,
+		   "modules: a report at a free range is taken");
+	tap_eq_u64(symbolizer__module(s, gone, 103, 0x10000, 0x20000, 0, 0, 0, "/nonexistent/a"), 0,
+		   "modules: the same report again");
+	tap_eq_u64(symbolizer__module(s, gone, 104, 0x18000, 0x30000, 0, 0, 0, "/nonexistent/b"), 0,
+		   "modules: an overlapping report (dlclose, then dlopen there)");
+	symbolizer__stats(s, &st1);
+	tap_ok(st1.modules - st0.modules == 2 && st1.modules_known - st0.modules_known == 1,
+	       "modules: 2 taken, 1 known again (%llu, %llu)",
+	       (unsigned long long)(st1.modules - st0.modules),
+	       (unsigned long long)(st1.modules_known - st0.modules_known));
 	symbolizer__exec(s, gone, 50);
 	a = symbolizer__name(s, gone, (__u64)(uintptr_t)test_static_fn, false);
 	tap_ok(!strcmp(a, "test_static_fn"),
