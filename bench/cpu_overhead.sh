@@ -43,7 +43,7 @@ NICE=-20
 usage() {
 	sed -n '/^# Usage:/,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"
 	echo "  --build DIR     the meson build folder with tests/workloads/hotspots and"
-	echo "                  supervisor/xpusup (default build/release)"
+	echo "                  cli/xpusup (default build/release)"
 	echo "  --reps N        repetitions of every run (default 5)"
 	echo "  --work ROUNDS   hotspots rounds (default 10000: about 4 s on the VM of docs/performance.md)"
 	echo "  --hz LIST       sampling frequencies (default \"99 999\")"
@@ -85,7 +85,7 @@ done
 
 [ "$(id -u)" = 0 ] || die "unable to run: needs root (bpftrace and the BPF sampler load BPF programs)"
 HOTSPOTS=$BUILD/tests/workloads/hotspots
-XPUSUP=$BUILD/supervisor/xpusup
+XPUSUP=$BUILD/cli/xpusup
 [ -x "$HOTSPOTS" ] || die "unable to find $HOTSPOTS: build it (ninja -C $BUILD) or pass --build"
 for t in $TOOLS; do
 	case $t in

@@ -21,7 +21,7 @@
 set -u
 BUILD=build/release
 [ "${1:-}" = --build ] && BUILD=${2:?--build needs a folder}
-XPUSUP=$BUILD/supervisor/xpusup
+XPUSUP=$BUILD/cli/xpusup
 HOTSPOTS=$BUILD/tests/workloads/hotspots
 for f in "$XPUSUP" "$HOTSPOTS"; do
 	[ -x "$f" ] || { echo "stack_copy_cost: no $f (build it first)" >&2; exit 100; }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* meson passes these (common/meson.build): the build root and where each copy of the
@@ -52,5 +53,25 @@ int xpu_cupti_lib(char *buf, size_t len)
 		return -ENAMETOOLONG;
 	if (!*path || access(path, R_OK))
 		return -ENOENT;
+	return 0;
+}
+
+int xpu_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX], *p;
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	/* each parent in turn; EEXIST covers a folder made by someone else meanwhile */
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
 	return 0;
 }

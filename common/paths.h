@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Paths: where the CUPTI injection library is, and making folders.
+ *
  * Where the CUPTI injection library is: the one file that `record` and `run` name in
  * CUDA_INJECTION64_PATH and on which the cpu source puts its launch-marker uprobe by default.
  * Both must name the same file (a uprobe is attached to an inode), so both ask here.
@@ -8,6 +10,7 @@
 #define XPUSUP_COMMON_PATHS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #define XPU_CUPTI_LIB_ENV "XPUSUP_CUPTI_LIB" /* overrides the search below */
 
@@ -18,5 +21,12 @@
  * does not (buf still holds the path looked for, for the message), -ENAMETOOLONG.
  */
 int xpu_cupti_lib(char *buf, size_t len);
+
+/*
+ * xpu_mkdir_p - mkdir -p: make path and every missing folder above it with mode (less the
+ * umask). A folder that exists already is fine. Returns 0, -ENAMETOOLONG (PATH_MAX), or the
+ * -errno of the first mkdir that failed (-ENOTDIR when a component is a file).
+ */
+int xpu_mkdir_p(const char *path, mode_t mode);
 
 #endif /* XPUSUP_COMMON_PATHS_H */

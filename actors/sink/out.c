@@ -19,6 +19,8 @@
 
 #include <linux/types.h>
 
+#include "common/paths.h"
+
 #define OUT_BUF (1u << 20)
 #define OUT_PATH_MAX 4096
 
@@ -59,17 +61,7 @@ static int make_parents(const char *path)
 	if (!p || p == dir)
 		return 0;
 	*p = 0;
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(dir, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return xpu_mkdir_p(dir, 0755);
 }
 
 /* 0, or the sticky error with nothing in flight: a write that did not reach the kernel

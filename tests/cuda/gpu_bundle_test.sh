@@ -28,7 +28,7 @@ echo "TAP version 13"
 
 # A sanitizer build is not bundled (its programs need the sanitizer runtimes, and measure
 # the sanitizer): gpu-bundle must refuse it, and that is all there is to test in it.
-if ldd "$build/supervisor/xpusup" | grep -q 'lib[at]san\|libubsan'; then
+if ldd "$build/cli/xpusup" | grep -q 'lib[at]san\|libubsan'; then
 	res=$("$root/scripts/gpu-bundle" -B "$build" "$work/bundle" 2>&1)
 	rc=$?
 	ok "$([ $rc = 100 ] && [ ! -e "$work/bundle" ] && echo 0 || echo 1)" \

@@ -1,14 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* `xpusup record [-c PIPELINE.conf] [-o DIR] -- CMD`: supervisor/record.c, docs/record.md. */
-#ifndef XPUSUP_SUPERVISOR_RECORD_H
-#define XPUSUP_SUPERVISOR_RECORD_H
+#ifndef XPUSUP_CLI_GPU_ENV_H
+#define XPUSUP_CLI_GPU_ENV_H
 
 #include <limits.h>
 #include <stdbool.h>
-
-/* record_cmd - the command; argv[0] is "record". Returns the exit status of the command
- * it ran, or 100 / 111 when it could not record. */
-int record_cmd(int argc, char **argv);
 
 /*
  * The environment of a command profiled into a session, the same for `record` and `run`:
@@ -38,4 +33,4 @@ void gpu_env__plan(struct gpu_env *env, const char *session_dir, bool cupti);
 /* gpu_env__apply - setenv what env says in this process. Returns 0 or -errno. */
 int gpu_env__apply(const struct gpu_env *env);
 
-#endif /* XPUSUP_SUPERVISOR_RECORD_H */
+#endif /* XPUSUP_CLI_GPU_ENV_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* `xpusup status`: actors, rings and counters of a running session, as text or JSON. */
-#include "supervisor/status_cmd.h"
+#include "cli/status_cmd.h"
 
 #include <errno.h>
 #include <signal.h>

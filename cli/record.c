@@ -10,6 +10,8 @@
  * (sources, correlators, then sinks, which finish their files), and record exits with the
  * command's status.
  */
+#include "cli/record.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,12 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/gpu_env.h"
+#include "cli/session_ctl.h"
 #include "common/config.h"
 #include "common/inproc.h"
 #include "common/paths.h"
 #include "common/status.h"
-#include "supervisor/cli.h"
-#include "supervisor/record.h"
 #include "supervisor/session.h"
 #include "supervisor/supervisor.h"
 
@@ -111,78 +113,6 @@ static void forward_signal(int sig)
 {
 	if (child_pid > 0 && (sig != SIGINT || tcgetpgrp(STDIN_FILENO) != getpgrp()))
 		kill((pid_t)child_pid, sig);
-}
-
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX], *p;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Whether name may be set to value: yes when it is unset or holds value already; when it
- * holds another value, that is the user's, kept, and said once. */
-static bool env_claim(const char *name, const char *value, const char *what)
-{
-	const char *theirs = getenv(name);
-
-	if (!theirs || !*theirs || !strcmp(theirs, value))
-		return true;
-	fprintf(stderr,
-		"xpusup: %s is already set to %s: kept, so %s will not be recorded by xpusup\n",
-		name, theirs, what);
-	return false;
-}
-
-void gpu_env__plan(struct gpu_env *env, const char *session_dir, bool cupti)
-{
-	int err;
-
-	memset(env, 0, sizeof(*env));
-	snprintf(env->session_dir, sizeof(env->session_dir), "%s", session_dir);
-	if (!cupti)
-		return;
-	err = xpu_cupti_lib(env->cupti_lib, sizeof(env->cupti_lib));
-	if (err) {
-		fprintf(stderr,
-			"xpusup: going on without GPU activity: no CUPTI injection library at %s "
-			"(%s; build xpusup with CUPTI, or set %s)\n",
-			env->cupti_lib, strerror(-err), XPU_CUPTI_LIB_ENV);
-		env->cupti_lib[0] = '\0';
-		return;
-	}
-	/* CUDA loads one injection library: someone else's wins, and then NVTX through ours
-	 * would reach a library CUDA never initialised. */
-	if (!env_claim("CUDA_INJECTION64_PATH", env->cupti_lib, "GPU activity")) {
-		env->cupti_lib[0] = '\0';
-		return;
-	}
-	env->nvtx = env_claim("NVTX_INJECTION64_PATH", env->cupti_lib, "NVTX ranges");
-}
-
-int gpu_env__apply(const struct gpu_env *env)
-{
-	if (env->session_dir[0] && setenv(XPU_INPROC_ENV, env->session_dir, 1))
-		return -errno;
-	if (!env->cupti_lib[0])
-		return 0;
-	if (setenv("CUDA_INJECTION64_PATH", env->cupti_lib, 1))
-		return -errno;
-	if (env->nvtx && setenv("NVTX_INJECTION64_PATH", env->cupti_lib, 1))
-		return -errno;
-	return 0;
 }
 
 /*
@@ -461,7 +391,7 @@ int record_cmd(int argc, char **argv)
 
 	code = XPUSUP_EXIT_SYSTEM;
 	if (!conf_path) {
-		err = mkdir_p(out);
+		err = xpu_mkdir_p(out, 0755);
 		dir = err ? NULL : realpath(out, NULL);
 		if (!dir) {
 			fprintf(stderr, "xpusup: unable to record: cannot make %s: %s\n", out,
@@ -506,7 +436,7 @@ int record_cmd(int argc, char **argv)
 	setenv("XPUSUP_SESSION", name, 1);
 
 	fprintf(stderr, "xpusup: starting session %s...\n", name);
-	code = cli_start_session(conf, progs, &s, name, true);
+	code = session_ctl__start(conf, progs, &s, name, true);
 	if (code) {
 		close(go); /* the command never runs */
 		waitpid(pid, NULL, 0);
@@ -531,7 +461,7 @@ int record_cmd(int argc, char **argv)
 			WEXITSTATUS(status),
 			(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 
-	code = cli_stop_session(name, 120);
+	code = session_ctl__stop(name, 120);
 	if (code) {
 		fprintf(stderr, "xpusup: the outputs may be incomplete (see %s)\n", s.log);
 		goto out;

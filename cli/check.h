@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef XPUSUP_SUPERVISOR_CHECK_H
-#define XPUSUP_SUPERVISOR_CHECK_H
+#ifndef XPUSUP_CLI_CHECK_H
+#define XPUSUP_CLI_CHECK_H
 
 /* The text of `xpusup check --help`. */
 extern const char check_usage[];
@@ -14,4 +14,4 @@ extern const char check_usage[];
  */
 int check_cmd(int argc, char **argv);
 
-#endif /* XPUSUP_SUPERVISOR_CHECK_H */
+#endif /* XPUSUP_CLI_CHECK_H */

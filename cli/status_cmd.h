@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef XPUSUP_SUPERVISOR_STATUS_CMD_H
-#define XPUSUP_SUPERVISOR_STATUS_CMD_H
+#ifndef XPUSUP_CLI_STATUS_CMD_H
+#define XPUSUP_CLI_STATUS_CMD_H
 
 #include <stdbool.h>
 
@@ -10,4 +10,4 @@
  */
 int status_cmd(const char *name, bool json, bool watch, unsigned int interval_ms);
 
-#endif /* XPUSUP_SUPERVISOR_STATUS_CMD_H */
+#endif /* XPUSUP_CLI_STATUS_CMD_H */

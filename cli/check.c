@@ -16,7 +16,7 @@
  * is stored (longer ones are hashed whole and truncated for printing), nesting is limited,
  * every read checks for the end of the file.
  */
-#include "supervisor/check.h"
+#include "cli/check.h"
 
 #include <errno.h>
 #include <fcntl.h>

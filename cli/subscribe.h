@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef XPUSUP_SUPERVISOR_SUBSCRIBE_H
-#define XPUSUP_SUPERVISOR_SUBSCRIBE_H
+#ifndef XPUSUP_CLI_SUBSCRIBE_H
+#define XPUSUP_CLI_SUBSCRIBE_H
 
 /* The text of `xpusup subscribe --help`. */
 extern const char subscribe_usage[];
@@ -14,4 +14,4 @@ extern const char subscribe_usage[];
  */
 int subscribe_cmd(int argc, char **argv);
 
-#endif /* XPUSUP_SUPERVISOR_SUBSCRIBE_H */
+#endif /* XPUSUP_CLI_SUBSCRIBE_H */

@@ -11,7 +11,7 @@
  * a connection fails: a TLS handshake refused is worth saying). Closing the socket ends a
  * dial in progress, which is how the main thread stops the dial thread.
  */
-#include "supervisor/subscribe.h"
+#include "cli/subscribe.h"
 
 #include <errno.h>
 #include <getopt.h>
