@@ -34,7 +34,7 @@ struct ring;
 
 enum xpu_inproc_kind {
 	XPU_INPROC_ANNOTATE = 1, /* libxpusup_annotate */
-	XPU_INPROC_CUPTI = 2, /* the CUPTI injection library (issue 8) */
+	XPU_INPROC_CUPTI = 2, /* libxpusup_cupti.so, the CUPTI injection library (docs/cupti.md) */
 	XPU_INPROC_KIND_MAX,
 };
 

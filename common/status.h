@@ -47,7 +47,8 @@ struct xpu_status_block *status__map(int dirfd, bool writable);
 
 void status__unmap(struct xpu_status_block *block);
 
-/* Relaxed atomic accessors: every field of the block goes through these. */
+/* Relaxed atomic accessors for the block's scalar fields; the two places that publish more
+ * than one scalar use release/acquire (status_types.h says which). */
 #define status_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define status_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 

@@ -1,13 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Layout of the session status block: the file `status` in the session directory, mapped
- * by the supervisor (writes actor state), by each actor (writes its heartbeat and counters)
- * and read-only by `xpusup status`. Fixed-width little-endian fields, no pointers.
+ * Layout of the session status block: the file `status` in the session directory, created
+ * and mapped by the supervisor, mapped by each actor, and read-only by `xpusup status` (and
+ * bench/pipeline_bench). Fixed-width little-endian fields, no pointers.
  *
- * Writers per field are disjoint: the supervisor owns everything in a slot except
- * heartbeat_ns, n_counters and counters[], which only the actor running in the slot writes.
- * Every field is read and written with relaxed atomics: each value is exact, a set of values
- * is not one instant, which is all a status display needs.
+ * Who writes what, per slot:
+ *   - the supervisor writes every field above "written by the actor", at any time;
+ *   - the supervisor also resets heartbeat_ns and n_counters, but only before it forks the
+ *     slot's next incarnation (supervisor.c spawn()), when no actor of the slot is running:
+ *     each incarnation starts with no counters and a fresh heartbeat. It writes heartbeat_ns
+ *     again when the readiness line arrives (the actor may be beating by then: both are
+ *     "now", so either value is right);
+ *   - the running actor writes heartbeat_ns, n_counters, counters[] and the problem text.
+ *
+ * Memory order: scalar fields are relaxed atomics (status_load/status_store): each value is
+ * exact, a set of values is not one instant, which is all a status display needs. Two places
+ * publish data that is not one scalar, and pair a release with an acquire:
+ *   - counters: actor__counter (actors/actor.c) writes a counter's name and zeroes its value,
+ *     then stores n_counters + 1 with release; the reader (cli/status_cmd.c) loads
+ *     n_counters with acquire and reads only names below it. The names are plain bytes: a
+ *     restarted actor rewrites them from slot 0 while a reader may still hold the previous
+ *     incarnation's count, so a display taken across a restart can show a torn name once;
+ *   - the problem text: a seqlock (status__set_problem / status__get_problem in status.c).
  */
 #ifndef XPUSUP_COMMON_STATUS_TYPES_H
 #define XPUSUP_COMMON_STATUS_TYPES_H
@@ -40,7 +54,7 @@ enum xpu_session_state {
 };
 
 struct xpu_status_counter {
-	char name[XPU_STATUS_COUNTER_NAME_LEN]; /* written once, before n_counters covers it */
+	char name[XPU_STATUS_COUNTER_NAME_LEN]; /* by each incarnation, before n_counters covers it */
 	__u64 value;
 };
 
@@ -59,9 +73,10 @@ struct xpu_actor_slot {
 	__u64 last_exit_ns;
 	__u32 shard;
 	__u32 reserved0;
-	/* written by the actor */
+	/* written by the actor (heartbeat_ns and n_counters reset by the supervisor before a
+	 * fork: see the top of this file) */
 	__u64 heartbeat_ns; /* CLOCK_MONOTONIC, bumped every heartbeat_ms */
-	__u32 n_counters;
+	__u32 n_counters; /* release by the actor, acquire by readers (counters[] below it) */
 	/* The actor's current problem, in words ("unable to write flame.folded: No space left
 	 * on device"), empty when it has none. A seqlock: the writer makes problem_seq odd,
 	 * writes the text, makes it even (release); a reader retries while it is odd or has
