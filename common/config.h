@@ -193,7 +193,7 @@ enum conf_enrich {
 int conf_parse_enrich(const char *s, unsigned int *stages);
 
 /* Which processes a source records (`target` of the cpu and pmu kinds). The mode values are
- * those of bpf/profile.h's enum profile_target. */
+ * those of actors/cpu/profile.h's enum profile_target. */
 enum conf_target_mode {
 	CONF_TARGET_ALL = 0,
 	CONF_TARGET_PIDS = 1,

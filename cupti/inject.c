@@ -151,7 +151,7 @@ static int put_launch(void *ctx, const void *rec, __u32 size)
 
 /* A launch's stack, the way the options say. Both ways it starts at the return address
  * into the code that called for it: the walk's first frame is the caller's (launch_stack.h),
- * and the uprobe replaces the marker's entry address with it (bpf/profile.bpf.c). */
+ * and the uprobe replaces the marker's entry address with it (actors/cpu/profile.bpf.c). */
 static void launch_stack(__u64 correlation_id, __u32 api_id)
 {
 	/* counted by launch_stack.c; a full ring counts its own drops */

@@ -2,7 +2,7 @@
 /*
  * xpusup-cpu: the CPU source (kind = cpu, docs/cpu.md).
  *
- * Loads bpf/profile.bpf.c, opens one sampling perf event per online CPU (cpu-clock, or
+ * Loads profile.bpf.c, opens one sampling perf event per online CPU (cpu-clock, or
  * cycles where the CPU has them) and attaches the sampler to each, attaches the sched
  * tracepoints and, when launch_marker names a file (by default the CUPTI injection library,
  * when it is installed), a uprobe on its xpusup_launch_marker. The target (all, pids, a
@@ -30,7 +30,7 @@
 
 #include "actors/actor.h"
 #include "actors/proctree.h"
-#include "bpf/profile.h"
+#include "actors/cpu/profile.h"
 #include "common/paths.h"
 #include "common/status.h"
 #include "profile.skel.h"

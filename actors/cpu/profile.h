@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Types shared by bpf/profile.bpf.c and the cpu actor (actors/cpu/): fixed-width, no libc.
+ * Types shared by profile.bpf.c and the cpu actor (cpu.c): fixed-width, no libc.
  * The records the BPF programs emit are the ring records of include/xpusup/event.h
  * (CPU_SAMPLE, LAUNCH, PROC_EXEC, PROC_EXIT), complete and exactly sized, so the actor
  * validates and copies them into the shard rings without converting anything.
