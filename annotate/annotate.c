@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libxpusup_annotate: the annotate API (include/xpusup/annotate.h) over the in-process
- * hand-off (common/inproc.h, docs/inproc.md).
+ * hand-off (shm/inproc.h, docs/inproc.md).
  *
  * Cost model. Every entry point first reads one global flag, `active` (a session is attached
  * or a callback is registered); it is written only at load, at fork and when callbacks come
@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 

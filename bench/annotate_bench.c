@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "shm/ring.h"
 #include "xpusup/annotate.h"
 

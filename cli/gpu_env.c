@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "common/paths.h"
 
 /* Whether name may be set to value: yes when it is unset or holds value already; when it

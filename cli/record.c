@@ -29,7 +29,7 @@
 #include "cli/gpu_env.h"
 #include "cli/session_ctl.h"
 #include "common/config.h"
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "common/paths.h"
 #include "common/status.h"
 #include "supervisor/session.h"

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "xpusup/event.h"
 
 #define LINE_MAX_CHARS 1023 /* a longer line is an error, not silently cut */
@@ -1188,7 +1188,7 @@ int conf_parse_enrich(const char *s, unsigned int *stages)
 	return 0;
 }
 
-/* The bit of each name is the one the CUPTI library reads in reply.options (common/inproc.h). */
+/* The bit of each name is the one the CUPTI library reads in reply.options (shm/inproc.h). */
 static const struct {
 	const char *name;
 	unsigned int bit;

@@ -159,7 +159,7 @@ int conf_list_next(const char **sp, char *item, size_t cap);
 /*
  * conf_parse_activities - the cupti source's `activities`: comma-separated names from kernel,
  * memcpy, memset, sync, runtime, driver, memory, overhead, external, nvtx; or `all` or `none`
- * alone. *bits gets the XPU_CUPTI_ACT_* bit of each (common/inproc.h), the bits the actor
+ * alone. *bits gets the XPU_CUPTI_ACT_* bit of each (shm/inproc.h), the bits the actor
  * sends to each CUPTI client. Returns 0 or -EINVAL.
  */
 int conf_parse_activities(const char *s, unsigned int *bits);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "tests/tap.h"
 #include "xpusup/event.h"
 

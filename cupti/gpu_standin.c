@@ -3,7 +3,7 @@
  * cupti_gpu_standin LIB: the injection library's path through the pipeline, without a GPU.
  *
  * A real process does what libxpusup_cupti.so does inside a CUDA program, with the same code
- * wherever it can: it says hello to the session's cupti actor (common/inproc.c), converts
+ * wherever it can: it says hello to the session's cupti actor (shm/inproc.c), converts
  * CUPTI activity structs, as the CUDA 13 headers define them, with cupti/convert.c into its
  * ring, and at each launch does what the reply's options say: captures the launch stack in
  * process with cupti/launch_stack.c (launch_stacks = inproc) or calls the launch marker
@@ -42,7 +42,7 @@
 
 #include <cupti_runtime_cbid.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "cupti/convert.h"
 #include "cupti/launch_stack.h"
 #include "cupti/vendor_standin.h"

@@ -5,7 +5,7 @@
  * Loaded into a profiled program by the CUDA driver through CUDA_INJECTION64_PATH (set by
  * `xpusup record` and `xpusup run`), which calls InitializeInjection once, at cuInit. It
  *
- *   - finds the session through the in-process hand-off (common/inproc.h: hello kind
+ *   - finds the session through the in-process hand-off (shm/inproc.h: hello kind
  *     XPU_INPROC_CUPTI) and gets a ring of its own; the reply's options say which activity
  *     kinds to enable and whether to mark launches;
  *   - registers a timestamp callback, so every CUPTI timestamp is CLOCK_MONOTONIC ns, the
@@ -45,7 +45,7 @@
 
 #include <generated_nvtx_meta.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "cupti/convert.h"
 #include "cupti/inject.h"
 #include "cupti/launch_stack.h"

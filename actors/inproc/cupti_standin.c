@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "common/status.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"

@@ -33,7 +33,7 @@
 
 #include "actors/actor.h"
 #include "common/config.h"
-#include "common/inproc.h"
+#include "shm/inproc.h"
 #include "common/status.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"

@@ -18,8 +18,8 @@
  *
  * Messages are fixed-width little-endian structs, one per SOCK_SEQPACKET datagram.
  */
-#ifndef XPUSUP_COMMON_INPROC_H
-#define XPUSUP_COMMON_INPROC_H
+#ifndef XPUSUP_SHM_INPROC_H
+#define XPUSUP_SHM_INPROC_H
 
 #include <linux/types.h>
 #include <stddef.h>
@@ -118,4 +118,4 @@ int inproc__send_reply(int sock, const struct xpu_inproc_reply *reply, int fd);
  */
 int inproc__create_ring(__u64 capacity, __u32 max_record);
 
-#endif /* XPUSUP_COMMON_INPROC_H */
+#endif /* XPUSUP_SHM_INPROC_H */

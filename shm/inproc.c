@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "common/inproc.h"
+#include "shm/inproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
