@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "shm/inproc.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -169,12 +170,7 @@ static void record_range(struct tstate *t, __u32 phase, const char *name, __u64 
 
 static __u64 name_id(const char *name)
 {
-	__u64 h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; name[i] && i < XPU_STRING_MAX; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-	return h | ANNOTATE_ID_BIT;
+	return xpu_hash_bytes(name, strnlen(name, XPU_STRING_MAX)) | ANNOTATE_ID_BIT;
 }
 
 static void record_counter(struct tstate *t, const char *name, __s64 value, __u64 ts)

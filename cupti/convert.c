@@ -8,6 +8,7 @@
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
+#include "common/hash.h"
 #include "xpusup/event.h"
 
 #define NAMES_INITIAL 1024u /* slots; doubles while it is more than half full */
@@ -132,18 +133,6 @@ const size_t conv_n_runtime_launches =
 const size_t conv_n_driver_launches =
 	sizeof(conv_driver_launches) / sizeof(conv_driver_launches[0]);
 
-static __u64 fnv1a(const char *s, size_t len)
-{
-	__u64 h = 0xcbf29ce484222325ull;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 struct conv *conv__new(__u32 pid, conv_put_fn put, void *ctx)
 {
 	struct conv *c = calloc(1, sizeof(*c));
@@ -243,7 +232,7 @@ static __u64 name_id(struct conv *c, const char *name, __u32 kind, __u64 ts_ns)
 		len = XPU_STRING_MAX;
 		c->st.names_cut++;
 	}
-	h = fnv1a(name, len);
+	h = xpu_hash_bytes(name, len);
 	for (i = (__u32)h & (c->names_cap - 1); c->names[i].text; i = (i + 1) & (c->names_cap - 1))
 		if (c->names[i].hash == h && !strncmp(c->names[i].text, name, len) &&
 		    !c->names[i].text[len])

@@ -32,6 +32,7 @@
 #include "actors/proctree.h"
 #include "actors/pmu/events.h"
 #include "actors/pmu/scale.h"
+#include "common/hash.h"
 #include "common/status.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -162,14 +163,9 @@ static int load_keys(struct actor *a, struct pmu_keys *k)
  * from the small sequential ids other producers use for their own names. */
 static __u64 name_id_of(const char *name)
 {
-	__u64 h = 0xcbf29ce484222325ull;
-	const char *s;
+	__u64 h = xpu_hash_bytes("pmu:", 4);
 
-	for (s = "pmu:"; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	for (s = name; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h | 1ull << 63;
+	return xpu_fnv1a64(h, name, strlen(name)) | 1ull << 63;
 }
 
 static int parse_events(struct pmu_src *p)
