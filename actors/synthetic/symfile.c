@@ -154,9 +154,8 @@ static int build(unsigned char *page, struct symfile_image *images, unsigned int
 	return 0;
 }
 
-int symfile__write(int dirfd, const char *name, struct symfile_image *images,
-		   unsigned int n_images, const struct symfile_function *fns, unsigned int n_fns,
-		   __u64 *dev, __u64 *ino)
+int symfile__write(int dirfd, const char *name, struct symfile_image *images, unsigned int n_images,
+		   const struct symfile_function *fns, unsigned int n_fns, __u64 *dev, __u64 *ino)
 {
 	_Alignas(8) unsigned char page[PAGE] = { 0 };
 	char tmp[256];

@@ -39,8 +39,7 @@ struct symfile_function {
  * Returns 0, or -EINVAL (a function outside every image, images not page-aligned, the
  * symbols do not fit the file's first page), or -errno from the file system.
  */
-int symfile__write(int dirfd, const char *name, struct symfile_image *images,
-		   unsigned int n_images, const struct symfile_function *fns, unsigned int n_fns,
-		   __u64 *dev, __u64 *ino);
+int symfile__write(int dirfd, const char *name, struct symfile_image *images, unsigned int n_images,
+		   const struct symfile_function *fns, unsigned int n_fns, __u64 *dev, __u64 *ino);
 
 #endif /* XPUSUP_ACTORS_SYNTHETIC_SYMFILE_H */

@@ -101,7 +101,7 @@ static const struct {
 } story_kernels[3] = {
 	{ "conv2d_fwd_kernel", 800 },
 	{ "gemm_grad_kernel", 1000 },
-	{ "adam_step_kernel", 150 },
+	{ "adam_step_kernel", 400 },
 };
 
 struct delayed {
@@ -368,12 +368,14 @@ static void one_launch(struct synth *s)
 	 * API call: two frames inside the CUDA libraries below the code path, every other
 	 * sample (but in the story) with two kernel frames */
 	if (u % 16 == (u / 16) % 16) {
-		static const __u64 work[2] = { 0x7f3a0f8a1c30, 0x7f3a10022010 }; /* in libcuda */
+		/* the CUDA driver's and runtime's frames under cudaLaunchKernel, innermost first */
+		static const __u64 work[2] = { 0x7f3a0f8a1c30, 0x7f3a10022010 };
 		static const __u64 kernel[2] = { 0xffffffff81a0c2d0, 0xffffffff81a11f40 };
 
 		n_ips = path_stack(path, work + (path == 2), path == 2 ? 1 : 2, ips);
 		xpu_cpu_sample__build(rec, sizeof(rec), now, pid, tid, (__u32)(u % 2), 10101010,
-				      "synth", kernel, u % 32 < 16 || s->k.story ? 0 : 2, ips, n_ips);
+				      "synth", kernel, u % 32 < 16 || s->k.story ? 0 : 2, ips,
+				      n_ips);
 		put(s, shard, rec);
 	}
 	if (u % 64 == 0) {
