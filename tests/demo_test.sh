@@ -82,6 +82,20 @@ ok $? "story: a session with story = yes starts"
 # every record but the MODULE records (3 per process: for the correlator) is an event
 wait_for 30 "$s" "c('syn', 'launches') == 2400 and sum_('modules') == 12 and c('flame', 'events_in') == c('syn', 'records_out') - 12"
 ok $? "story: the correlators took the 12 MODULE records, the sink every event ($(json "$s" "sum_('modules'), c('flame', 'events_in'), c('syn', 'records_out')"))"
+# The symbol file read by binutils, a reader independent of the symbolizer's elfutils: each
+# function's symbol starts 0x80 before the address the source puts in its stacks.
+got=$({ readelf -lSW "$BASE/$s/syn.symbols" 2>&1 | grep -i 'warning\|error'
+	nm --defined-only "$BASE/$s/syn.symbols" 2>&1; } | "$PY" -c "
+import sys
+got = sorted(l.split() for l in sys.stdin.read().splitlines())
+want = sorted([f'{a - 0x80:016x}', 'T', n] for a, n in [
+    (0x401a20, 'main'), (0x402b40, 'train_step'), (0x403c10, 'forward'), (0x404d80, 'conv2d'),
+    (0x405e30, 'backward'), (0x406f50, 'gemm_grad'), (0x407a70, 'optimizer_step'),
+    (0x7f3a0f8a1c30, 'cuLaunchKernel'), (0x7f3a10021e40, 'cudaLaunchKernel'),
+    (0x7f3a10022010, 'cudart::cudaApiLaunchKernel')])
+print(got == want, len(got), [l for l in got if l not in want][:3])")
+[ "${got%% *}" = True ]
+ok $? "story: readelf takes the symbol file without a warning, nm lists its 10 functions ($got)"
 got=$(json "$s" "sum_('frames'), sum_('frames_unknown'), sum_('module_frames')")
 read -r frames unknown module_frames <<<"$got"
 [ "$frames" -gt 0 ] && [ "$unknown" = 0 ] && [ "$module_frames" = "$frames" ]
