@@ -365,6 +365,13 @@ static const struct key_schema synthetic_keys[] = {
 	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
 	  .def = "yes",
 	  .doc = "a launch stack's innermost frame encodes its correlation id (for tests)" },
+	{ .key = "story",
+	  .type = T_BOOL,
+	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+	  .def = "no",
+	  .doc = "the demo's training loop: named functions (a symbol file reported in MODULE "
+		 "records), kernels named after their layers and hundreds of microseconds long; "
+		 "no answer frame" },
 	{ .key = NULL },
 };
 

@@ -16,6 +16,13 @@
  * check that a join is the right one; without it, stacks are those of a small training loop
  * (three code paths, the same addresses in every process), which makes a readable flame
  * graph.
+ *
+ * With story (what scripts/demo shows; no answer frame), that training loop is told as the
+ * README tells it: its functions have names, through the path real frames take (the source
+ * writes a symbol file for its addresses and reports it in MODULE records: symfile.h), its
+ * kernels are named after the layer that launched them and last as long as a small network's
+ * do (hundreds of microseconds: about as much GPU time as CPU time in the flame graph), and
+ * its CPU samples have no kernel frames (a made-up kernel address has no name on this host).
  */
 #include "actors/actor.h"
 
@@ -26,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/synthetic/symfile.h"
 #include "common/mix.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -36,7 +44,7 @@
 
 struct keys {
 	unsigned long long processes, threads, rate, count, missing_pct, reorder, pid_base;
-	int answer_frame;
+	int answer_frame, story;
 };
 
 /* The simulated program's code paths to a kernel launch, outermost first: main, train_step,
@@ -64,6 +72,38 @@ static __u32 path_stack(__u32 path, const __u64 *extra, __u32 n_extra, __u64 *ip
 	return n;
 }
 
+/* `story`: where the simulated process maps its code (program, CUDA driver, CUDA runtime),
+ * and the functions at code_paths' addresses and the CPU samples' library frames. */
+static const struct symfile_image story_images[] = {
+	{ .section = ".text", .vaddr = 0x401000, .size = 0x7000 },
+	{ .section = ".text.libcuda", .vaddr = 0x7f3a0f8a1000, .size = 0x1000 },
+	{ .section = ".text.libcudart", .vaddr = 0x7f3a10021000, .size = 0x2000 },
+};
+#define STORY_IMAGES (sizeof(story_images) / sizeof(story_images[0]))
+
+static const struct symfile_function story_functions[] = {
+	{ 0x401a20, "main" },
+	{ 0x402b40, "train_step" },
+	{ 0x403c10, "forward" },
+	{ 0x404d80, "conv2d" },
+	{ 0x405e30, "backward" },
+	{ 0x406f50, "gemm_grad" },
+	{ 0x407a70, "optimizer_step" },
+	{ 0x7f3a0f8a1c30, "cuLaunchKernel" },
+	{ 0x7f3a10021e40, "cudaLaunchKernel" },
+	{ 0x7f3a10022010, "cudart::cudaApiLaunchKernel" },
+};
+
+/* `story`: the kernel each code path launches and its typical length in microseconds */
+static const struct {
+	const char *name;
+	__u64 us;
+} story_kernels[3] = {
+	{ "conv2d_fwd_kernel", 800 },
+	{ "gemm_grad_kernel", 1000 },
+	{ "adam_step_kernel", 400 },
+};
+
 struct delayed {
 	_Alignas(8) unsigned char rec[GPU_REC_MAX];
 	__u32 shard;
@@ -76,6 +116,10 @@ struct synth {
 	struct keys k;
 	struct ring *rings[CONF_MAX_SHARDS];
 	__u32 shards;
+	/* `story`: the symbol file, as the MODULE records name it */
+	struct symfile_image images[STORY_IMAGES];
+	char sym_path[XPU_PATH_MAX + 1];
+	__u64 sym_dev, sym_ino;
 	bool flat_out; /* wait for room instead of dropping */
 	struct delayed *delay; /* reorder buffer of GPU records */
 	__u32 n_delayed;
@@ -113,6 +157,11 @@ static int load_keys(const struct actor *a, struct keys *k)
 		k->answer_frame = 1;
 		if (v)
 			err |= conf_parse_bool(v, &k->answer_frame);
+		v = conf_actor__get(a->self, "story");
+		if (v)
+			err |= conf_parse_bool(v, &k->story);
+		if (k->story)
+			k->answer_frame = 0; /* its innermost frame would have no name */
 	}
 	return err || !k->processes || !k->threads ? -EINVAL : 0;
 }
@@ -177,6 +226,62 @@ static bool launch_missing(const struct synth *s, __u32 pid, __u64 corr)
 	return s->k.missing_pct && xpu_mix64((__u64)pid << 40 ^ corr) % 100 < s->k.missing_pct;
 }
 
+/* How long launch u's GPU work lasts: a memset in 8, a memcpy in 8, else a kernel. */
+static __u64 gpu_duration(const struct synth *s, __u64 u, __u32 path)
+{
+	if (u % 8 == 7)
+		return 1000;
+	if (u % 4 == 3)
+		return 40000;
+	if (s->k.story) /* 75 % to 124 % of the kernel's typical length */
+		return story_kernels[path].us * 10 * (75 + u % 50);
+	return 1000 * (1 + u % 50);
+}
+
+/* `story`: the symbol file, in the session's folder (emptied when the session ends). 0 or
+ * -errno. */
+static int story__write_symbols(struct synth *s)
+{
+	char name[sizeof(s->a->self->name) + 16];
+	int n;
+
+	memcpy(s->images, story_images, sizeof(s->images));
+	snprintf(name, sizeof(name), "%s.symbols", s->a->self->name);
+	n = snprintf(s->sym_path, sizeof(s->sym_path), "%s/%s", s->a->dir, name);
+	if (n < 0 || (size_t)n >= sizeof(s->sym_path) || s->sym_path[0] != '/')
+		return -EINVAL; /* a MODULE record names an absolute path of XPU_PATH_MAX at most */
+	return symfile__write(s->a->dirfd, name, s->images, STORY_IMAGES, story_functions,
+			      sizeof(story_functions) / sizeof(story_functions[0]), &s->sym_dev,
+			      &s->sym_ino);
+}
+
+/* A process's first launch: the names of its kernels, then (story) where its code is mapped,
+ * before any stack that returns into it. */
+static void announce_process(struct synth *s, __u32 shard, __u32 pid, __u64 now)
+{
+	_Alignas(8) unsigned char rec[sizeof(struct xpu_module) + XPU_PATH_MAX + 8];
+	char name[48];
+	__u32 i;
+	int n;
+
+	for (i = 0; i < (s->k.story ? 3 : 4); i++) {
+		if (s->k.story)
+			n = snprintf(name, sizeof(name), "%s", story_kernels[i].name);
+		else
+			n = snprintf(name, sizeof(name), "void synth_kernel_%u<float>(float*, int)",
+				     i);
+		xpu_string__build(rec, sizeof(rec), now, pid, pid, i + 1, XPU_STR_KERNEL, name,
+				  (size_t)n);
+		put(s, shard, rec);
+	}
+	for (i = 0; s->k.story && i < STORY_IMAGES; i++) {
+		if (xpu_module__build(rec, sizeof(rec), now, pid, pid, s->images[i].vaddr,
+				      s->images[i].vaddr + s->images[i].size, s->images[i].offset,
+				      s->sym_dev, s->sym_ino, s->sym_path, strlen(s->sym_path)) > 0)
+			put(s, shard, rec);
+	}
+}
+
 static void one_launch(struct synth *s)
 {
 	_Alignas(8) unsigned char rec[1024];
@@ -184,26 +289,15 @@ static void one_launch(struct synth *s)
 	__u32 path = (__u32)(u % 3), n_ips;
 	__u32 p = (__u32)(u % s->k.processes), pid = (__u32)(s->k.pid_base + p);
 	__u32 tid = pid + (__u32)((u / s->k.processes) % s->k.threads);
-	__u32 shard = xpu_shard_of(pid, s->shards), i;
+	__u32 shard = xpu_shard_of(pid, s->shards);
 	__u32 stream = (__u32)((u / s->k.processes) % SYN_STREAMS);
-	__u64 start = now + 20000, dur = u % 8 == 7 ? 1000 :
-					 u % 4 == 3 ? 40000 :
-						      1000 * (1 + u % 50);
-	char name[48];
-	int n;
+	__u64 start = now + 20000, dur = gpu_duration(s, u, path);
 
 	if (start < s->stream_free[p][stream])
 		start = s->stream_free[p][stream];
 	s->stream_free[p][stream] = start + dur;
-	if (u < s->k.processes) { /* first launch of a process: its kernel names */
-		for (i = 0; i < 4; i++) {
-			n = snprintf(name, sizeof(name), "void synth_kernel_%u<float>(float*, int)",
-				     i);
-			xpu_string__build(rec, sizeof(rec), now, pid, pid, i + 1, XPU_STR_KERNEL,
-					  name, (size_t)n);
-			put(s, shard, rec);
-		}
-	}
+	if (u < s->k.processes)
+		announce_process(s, shard, pid, now);
 	if (u % 32 == (u / 32) % 32) { /* one launch in 32 inside a user range on its thread */
 		xpu_range__build(rec, sizeof(rec), now, pid, tid, XPU_RANGE_PUSH, corr, 0, 0,
 				 "train_step", 10);
@@ -272,14 +366,16 @@ static void one_launch(struct synth *s)
 	}
 	/* one launch in 16 (every process in turn) has a CPU sample on its thread during its
 	 * API call: two frames inside the CUDA libraries below the code path, every other
-	 * sample with two kernel frames */
+	 * sample (but in the story) with two kernel frames */
 	if (u % 16 == (u / 16) % 16) {
-		static const __u64 work[2] = { 0x7f3a0f8a1c30, 0x7f3a10022010 }; /* in libcuda */
+		/* the CUDA driver's and runtime's frames under cudaLaunchKernel, innermost first */
+		static const __u64 work[2] = { 0x7f3a0f8a1c30, 0x7f3a10022010 };
 		static const __u64 kernel[2] = { 0xffffffff81a0c2d0, 0xffffffff81a11f40 };
 
 		n_ips = path_stack(path, work + (path == 2), path == 2 ? 1 : 2, ips);
 		xpu_cpu_sample__build(rec, sizeof(rec), now, pid, tid, (__u32)(u % 2), 10101010,
-				      "synth", kernel, u % 32 < 16 ? 0 : 2, ips, n_ips);
+				      "synth", kernel, u % 32 < 16 || s->k.story ? 0 : 2, ips,
+				      n_ips);
 		put(s, shard, rec);
 	}
 	if (u % 64 == 0) {
@@ -346,6 +442,11 @@ int main(int argc, char **argv)
 	code = ACTOR_EXIT_RESTART;
 	if (!s.delay)
 		goto out;
+	if (s.k.story && (err = story__write_symbols(&s))) {
+		fprintf(stderr, PROG ": unable to write the symbol file %s: %s\n", s.sym_path,
+			strerror(-err));
+		goto out;
+	}
 	if ((err = actor__open_rings(&a, s.rings))) {
 		code = actor__rings_exit(err);
 		goto out;
