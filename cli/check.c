@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * xpusup check: seed 004's invariants over a Chrome trace (docs/check.md).
+ * xpusup check: the invariants of a merged timeline (docs/check.md) over a Chrome trace.
  *
- * Traces run to hundreds of MB, so the file is never held: a small JSON reader walks it
- * once, in 1 MiB reads, validating the syntax strictly (RFC 8259, UTF-8) and handing each
- * trace event, decoded into a fixed-size struct ev, to the checks. What a check must keep
+ * Traces run to hundreds of MB, so the file is never held: the streaming JSON reader
+ * (json_reader.h) walks it once, in 1 MiB reads, validating the syntax strictly (RFC 8259,
+ * UTF-8), and each trace event, decoded into a fixed-size struct ev, goes to the checks. What a check must keep
  * beyond the event in hand is kept per track and small: 24 bytes per slice (start, end and
  * the event's byte offset), 16 per flow end, the open B events, the flows waiting for their
  * other end. Events arrive out of time order (the timeline sink writes them as they come),
@@ -12,9 +12,8 @@
  * violation found then names its events by byte offset; only the ones printed are read
  * again (pread, a second reader), so names are never stored.
  *
- * Nothing in the input can crash the reader: every string and number is bounded where it
- * is stored (longer ones are hashed whole and truncated for printing), nesting is limited,
- * every read checks for the end of the file.
+ * Nothing in the input can crash the reader (json_reader.h says how); what the checks keep of
+ * an event is bounded too: names cut for printing, compared by hash and length.
  */
 #include "cli/check.h"
 
@@ -31,21 +30,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/json_reader.h"
 #include "common/config.h"
+#include "common/hash.h"
+#include "common/mix.h"
+#include "common/oatab.h"
 #include "supervisor/supervisor.h"
 
 #define READ_CHUNK (1u << 20)
 #define DESCRIBE_CHUNK (64u << 10)
-#define MAX_DEPTH 256 /* JSON nesting the reader follows; a trace needs 5 */
 #define NAME_KEEP 96 /* bytes of a name kept for printing; compared by hash and length */
-#define SHORT_KEEP 40
+#define SHORT_KEEP JSON_NUM_KEEP
 #define MAX_PRINTED_DEFAULT 100
 
 const char check_usage[] =
 	"usage: xpusup check [--max N] [--quiet] TRACE.json...\n"
 	"\n"
 	"Check a Chrome trace (the timeline sink's trace.json, or any Trace Event JSON) against\n"
-	"the invariants of seed 004, reading it once without holding it (any size):\n"
+	"the invariants of a merged timeline (docs/check.md states them and why), reading it\n"
+	"once without holding it (any size):\n"
 	"\n"
 	"  event           every event has ph, a name (E may omit it), integer pid and tid, and\n"
 	"                  (but metadata) a numeric ts >= 0; X has a dur >= 0\n"
@@ -73,387 +76,12 @@ const char check_usage[] =
 	"1 violations, 100 usage, 111 a file unreadable or not a JSON trace (with the byte\n"
 	"offset). Documentation: docs/check.md.\n";
 
-/* ---- the reader -------------------------------------------------------------------------- */
-
-struct reader {
-	int fd;
-	unsigned char *buf;
-	size_t cap, len, pos;
-	uint64_t base; /* file offset of buf[0] */
-	bool eof;
-	int err; /* errno of a failed read */
-};
-
-struct parser {
-	struct reader rd;
-	const char *err; /* the first syntax error; the walk stops there */
-	uint64_t err_off;
-};
-
-static bool rd_fill(struct reader *r)
-{
-	ssize_t n;
-
-	if (r->eof)
-		return false;
-	r->base += r->len;
-	r->pos = r->len = 0;
-	do
-		n = pread(r->fd, r->buf, r->cap, (off_t)r->base);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
-		if (n < 0)
-			r->err = errno;
-		r->eof = true;
-		return false;
-	}
-	r->len = (size_t)n;
-	return true;
-}
-
-static inline int peekc(struct parser *p)
-{
-	struct reader *r = &p->rd;
-
-	if (r->pos < r->len || rd_fill(r))
-		return r->buf[r->pos];
-	return -1;
-}
-
-static inline int getch(struct parser *p)
-{
-	int c = peekc(p);
-
-	if (c >= 0)
-		p->rd.pos++;
-	return c;
-}
-
-static inline uint64_t offset(const struct parser *p)
-{
-	return p->rd.base + p->rd.pos;
-}
-
-static int fail(struct parser *p, const char *msg)
-{
-	if (!p->err) {
-		p->err = p->rd.err    ? strerror(p->rd.err) :
-			 peekc(p) < 0 ? "unexpected end of file" :
-					msg;
-		p->err_off = offset(p);
-	}
-	return -1;
-}
-
-static void skip_ws(struct parser *p)
-{
-	int c;
-
-	while ((c = peekc(p)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-		p->rd.pos++;
-}
-
-static int expect(struct parser *p, int want, const char *msg)
-{
-	skip_ws(p);
-	if (peekc(p) != want)
-		return fail(p, msg);
-	p->rd.pos++;
-	return 0;
-}
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-	const unsigned char *b = data;
-
-	while (n--)
-		h = (h ^ *b++) * 0x100000001b3ull;
-	return h;
-}
-
-#define FNV_BASIS 0xcbf29ce484222325ull
-
-/* A decoded string: its first cap - 1 bytes, NUL terminated, and its whole length and hash. */
-struct str {
-	char *buf;
-	size_t cap, len;
-	uint64_t hash;
-};
-
-static void str_put(struct str *s, const void *bytes, size_t n)
-{
-	if (!s)
-		return;
-	if (s->len + n < s->cap) {
-		memcpy(s->buf + s->len, bytes, n);
-		s->buf[s->len + n] = 0;
-	} else if (s->len < s->cap) {
-		s->buf[s->len] = 0; /* a character is kept whole or not at all */
-		s->cap = s->len;
-	}
-	s->len += n;
-	s->hash = fnv1a(s->hash, bytes, n);
-}
-
-static int hex4(struct parser *p, unsigned int *v)
-{
-	int i, c;
-
-	*v = 0;
-	for (i = 0; i < 4; i++) {
-		c = getch(p);
-		if (c >= '0' && c <= '9')
-			*v = *v << 4 | (unsigned int)(c - '0');
-		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-			*v = *v << 4 | (unsigned int)((c | 0x20) - 'a' + 10);
-		else
-			return fail(p, "bad \\u escape");
-	}
-	return 0;
-}
-
-static void put_utf8(struct str *s, unsigned int cp)
-{
-	unsigned char b[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		b[0] = (unsigned char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (unsigned char)(0xc0 | cp >> 6);
-		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (unsigned char)(0xe0 | cp >> 12);
-		b[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (unsigned char)(0xf0 | cp >> 18);
-		b[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
-		b[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-		b[3] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	str_put(s, b, n);
-}
-
-/* One escape after the backslash. A lone surrogate decodes to U+FFFD, as lenient readers do. */
-static int escape(struct parser *p, struct str *s)
-{
-	unsigned int cp, lo;
-	int c = getch(p);
-	char ch;
-
-	switch (c) {
-	case '"':
-	case '\\':
-	case '/':
-		ch = (char)c;
-		break;
-	case 'b':
-		ch = '\b';
-		break;
-	case 'f':
-		ch = '\f';
-		break;
-	case 'n':
-		ch = '\n';
-		break;
-	case 'r':
-		ch = '\r';
-		break;
-	case 't':
-		ch = '\t';
-		break;
-	case 'u':
-		if (hex4(p, &cp))
-			return -1;
-		if (cp >= 0xd800 && cp < 0xdc00 && peekc(p) == '\\') {
-			getch(p);
-			if (getch(p) != 'u')
-				return fail(p, "bad escape after a high surrogate");
-			if (hex4(p, &lo))
-				return -1;
-			if (lo >= 0xdc00 && lo < 0xe000) {
-				put_utf8(s, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
-				return 0;
-			}
-			put_utf8(s, 0xfffd);
-			cp = lo;
-		}
-		put_utf8(s, cp >= 0xd800 && cp < 0xe000 ? 0xfffd : cp);
-		return 0;
-	default:
-		return fail(p, "bad escape in a string");
-	}
-	str_put(s, &ch, 1);
-	return 0;
-}
-
-/* The continuation bytes of a UTF-8 sequence led by c, strictly (RFC 3629). */
-static int utf8_tail(struct parser *p, int c, struct str *s)
-{
-	unsigned char b[4] = { (unsigned char)c };
-	int n, lo = 0x80, hi = 0xbf, i, d;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 1;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 2;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 3;
-	else
-		return fail(p, "invalid UTF-8");
-	if (c == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (c == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (c == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (c == 0xf4)
-		hi = 0x8f; /* beyond U+10FFFF */
-	for (i = 1; i <= n; i++) {
-		d = peekc(p);
-		if (d < lo || d > hi)
-			return fail(p, "invalid UTF-8");
-		getch(p);
-		b[i] = (unsigned char)d;
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	str_put(s, b, (size_t)n + 1);
-	return 0;
-}
-
-/* A string at the reader; s NULL to validate and skip it. */
-static int parse_string(struct parser *p, struct str *s)
-{
-	struct reader *r = &p->rd;
-	int c;
-
-	if (s) {
-		s->len = 0;
-		s->hash = FNV_BASIS;
-		if (s->cap)
-			s->buf[0] = 0;
-	}
-	if (getch(p) != '"')
-		return fail(p, "expected a string");
-	for (;;) {
-		/* the plain bytes of the buffer in one go: most strings have nothing else */
-		size_t start = r->pos;
-
-		while (r->pos < r->len && r->buf[r->pos] >= 0x20 && r->buf[r->pos] < 0x80 &&
-		       r->buf[r->pos] != '"' && r->buf[r->pos] != '\\')
-			r->pos++;
-		if (r->pos > start)
-			str_put(s, r->buf + start, r->pos - start);
-		c = peekc(p); /* refills at the end of the buffer */
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\')
-			continue;
-		getch(p);
-		if (c == '"')
-			return 0;
-		if (c < 0)
-			return fail(p, "unterminated string");
-		if (c == '\\') {
-			if (escape(p, s))
-				return -1;
-		} else if (c < 0x20) {
-			p->rd.pos--;
-			return fail(p, "control character in a string");
-		} else if (c >= 0x80 && utf8_tail(p, c, s)) {
-			return -1;
-		}
-	}
-}
-
-/* A number's text (the first SHORT_KEEP - 1 bytes) and form. */
-struct num {
-	char text[SHORT_KEEP];
-	size_t len;
-	bool integer; /* no fraction, no exponent */
-};
-
-static void num_put(struct num *n, int c)
-{
-	if (n->len + 1 < sizeof(n->text)) {
-		n->text[n->len] = (char)c;
-		n->text[n->len + 1] = 0;
-	}
-	n->len++;
-}
-
-static int digits(struct parser *p, struct num *n, const char *msg)
-{
-	int c = peekc(p);
-
-	if (c < '0' || c > '9')
-		return fail(p, msg);
-	while ((c = peekc(p)) >= '0' && c <= '9') {
-		num_put(n, c);
-		getch(p);
-	}
-	return 0;
-}
-
-static int parse_number(struct parser *p, struct num *n)
-{
-	int c;
-
-	n->len = 0;
-	n->text[0] = 0;
-	n->integer = true;
-	if (peekc(p) == '-')
-		num_put(n, getch(p));
-	c = peekc(p);
-	if (c == '0') {
-		num_put(n, getch(p));
-		c = peekc(p);
-		if (c >= '0' && c <= '9')
-			return fail(p, "a number with a leading zero");
-	} else if (digits(p, n, "bad number")) {
-		return -1;
-	}
-	if (peekc(p) == '.') {
-		n->integer = false;
-		num_put(n, getch(p));
-		if (digits(p, n, "no digits after a decimal point"))
-			return -1;
-	}
-	c = peekc(p);
-	if (c == 'e' || c == 'E') {
-		n->integer = false;
-		num_put(n, getch(p));
-		c = peekc(p);
-		if (c == '+' || c == '-')
-			num_put(n, getch(p));
-		if (digits(p, n, "no digits in an exponent"))
-			return -1;
-	}
-	return 0;
-}
-
-/* An integer number that fits int64_t. */
-static bool num_i64(const struct num *n, int64_t *v)
-{
-	char *end;
-
-	if (!n->integer || n->len >= sizeof(n->text))
-		return false;
-	errno = 0;
-	*v = strtoll(n->text, &end, 10);
-	return !errno && !*end;
-}
-
 /*
  * A time in microseconds as integer ns: exact for the plain decimals the timeline sink
  * writes (rounded half up beyond the third decimal), through strtod for exponents. False
  * when out of range (|t| above 9.2e15 us).
  */
-static bool num_ns(const struct num *n, int64_t *ns)
+static bool num_ns(const struct json_num *n, int64_t *ns)
 {
 	const char *s = n->text;
 	int64_t ip = 0, frac = 0;
@@ -494,117 +122,6 @@ static bool num_ns(const struct num *n, int64_t *ns)
 	return true;
 }
 
-static int literal(struct parser *p, const char *word)
-{
-	for (; *word; word++)
-		if (getch(p) != *word)
-			return fail(p, "bad literal (true, false or null)");
-	return 0;
-}
-
-static int skip_value(struct parser *p, unsigned int depth);
-
-static int skip_container(struct parser *p, unsigned int depth, int open)
-{
-	int close = open == '{' ? '}' : ']', c;
-
-	if (depth >= MAX_DEPTH)
-		return fail(p, "nesting deeper than 256");
-	getch(p);
-	skip_ws(p);
-	if (peekc(p) == close) {
-		getch(p);
-		return 0;
-	}
-	for (;;) {
-		skip_ws(p);
-		if (open == '{') {
-			if (peekc(p) != '"')
-				return fail(p, "expected a member name");
-			if (parse_string(p, NULL) || expect(p, ':', "expected :"))
-				return -1;
-		}
-		if (skip_value(p, depth + 1))
-			return -1;
-		skip_ws(p);
-		c = getch(p);
-		if (c == close)
-			return 0;
-		if (c != ',') {
-			if (c >= 0)
-				p->rd.pos--;
-			return fail(p, open == '{' ? "expected , or }" : "expected , or ]");
-		}
-	}
-}
-
-static int skip_value(struct parser *p, unsigned int depth)
-{
-	struct num n;
-	int c;
-
-	skip_ws(p);
-	c = peekc(p);
-	switch (c) {
-	case '{':
-	case '[':
-		return skip_container(p, depth, c);
-	case '"':
-		return parse_string(p, NULL);
-	case 't':
-		return literal(p, "true");
-	case 'f':
-		return literal(p, "false");
-	case 'n':
-		return literal(p, "null");
-	default:
-		if (c == '-' || (c >= '0' && c <= '9'))
-			return parse_number(p, &n);
-		return fail(p, "expected a value");
-	}
-}
-
-/*
- * Walk the members of the object at the reader: member(p, key, arg) reads each value (the
- * reader is at it; it must consume it). Keys longer than kcap - 1 are cut (and match
- * nothing we look for).
- */
-static int each_member(struct parser *p, int (*member)(struct parser *, const char *, void *),
-		       void *arg)
-{
-	char kbuf[24];
-	struct str key = { kbuf, sizeof(kbuf), 0, 0 };
-	int c;
-
-	if (expect(p, '{', "expected an object"))
-		return -1;
-	skip_ws(p);
-	if (peekc(p) == '}') {
-		getch(p);
-		return 0;
-	}
-	for (;;) {
-		skip_ws(p);
-		key.cap = sizeof(kbuf);
-		if (peekc(p) != '"')
-			return fail(p, "expected a member name");
-		if (parse_string(p, &key) || expect(p, ':', "expected :"))
-			return -1;
-		skip_ws(p);
-		if (member(p, key.len < sizeof(kbuf) ? kbuf : "", arg))
-			return -1;
-		skip_ws(p);
-		c = getch(p);
-		if (c == '}')
-			return 0;
-		if (c != ',') {
-			if (c >= 0)
-				p->rd.pos--;
-			return fail(p, "expected , or }");
-		}
-	}
-}
-
 /* ---- one trace event ----------------------------------------------------------------------- */
 
 struct ev {
@@ -622,14 +139,14 @@ struct ev {
 	unsigned int args_n, args_numeric;
 };
 
-static int read_str(struct parser *p, char *buf, size_t cap, bool *present, size_t *len,
+static int read_str(struct json_reader *p, char *buf, size_t cap, bool *present, size_t *len,
 		    uint64_t *hash)
 {
-	struct str s = { buf, cap, 0, 0 };
+	struct json_str s = { buf, cap, 0, 0 };
 
-	if (peekc(p) != '"')
-		return skip_value(p, 2);
-	if (parse_string(p, &s))
+	if (json_reader__peek(p) != '"')
+		return json_reader__skip_value(p, 2);
+	if (json_reader__string(p, &s))
 		return -1;
 	*present = true;
 	if (len)
@@ -640,64 +157,64 @@ static int read_str(struct parser *p, char *buf, size_t cap, bool *present, size
 }
 
 /* A number as text for printing and as a value; *bad when it is there but not a number. */
-static int read_num(struct parser *p, struct num *n, bool *present, bool *bad)
+static int read_num(struct json_reader *p, struct json_num *n, bool *present, bool *bad)
 {
-	int c = peekc(p);
+	int c = json_reader__peek(p);
 
 	*present = true;
 	if (c != '-' && (c < '0' || c > '9')) {
 		*bad = true;
-		return skip_value(p, 2);
+		return json_reader__skip_value(p, 2);
 	}
-	return parse_number(p, n);
+	return json_reader__number(p, n);
 }
 
 /* An id as flows match it: a string's content, or a number's text (1 and "1" are one id). */
-static int read_id(struct parser *p, bool *present, uint64_t *hash)
+static int read_id(struct json_reader *p, bool *present, uint64_t *hash)
 {
 	char buf[SHORT_KEEP];
-	struct str s = { buf, sizeof(buf), 0, 0 };
-	struct num n;
-	int c = peekc(p);
+	struct json_str s = { buf, sizeof(buf), 0, 0 };
+	struct json_num n;
+	int c = json_reader__peek(p);
 
 	if (c == '"') {
-		if (parse_string(p, &s))
+		if (json_reader__string(p, &s))
 			return -1;
 		*hash = s.hash;
 	} else if (c == '-' || (c >= '0' && c <= '9')) {
-		if (parse_number(p, &n))
+		if (json_reader__number(p, &n))
 			return -1;
-		*hash = fnv1a(FNV_BASIS, n.text, strlen(n.text));
+		*hash = xpu_hash_bytes(n.text, strlen(n.text));
 	} else {
-		return skip_value(p, 2);
+		return json_reader__skip_value(p, 2);
 	}
 	*present = true;
 	return 0;
 }
 
-static int args_member(struct parser *p, const char *key, void *arg)
+static int args_member(struct json_reader *p, const char *key, void *arg)
 {
 	struct ev *e = arg;
-	struct num n;
-	int c = peekc(p);
+	struct json_num n;
+	int c = json_reader__peek(p);
 
 	e->args_n++;
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		e->args_numeric++;
-		return parse_number(p, &n);
+		return json_reader__number(p, &n);
 	}
 	if (!e->args_bad[0])
 		snprintf(e->args_bad, sizeof(e->args_bad), "%s", key[0] ? key : "(a long key)");
 	if (!strcmp(key, "name") && c == '"')
 		return read_str(p, e->args_name, sizeof(e->args_name), &e->has_args_name, NULL,
 				NULL);
-	return skip_value(p, 3);
+	return json_reader__skip_value(p, 3);
 }
 
-static int event_member(struct parser *p, const char *key, void *arg)
+static int event_member(struct json_reader *p, const char *key, void *arg)
 {
 	struct ev *e = arg;
-	struct num n;
+	struct json_num n;
 	bool t;
 	int c;
 
@@ -718,7 +235,7 @@ static int event_member(struct parser *p, const char *key, void *arg)
 
 		if (read_num(p, &n, pid ? &e->has_pid : &e->has_tid, &bad))
 			return -1;
-		bad = bad || !num_i64(&n, &v) || v < 0;
+		bad = bad || !json_num__i64(&n, &v) || v < 0;
 		if (pid) {
 			e->pid = v;
 			e->pid_bad = bad;
@@ -749,11 +266,11 @@ static int event_member(struct parser *p, const char *key, void *arg)
 	if (!strcmp(key, "bind_id"))
 		return read_id(p, &e->has_bind, &e->bind_hash);
 	if (!strcmp(key, "flow_in") || !strcmp(key, "flow_out")) {
-		c = peekc(p);
+		c = json_reader__peek(p);
 		t = c == 't';
 		if (c != 't' && c != 'f')
-			return skip_value(p, 2);
-		if (literal(p, t ? "true" : "false"))
+			return json_reader__skip_value(p, 2);
+		if (json_reader__literal(p, t ? "true" : "false"))
 			return -1;
 		if (key[5] == 'i')
 			e->flow_in = t;
@@ -762,22 +279,22 @@ static int event_member(struct parser *p, const char *key, void *arg)
 		return 0;
 	}
 	if (!strcmp(key, "args")) {
-		if (peekc(p) != '{') {
+		if (json_reader__peek(p) != '{') {
 			e->args_kind = 2;
-			return skip_value(p, 2);
+			return json_reader__skip_value(p, 2);
 		}
 		e->args_kind = 1;
-		return each_member(p, args_member, e);
+		return json_reader__each_member(p, args_member, e);
 	}
-	return skip_value(p, 2);
+	return json_reader__skip_value(p, 2);
 }
 
-static int parse_event(struct parser *p, struct ev *e)
+static int parse_event(struct json_reader *p, struct ev *e)
 {
 	memset(e, 0, sizeof(*e));
-	skip_ws(p);
-	e->off = offset(p);
-	return each_member(p, event_member, e);
+	json_reader__skip_ws(p);
+	e->off = json_reader__offset(p);
+	return json_reader__each_member(p, event_member, e);
 }
 
 /* ---- what is kept per track ---------------------------------------------------------------- */
@@ -849,8 +366,8 @@ struct check {
 	int fd;
 	unsigned long long max_printed;
 	bool quiet;
-	struct parser p;
-	struct parser describe; /* a second reader, for events named by offset */
+	struct json_reader p;
+	struct json_reader describe; /* a second reader, for events named by offset */
 	struct track *tracks;
 	size_t n_tracks, cap_tracks;
 	struct track_map tmap;
@@ -862,13 +379,6 @@ struct check {
 	int64_t other_events;
 	bool oom;
 };
-
-static uint64_t mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 /* Grow *v (of *cap elements of size) to hold one more; false when out of memory. */
 static bool grow(void *v, size_t *cap, size_t n, size_t size)
@@ -905,8 +415,8 @@ static long track_get(struct check *c, int64_t pid, int64_t tid)
 			if (!m->slots[i])
 				continue;
 			v = m->slots[i];
-			j = mix((uint64_t)c->tracks[v - 1].pid * 0x9e3779b97f4a7c15ull ^
-				(uint64_t)c->tracks[v - 1].tid) &
+			j = xpu_mix64((uint64_t)c->tracks[v - 1].pid * 0x9e3779b97f4a7c15ull ^
+				      (uint64_t)c->tracks[v - 1].tid) &
 			    (nm.cap - 1);
 			while (nm.slots[j])
 				j = (j + 1) & (nm.cap - 1);
@@ -922,8 +432,8 @@ static long track_get(struct check *c, int64_t pid, int64_t tid)
 		m->cap = 1024;
 	}
 	mask = m->cap - 1;
-	for (i = mix((uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid) & mask; m->slots[i];
-	     i = (i + 1) & mask) {
+	for (i = xpu_mix64((uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid) & mask;
+	     m->slots[i]; i = (i + 1) & mask) {
 		v = m->slots[i];
 		if (c->tracks[v - 1].pid == pid && c->tracks[v - 1].tid == tid)
 			return (long)v - 1;
@@ -954,7 +464,7 @@ static int gpu_pid_add(struct check *c, int64_t pid)
 		for (j = 0; j < m->cap; j++) {
 			if (!m->slots[j])
 				continue;
-			i = mix((uint64_t)m->slots[j]) & (ncap - 1);
+			i = xpu_mix64((uint64_t)m->slots[j]) & (ncap - 1);
 			while (slots[i])
 				i = (i + 1) & (ncap - 1);
 			slots[i] = m->slots[j];
@@ -967,7 +477,7 @@ static int gpu_pid_add(struct check *c, int64_t pid)
 	if (pid <= 0 || pid >= UINT32_MAX)
 		return 0;
 	mask = m->cap - 1;
-	for (i = mix((uint64_t)pid) & mask; m->slots[i]; i = (i + 1) & mask)
+	for (i = xpu_mix64((uint64_t)pid) & mask; m->slots[i]; i = (i + 1) & mask)
 		if (m->slots[i] == (uint32_t)pid)
 			return 0;
 	m->slots[i] = (uint32_t)pid;
@@ -983,7 +493,7 @@ static bool gpu_pid(const struct check *c, int64_t pid)
 	if (!m->cap || pid <= 0 || pid >= UINT32_MAX)
 		return false;
 	mask = m->cap - 1;
-	for (i = mix((uint64_t)pid) & mask; m->slots[i]; i = (i + 1) & mask)
+	for (i = xpu_mix64((uint64_t)pid) & mask; m->slots[i]; i = (i + 1) & mask)
 		if (m->slots[i] == (uint32_t)pid)
 			return true;
 	return false;
@@ -1007,7 +517,7 @@ static struct flow *flow_find(struct check *c, uint64_t key, bool make)
 		for (j = 0; j < m->cap; j++) {
 			if (!m->used[j])
 				continue;
-			i = mix(m->slots[j].key) & (ncap - 1);
+			i = xpu_mix64(m->slots[j].key) & (ncap - 1);
 			while (used[i])
 				i = (i + 1) & (ncap - 1);
 			slots[i] = m->slots[j];
@@ -1022,7 +532,7 @@ static struct flow *flow_find(struct check *c, uint64_t key, bool make)
 	if (!m->cap)
 		return NULL;
 	mask = m->cap - 1;
-	for (i = mix(key) & mask; m->used[i]; i = (i + 1) & mask)
+	for (i = xpu_mix64(key) & mask; m->used[i]; i = (i + 1) & mask)
 		if (m->slots[i].key == key)
 			return &m->slots[i];
 	if (!make)
@@ -1034,28 +544,41 @@ static struct flow *flow_find(struct check *c, uint64_t key, bool make)
 	return &m->slots[i];
 }
 
+static bool flow_slot_empty(const void *tab, uint32_t slot)
+{
+	return !((const struct flow_map *)tab)->used[slot];
+}
+
+static uint32_t flow_slot_home(const void *tab, uint32_t slot)
+{
+	return (uint32_t)xpu_mix64(((const struct flow_map *)tab)->slots[slot].key);
+}
+
+static void flow_slot_move(void *tab, uint32_t to, uint32_t from)
+{
+	struct flow_map *m = tab;
+
+	m->slots[to] = m->slots[from];
+	m->used[to] = true;
+}
+
+static void flow_slot_clear(void *tab, uint32_t slot)
+{
+	((struct flow_map *)tab)->used[slot] = false;
+}
+
+static const struct oatab_ops flow_slot_ops = {
+	.empty = flow_slot_empty,
+	.home = flow_slot_home,
+	.move = flow_slot_move,
+	.clear = flow_slot_clear,
+};
+
 static void flow_remove(struct check *c, struct flow *f)
 {
 	struct flow_map *m = &c->flows;
-	size_t mask = m->cap - 1, i = (size_t)(f - m->slots), j = i, home;
 
-	/* backward shift: move later members of the probe run into the hole */
-	for (;;) {
-		m->used[i] = false;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (!m->used[j])
-				goto done;
-			home = mix(m->slots[j].key) & mask;
-			/* j's entry may fill hole i when its home is not in (i, j] cyclically */
-			if (i <= j ? (home <= i || home > j) : (home <= i && home > j))
-				break;
-		}
-		m->slots[i] = m->slots[j];
-		m->used[i] = true;
-		i = j;
-	}
-done:
+	oatab__delete(m, (uint32_t)(m->cap - 1), (uint32_t)(f - m->slots), &flow_slot_ops);
 	m->n--;
 }
 
@@ -1101,14 +624,10 @@ static void describe_ev(const struct ev *e, char *out, size_t size)
 /* The event at byte off, read again. */
 static void describe_at(struct check *c, uint64_t off, char *out, size_t size)
 {
-	struct parser *p = &c->describe;
+	struct json_reader *p = &c->describe;
 	struct ev e;
 
-	p->err = NULL;
-	p->rd.base = off;
-	p->rd.len = p->rd.pos = 0;
-	p->rd.eof = false;
-	p->rd.err = 0;
+	json_reader__seek(p, off);
 	if (parse_event(p, &e))
 		snprintf(out, size, "the event at byte %" PRIu64, off);
 	else
@@ -1217,7 +736,7 @@ static uint64_t flow_key(const struct ev *e, uint64_t id_hash, bool v2)
 
 	if (v2) /* flow_out/flow_in bind slices by bind_id alone */
 		parts[0] = parts[1] = 0;
-	return fnv1a(FNV_BASIS, parts, sizeof(parts));
+	return xpu_hash_bytes(parts, sizeof(parts));
 }
 
 static void on_b(struct check *c, const struct ev *e, long t)
@@ -1486,6 +1005,48 @@ static void check_anchors(struct check *c, struct track *tr)
 	}
 }
 
+/* The end of a flow that has only one. */
+static uint64_t lone_end(const struct flow *f)
+{
+	return f->off[!f->has[0]];
+}
+
+static int by_lone_end(const void *pa, const void *pb)
+{
+	uint64_t a = lone_end(*(const struct flow *const *)pa),
+		 b = lone_end(*(const struct flow *const *)pb);
+
+	return a < b ? -1 : a > b;
+}
+
+/* Arrows with one end, reported in file order (not the table's, which is the hash's). */
+static void check_lone_flows(struct check *c)
+{
+	const struct flow **lone;
+	char a[256];
+	size_t i, n = 0;
+
+	if (!c->flows.n)
+		return;
+	lone = malloc(c->flows.n * sizeof(*lone));
+	if (!lone) {
+		note_oom(c);
+		return;
+	}
+	for (i = 0; i < c->flows.cap; i++)
+		if (c->flows.used[i])
+			lone[n++] = &c->flows.slots[i];
+	qsort(lone, n, sizeof(*lone), by_lone_end);
+	for (i = 0; i < n; i++) {
+		if (printing(c, K_FLOW))
+			describe_at(c, lone_end(lone[i]), a, sizeof(a));
+		report(c, K_FLOW, lone_end(lone[i]), "%s: a flow arrow with only its %s", a,
+		       lone[i]->has[0] ? "start (no f or flow_in with its id)" :
+					 "end (no s or flow_out with its id)");
+	}
+	free(lone);
+}
+
 static void finish(struct check *c)
 {
 	char a[256];
@@ -1507,17 +1068,7 @@ static void finish(struct check *c)
 			check_nesting(c, tr);
 		check_anchors(c, tr);
 	}
-	for (i = 0; i < c->flows.cap; i++) {
-		struct flow *f = &c->flows.slots[i];
-
-		if (!c->flows.used[i])
-			continue;
-		if (printing(c, K_FLOW))
-			describe_at(c, f->off[!f->has[0]], a, sizeof(a));
-		report(c, K_FLOW, f->off[!f->has[0]], "%s: a flow arrow with only its %s", a,
-		       f->has[0] ? "start (no f or flow_in with its id)" :
-				   "end (no s or flow_out with its id)");
-	}
+	check_lone_flows(c);
 	if (c->other_events_set && (uint64_t)c->other_events != c->events)
 		report(c, K_META, 0,
 		       "otherData.events is %" PRId64 ", the file holds %" PRIu64 " events",
@@ -1526,93 +1077,75 @@ static void finish(struct check *c)
 
 /* ---- the file ------------------------------------------------------------------------------ */
 
-static int parse_events(struct check *c)
+static int event_element(struct json_reader *p, void *arg)
 {
-	struct parser *p = &c->p;
+	struct check *c = arg;
+	uint64_t off;
 	struct ev e;
-	int ch;
 
-	c->saw_events = true;
-	if (expect(p, '[', "traceEvents is not an array"))
-		return -1;
-	skip_ws(p);
-	if (peekc(p) == ']') {
-		getch(p);
+	if (json_reader__peek(p) != '{') {
+		off = json_reader__offset(p);
+		/* a value first (a syntax error is not a violation), then a violation */
+		if (json_reader__skip_value(p, 1))
+			return -1;
+		c->events++;
+		report(c, K_EVENT, off, "event %" PRIu64 ": not an object", c->events);
 		return 0;
 	}
-	for (;;) {
-		skip_ws(p);
-		if (peekc(p) != '{') {
-			uint64_t off = offset(p);
-
-			/* a value first (a syntax error is not a violation), then a violation */
-			if (skip_value(p, 1))
-				return -1;
-			c->events++;
-			report(c, K_EVENT, off, "event %" PRIu64 ": not an object", c->events);
-		} else {
-			if (parse_event(p, &e))
-				return -1;
-			on_event(c, &e);
-			if (c->oom)
-				return -ENOMEM;
-		}
-		skip_ws(p);
-		ch = getch(p);
-		if (ch == ']')
-			return 0;
-		if (ch != ',') {
-			if (ch >= 0)
-				p->rd.pos--;
-			return fail(p, "expected , or ] after an event");
-		}
-	}
+	if (parse_event(p, &e))
+		return -1;
+	on_event(c, &e);
+	return c->oom ? -ENOMEM : 0;
 }
 
-static int other_member(struct parser *p, const char *key, void *arg)
+static int parse_events(struct check *c)
+{
+	c->saw_events = true;
+	return json_reader__each_element(&c->p, "traceEvents is not an array",
+					 "expected , or ] after an event", event_element, c);
+}
+
+static int other_member(struct json_reader *p, const char *key, void *arg)
 {
 	struct check *c = arg;
 	bool present = false, bad = false;
-	struct num n;
+	struct json_num n;
 
 	if (strcmp(key, "events"))
-		return skip_value(p, 2);
+		return json_reader__skip_value(p, 2);
 	if (read_num(p, &n, &present, &bad))
 		return -1;
-	c->other_events_set = !bad && num_i64(&n, &c->other_events);
+	c->other_events_set = !bad && json_num__i64(&n, &c->other_events);
 	return 0;
 }
 
-static int top_member(struct parser *p, const char *key, void *arg)
+static int top_member(struct json_reader *p, const char *key, void *arg)
 {
 	struct check *c = arg;
 
 	if (!strcmp(key, "traceEvents"))
 		return parse_events(c);
-	if (!strcmp(key, "otherData") && peekc(p) == '{')
-		return each_member(p, other_member, c);
-	return skip_value(p, 1);
+	if (!strcmp(key, "otherData") && json_reader__peek(p) == '{')
+		return json_reader__each_member(p, other_member, c);
+	return json_reader__skip_value(p, 1);
 }
 
 static int parse_file(struct check *c)
 {
-	struct parser *p = &c->p;
+	struct json_reader *p = &c->p;
 	int err;
 
-	skip_ws(p);
-	if (peekc(p) == '[') /* the JSON Array Format: events only */
+	json_reader__skip_ws(p);
+	if (json_reader__peek(p) == '[') /* the JSON Array Format: events only */
 		err = parse_events(c);
-	else if (peekc(p) == '{')
-		err = each_member(p, top_member, c);
+	else if (json_reader__peek(p) == '{')
+		err = json_reader__each_member(p, top_member, c);
 	else
-		err = fail(p, "not a trace: expected { or [");
+		err = json_reader__fail(p, "not a trace: expected { or [");
 	if (err)
 		return err;
-	skip_ws(p);
-	if (peekc(p) >= 0)
-		return fail(p, "data after the end of the JSON text");
-	if (p->rd.err)
-		return fail(p, "read error");
+	if (json_reader__end(p))
+		return -1;
 	if (!c->saw_events) {
 		p->err_off = 0;
 		p->err = "not a trace: no traceEvents array";
@@ -1635,8 +1168,8 @@ static void check_free(struct check *c)
 	free(c->gpu_pids.slots);
 	free(c->flows.slots);
 	free(c->flows.used);
-	free(c->p.rd.buf);
-	free(c->describe.rd.buf);
+	json_reader__fini(&c->p);
+	json_reader__fini(&c->describe);
 	if (c->fd >= 0)
 		close(c->fd);
 }
@@ -1659,17 +1192,15 @@ static int check_file(const char *path, unsigned long long max_printed, bool qui
 		fprintf(stderr, "xpusup: unable to check %s: not a regular file\n", path);
 		goto out;
 	}
-	c.p.rd = (struct reader){ .fd = c.fd, .buf = malloc(READ_CHUNK), .cap = READ_CHUNK };
-	c.describe.rd =
-		(struct reader){ .fd = c.fd, .buf = malloc(DESCRIBE_CHUNK), .cap = DESCRIBE_CHUNK };
-	if (!c.p.rd.buf || !c.describe.rd.buf) {
+	if (json_reader__init_fd(&c.p, c.fd, READ_CHUNK) ||
+	    json_reader__init_fd(&c.describe, c.fd, DESCRIBE_CHUNK)) {
 		fprintf(stderr, "xpusup: unable to check %s: out of memory\n", path);
 		goto out;
 	}
 	err = parse_file(&c);
 	if (err == -ENOMEM || c.oom) {
 		fprintf(stderr, "xpusup: unable to check %s: out of memory at byte %" PRIu64 "\n",
-			path, offset(&c.p));
+			path, json_reader__offset(&c.p));
 		goto out;
 	}
 	if (err) {

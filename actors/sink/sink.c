@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The sink actor loop around a format; see sink.h. */
+/* The sink actor, and the sink driver it shares with `xpusup subscribe`; see sink.h. */
 #include "actors/sink/sink.h"
 
 #include <errno.h>
@@ -68,16 +68,11 @@ static const char *const counter_names[C_N] = {
 
 struct sink {
 	struct actor *a;
-	const struct fmt_ops *fmt;
-	void *st;
-	nng_socket pull;
+	struct sink_driver drv; /* the socket, the format, the batches and gaps counted */
 	bool listening;
-	struct xpu_cevent *events;
-	struct xpu_wire_pool pool;
-	struct xpu_wire_seq seq;
 	struct sink_state *state; /* shared mapping, NULL when it could not be made */
 	__u64 received, covered, lost; /* over every run of this sink */
-	__u64 batches, events_in, bad, write_errors;
+	__u64 write_errors;
 	int counters[C_N];
 	int fmt_counters[FMT_COUNTERS_MAX];
 	unsigned int n_fmt_counters;
@@ -108,14 +103,14 @@ static void state__commit(struct sink *s)
 	c = &m->slots[(m->gen + 1) & 1];
 	c->seen = 0;
 	for (p = 0; p < SINK_STATE_PRODUCERS; p++) {
-		c->next[p] = s->seq.next[p];
-		c->seen |= (__u64)s->seq.seen[p] << p;
+		c->next[p] = s->drv.seq.next[p];
+		c->seen |= (__u64)s->drv.seq.seen[p] << p;
 	}
 	c->received = s->received;
 	c->covered = s->covered;
 	c->lost = s->lost;
-	c->missed = s->seq.missed;
-	c->rewinds = s->seq.rewinds;
+	c->missed = s->drv.seq.missed;
+	c->rewinds = s->drv.seq.rewinds;
 	/* the slot before the generation that makes it current: pairs with the acquire load
 	 * in state__open of the next run */
 	__atomic_store_n(&m->gen, m->gen + 1, __ATOMIC_RELEASE);
@@ -150,11 +145,11 @@ static bool state__open(struct sink *s)
 		const struct sink_state_slot *c = &m->slots[gen & 1];
 
 		for (p = 0; p < SINK_STATE_PRODUCERS; p++) {
-			s->seq.next[p] = c->next[p];
-			s->seq.seen[p] = c->seen >> p & 1;
+			s->drv.seq.next[p] = c->next[p];
+			s->drv.seq.seen[p] = c->seen >> p & 1;
 		}
-		s->seq.missed = c->missed;
-		s->seq.rewinds = c->rewinds;
+		s->drv.seq.missed = c->missed;
+		s->drv.seq.rewinds = c->rewinds;
 		s->received = s->covered = c->received;
 		s->lost = c->lost + (c->received - c->covered);
 		resume = true;
@@ -198,31 +193,31 @@ int sink__listen(nng_socket *pull, const struct actor *a, int recv_ms)
 
 static int sink__open(struct sink *s)
 {
-	s->events = calloc(SINK_MAX_EVENTS, sizeof(*s->events));
-	if (!s->events || xpu_wire_pool__init(&s->pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
+	if (sink_driver__init(&s->drv))
 		return -ENOMEM;
-	if (sink__listen(&s->pull, s->a, 20))
+	if (sink__listen(&s->drv.sock, s->a, 20))
 		return -EIO;
 	s->listening = true;
 	return 0;
 }
 
-static void publish(struct sink *s)
+static void publish(void *ctx)
 {
 	const char *names[FMT_COUNTERS_MAX];
 	__u64 values[FMT_COUNTERS_MAX];
+	struct sink *s = ctx;
 	unsigned int i, n;
 
-	actor__count(s->a, s->counters[C_BATCHES], s->batches);
+	actor__count(s->a, s->counters[C_BATCHES], s->drv.batches);
 	actor__count(s->a, s->counters[C_EVENTS], s->received); /* over every run, as the gaps */
-	actor__count(s->a, s->counters[C_MISSED], s->seq.missed);
-	actor__count(s->a, s->counters[C_REWINDS], s->seq.rewinds);
-	actor__count(s->a, s->counters[C_BAD], s->bad);
+	actor__count(s->a, s->counters[C_MISSED], s->drv.seq.missed);
+	actor__count(s->a, s->counters[C_REWINDS], s->drv.seq.rewinds);
+	actor__count(s->a, s->counters[C_BAD], s->drv.bad);
 	actor__count(s->a, s->counters[C_WRITE_ERRORS], s->write_errors);
 	actor__count(s->a, s->counters[C_STATE_LOST], s->lost);
-	if (!s->fmt->counters)
+	if (!s->drv.fmt->counters)
 		return;
-	n = s->fmt->counters(s->st, names, values, FMT_COUNTERS_MAX);
+	n = s->drv.fmt->counters(s->drv.st, names, values, FMT_COUNTERS_MAX);
 	for (i = 0; i < n; i++) {
 		if (i >= s->n_fmt_counters) /* formats name their counters once, in order */
 			s->fmt_counters[s->n_fmt_counters++] = actor__counter(s->a, names[i]);
@@ -230,39 +225,21 @@ static void publish(struct sink *s)
 	}
 }
 
-/* Take up to SINK_STEP_BATCHES batches; the first receive waits up to the timeout. */
-static void step(struct sink *s, bool wait)
+/* Each batch: counted over every run, and the state file says so before the next. */
+static void batch_done(void *ctx, const struct xpu_wire_batch *b)
 {
-	struct xpu_wire_batch b;
-	unsigned int n = 0;
-	int flags = NNG_FLAG_ALLOC | (wait ? 0 : NNG_FLAG_NONBLOCK);
-	size_t len;
-	void *buf;
+	struct sink *s = ctx;
 
-	while (n++ < SINK_STEP_BATCHES && nng_recv(s->pull, &buf, &len, flags) == 0) {
-		flags |= NNG_FLAG_NONBLOCK;
-		if (s->fmt->raw)
-			s->fmt->raw(s->st, buf, len);
-		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, s->events,
-				    SINK_MAX_EVENTS, &s->pool, NULL)) {
-			s->bad++;
-		} else {
-			s->batches++;
-			s->events_in += b.n_events;
-			s->received += b.n_events;
-			xpu_wire_seq__batch(&s->seq, &b);
-			if (s->fmt->batch)
-				s->fmt->batch(s->st, &b, s->events);
-			state__commit(s);
-		}
-		nng_free(buf, len);
-	}
+	s->received += b->n_events;
+	state__commit(s);
 }
 
 /* A write problem is shown and counted, and the sink goes on; it clears when a later write
  * works. */
-static void outcome(struct sink *s, int err, const char *why)
+static void outcome(void *ctx, int err, const char *why)
 {
+	struct sink *s = ctx;
+
 	if (err == FMT_COMPLETE) { /* a complete output of everything so far */
 		s->covered = s->received;
 		state__commit(s);
@@ -275,24 +252,44 @@ static void outcome(struct sink *s, int err, const char *why)
 	}
 }
 
+static bool stopping(void *ctx)
+{
+	const struct sink *s = ctx;
+
+	return actor__stopping(s->a);
+}
+
+static void beat(void *ctx)
+{
+	struct sink *s = ctx;
+
+	actor__beat(s->a);
+}
+
+static const struct sink_driver_ops sink_actor_ops = {
+	.batch = batch_done,
+	.outcome = outcome,
+	.ticked = publish,
+	.stopping = stopping,
+	.beat = beat,
+};
+
 static void sink__close(struct sink *s)
 {
-	if (s->st)
-		s->fmt->free(s->st);
+	if (s->drv.st)
+		s->drv.fmt->free(s->drv.st);
 	if (s->listening)
-		nng_close(s->pull);
+		nng_close(s->drv.sock);
 	if (s->state)
 		munmap(s->state, sizeof(*s->state));
-	free(s->events);
-	xpu_wire_pool__fini(&s->pool);
+	sink_driver__fini(&s->drv);
 }
 
 int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 {
 	char prog[64], why[512];
-	struct sink s = { .fmt = fmt };
+	struct sink s = { .drv = { .fmt = fmt, .ops = &sink_actor_ops, .tick_at_once = true } };
 	struct fmt_env env;
-	__u64 last_tick = 0, now;
 	struct actor a;
 	int err, i;
 
@@ -300,9 +297,10 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	if (actor__init(&a, argc, argv, prog))
 		return ACTOR_EXIT_PERMANENT;
 	s.a = &a;
+	s.drv.ctx = &s;
 	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path, .status = a.status };
 	env.resume = state__open(&s);
-	err = fmt->open(&s.st, &env, why, sizeof(why));
+	err = fmt->open(&s.drv.st, &env, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "%s: unable to start [%s]: %s\n", prog, a.self->section, why);
 		actor__fini(&a);
@@ -317,26 +315,101 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	for (i = 0; i < C_N; i++)
 		s.counters[i] = actor__counter(&a, counter_names[i]);
 	actor__ready(&a);
-	while (!actor__stopping(&a)) {
-		step(&s, true);
-		now = xpu_now_ns();
-		if (now - last_tick >= TICK_NS) {
-			if (fmt->tick) {
-				err = fmt->tick(s.st, now, why, sizeof(why));
-				outcome(&s, err, why);
-			}
-			publish(&s);
-			last_tick = now;
-		}
-		actor__beat(&a);
-	}
+	sink_driver__run(&s.drv);
 	/* Stopping: the correlators stopped first; take what they left in the queue. */
 	for (i = 0; i < 10; i++)
-		step(&s, i < 5);
-	err = fmt->finish(s.st, why, sizeof(why));
+		sink_driver__step(&s.drv, i < 5);
+	why[0] = 0;
+	err = fmt->finish(s.drv.st, why, sizeof(why));
 	outcome(&s, err ? err : FMT_COMPLETE, why);
 	publish(&s);
 	sink__close(&s);
 	actor__fini(&a);
 	return err ? 1 : 0; /* the final output is missing: say so in the exit status too */
+}
+
+/* ---- the driver ---------------------------------------------------------------------------- */
+
+int sink_driver__init(struct sink_driver *d)
+{
+	d->events = calloc(SINK_MAX_EVENTS, sizeof(*d->events));
+	if (!d->events || xpu_wire_pool__init(&d->pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
+		return -ENOMEM;
+	return 0;
+}
+
+void sink_driver__fini(struct sink_driver *d)
+{
+	free(d->events);
+	d->events = NULL;
+	xpu_wire_pool__fini(&d->pool);
+}
+
+int sink_driver__step(struct sink_driver *d, bool wait)
+{
+	const struct fmt_ops *fmt = d->fmt;
+	struct xpu_wire_batch b;
+	unsigned int n = 0;
+	int flags = NNG_FLAG_ALLOC | (wait ? 0 : NNG_FLAG_NONBLOCK), rv = 0;
+	size_t len;
+	void *buf;
+
+	while (n++ < SINK_STEP_BATCHES && (!d->max_batches || d->batches < d->max_batches)) {
+		rv = nng_recv(d->sock, &buf, &len, flags);
+		if (rv)
+			break;
+		flags |= NNG_FLAG_NONBLOCK;
+		if (fmt->raw)
+			fmt->raw(d->st, buf, len);
+		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, d->events,
+				    SINK_MAX_EVENTS, &d->pool, NULL)) {
+			d->bad++;
+		} else {
+			d->batches++;
+			d->events_in += b.n_events;
+			xpu_wire_seq__batch(&d->seq, &b);
+			if (fmt->batch)
+				fmt->batch(d->st, &b, d->events);
+			if (d->ops->batch)
+				d->ops->batch(d->ctx, &b);
+		}
+		nng_free(buf, len);
+	}
+	return rv == NNG_ETIMEDOUT || rv == NNG_EAGAIN ? 0 : rv;
+}
+
+static void tick(struct sink_driver *d, __u64 now)
+{
+	char why[512];
+	int err;
+
+	if (d->fmt->tick) {
+		why[0] = 0;
+		err = d->fmt->tick(d->st, now, why, sizeof(why));
+		d->ops->outcome(d->ctx, err, why);
+	}
+	if (d->ops->ticked)
+		d->ops->ticked(d->ctx);
+	d->last_tick = now;
+}
+
+int sink_driver__run(struct sink_driver *d)
+{
+	__u64 now;
+	int rv;
+
+	d->last_tick = d->tick_at_once ? 0 : xpu_now_ns();
+	while (!d->ops->stopping(d->ctx) && (!d->max_batches || d->batches < d->max_batches)) {
+		rv = sink_driver__step(d, true);
+		if (rv && d->ops->recv_error && d->ops->recv_error(d->ctx, rv))
+			return rv;
+		now = xpu_now_ns();
+		if (d->deadline_ns && now >= d->deadline_ns)
+			break;
+		if (now - d->last_tick >= TICK_NS)
+			tick(d, now);
+		if (d->ops->beat)
+			d->ops->beat(d->ctx);
+	}
+	return 0;
 }
