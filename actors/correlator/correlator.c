@@ -38,6 +38,7 @@
 #include "actors/correlator/symbolize.h"
 #include "actors/correlator/unwind.h"
 #include "common/mix.h"
+#include "common/oatab.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 
@@ -209,9 +210,8 @@ struct names {
 
 static __u32 names_home(__u32 pid, __u64 id, __u16 counter)
 {
-	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full) ^ counter;
-
-	return (__u32)(h >> 40) & NAMES_MASK;
+	/* ids are small per-process numbers: pid and kind take the high bits */
+	return (__u32)xpu_mix64(id ^ ((__u64)pid << 32 | (__u64)counter << 31)) & NAMES_MASK;
 }
 
 static __u32 names_slot(const struct names *t, __u32 pid, __u64 id, __u16 counter)
@@ -224,31 +224,49 @@ static __u32 names_slot(const struct names *t, __u32 pid, __u64 id, __u16 counte
 	return i;
 }
 
-/* Free slot `slot` and close the gap by backward shifting (no tombstones). */
-static void names__remove(struct names *t, __u32 slot)
+/* The table's slots for common/oatab.h: a slot is empty when it holds no text. */
+static bool names_empty(const void *tab, uint32_t slot)
 {
-	__u32 i = slot, k, home;
+	return !((const struct names *)tab)->slots[slot].text;
+}
 
+static uint32_t names_slot_home(const void *tab, uint32_t slot)
+{
+	const struct name_entry *e = &((const struct names *)tab)->slots[slot];
+
+	return names_home(e->pid, e->id, e->counter);
+}
+
+static void names_move(void *tab, uint32_t to, uint32_t from)
+{
+	struct names *t = tab;
+
+	t->slots[to] = t->slots[from];
+}
+
+static void names_clear(void *tab, uint32_t slot)
+{
+	((struct names *)tab)->slots[slot].text = NULL;
+}
+
+static const struct oatab_ops names_ops = {
+	.empty = names_empty,
+	.home = names_slot_home,
+	.move = names_move,
+	.clear = names_clear,
+};
+
+/* The member's text goes; the slot itself is emptied by oatab__delete. */
+static void names__free_text(struct names *t, __u32 slot)
+{
 	free(t->slots[slot].text);
 	t->n--;
 	t->freed++;
-	for (;;) {
-		t->slots[i].text = NULL;
-		for (k = (i + 1) & NAMES_MASK;; k = (k + 1) & NAMES_MASK) {
-			if (!t->slots[k].text)
-				return;
-			home = names_home(t->slots[k].pid, t->slots[k].id, t->slots[k].counter);
-			if (((k - home) & NAMES_MASK) >= ((k - i) & NAMES_MASK))
-				break;
-		}
-		t->slots[i] = t->slots[k];
-		i = k;
-	}
 }
 
-/* Drop every name of an exited process: one scan of the table, only for a process that may
- * have names (CUDA processes; they exit rarely). Starts at an empty slot so that no cluster
- * wraps past it: a removal only shifts later entries back into the slot being looked at. */
+/* Drop every name of an exited process (and what the symbolizer knows of it): one
+ * oatab__delete_if pass over the table, only for a process that may have names (CUDA
+ * processes; they exit rarely). */
 static void names__drop_pid(__u32 pid, void *ctx);
 
 static void names__put(struct names *t, const struct xpu_string *str)
@@ -536,11 +554,20 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		finish_batch(s);
 }
 
+static bool names_of_pid(void *tab, uint32_t slot, void *ctx)
+{
+	struct names *t = tab;
+
+	if (t->slots[slot].pid != *(const __u32 *)ctx)
+		return false;
+	names__free_text(t, slot);
+	return true;
+}
+
 static void names__drop_pid(__u32 pid, void *ctx)
 {
 	struct shard *s = ctx;
 	struct names *t = s->names;
-	__u32 start, k, i;
 
 	if (s->sym) {
 		symbolizer__forget(s->sym, pid);
@@ -552,13 +579,7 @@ static void names__drop_pid(__u32 pid, void *ctx)
 
 	if (!(t->pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !t->n)
 		return;
-	for (start = 0; t->slots[start].text; start++)
-		;
-	for (k = 0; k <= NAMES_MASK; k++) {
-		i = (start + k) & NAMES_MASK;
-		while (t->slots[i].text && t->slots[i].pid == pid)
-			names__remove(t, i);
-	}
+	oatab__delete_if(t, NAMES_MASK, &names_ops, names_of_pid, &pid);
 }
 
 static const char *names__get(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx)
