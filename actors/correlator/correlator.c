@@ -4,6 +4,30 @@
  * batches, runs every record through the exact join (join.c) and encodes what comes out into
  * wire batches (common/wire.c). Publishes its counters in the status block.
  *
+ * A record's way, in one direction:
+ *
+ *   ring -> on_record: filter, sample (stage__pass)
+ *        -> learn: STRING into the names table; the process's maps and MODULE reports into
+ *           the symbolizer (symbols__note); a copied stack unwound into frames (unwind.c)
+ *        -> join (join.c and its engines): the event, its links, the stacks it carries
+ *        -> on_event: name the frames (symbols__name), encode, send (finish_batch)
+ *
+ * The symbolizer (symbolize.c) is used on both sides of the join, for two different things:
+ * before it, only to learn (read maps, take MODULE reports, give the unwinder the CFI of the
+ * files mapped); after it, only to name frames. Naming cannot move before the join without
+ * changing what goes out:
+ *   - a GPU event's stack is attached by the join from state it holds (its LAUNCH's, its
+ *     graph node creation's, or a CPU sample's by the timestamp strategy), often long after
+ *     the record that carried it; the join would have to hold a name per frame beside every
+ *     stack it keeps, and carry them in its events (join.h);
+ *   - a frame's name depends on the event that carries it: a CPU sample's innermost frame is
+ *     looked up as is, every other frame as a return address (ip - 1), so the user stack of
+ *     a sample taken in user space, carried by a GPU event (timestamp strategy), has its
+ *     first frame looked up at ip - 1 there and at ip in the sample;
+ *   - names come from the maps known when the event goes out: a MODULE report or a map read
+ *     again after an exec (or by the symbolizer itself, for a frame outside every mapping
+ *     it knows) between a LAUNCH and its kernel names the kernel's frames, not the LAUNCH's.
+ *
  * Every batch goes to every sink: one nng PUSH socket per sink, dialled to the sink's PULL
  * endpoint (XPU_SINK_URL_FMT). A slow or absent sink makes sending wait (heartbeating), the
  * shard stops reading, its rings fill and the sources drop and count: loss only ever happens,
@@ -530,6 +554,7 @@ static void finish_batch(struct shard *s)
 	xpu_wire_enc__begin(s->enc, s->seq);
 }
 
+/* The join's emit callback, the last stages: name the frames, encode, send a full batch. */
 static void on_event(const struct xpu_cevent *ev, void *ctx)
 {
 	struct shard *s = ctx;
@@ -670,6 +695,7 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 	return false;
 }
 
+/* The stages before the join: filter and sample, learn (names, maps, modules), unwind. */
 static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 {
 	const struct xpu_rec *h = rec;
