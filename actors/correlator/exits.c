@@ -27,10 +27,12 @@ struct gone {
 	__u32 reserved;
 };
 
-void exits__add_hook(struct exits *x, void (*drop_pid)(void *engine, __u32 pid), void *engine)
+int exits__add_hook(struct exits *x, void (*drop_pid)(void *engine, __u32 pid), void *engine)
 {
-	if (x->n_hooks < EXIT_HOOKS_MAX) /* a fixed set, made in join__new */
-		x->hooks[x->n_hooks++] = (struct exit_hook){ drop_pid, engine };
+	if (x->n_hooks == EXIT_HOOKS_MAX)
+		return -ENOSPC;
+	x->hooks[x->n_hooks++] = (struct exit_hook){ drop_pid, engine };
+	return 0;
 }
 
 static void gone_pop(struct exits *x)

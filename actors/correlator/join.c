@@ -975,20 +975,20 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	    streams__init(&j->streams, &j->env, j->opts.max_streams, j->opts.stream_idle_ns) ||
 	    counters__init(&j->counters, &j->env) ||
 	    graph__init(&j->graph, &j->env, j->opts.max_graph_nodes) || exits__init(&j->exits) ||
-	    !j->entries || !j->keys.slot || !j->pids || !j->waiting || !j->ttl_q.items ||
-	    !j->exit_q.items || !j->linger_q.items ||
+	    /* what each forgets once a process's exit grace has passed, the shard's names last
+	     * (join__expire runs the key queues first: a process's last GPU records have gone
+	     * out, with their stream links, when its streams go) */
+	    exits__add_hook(&j->exits, streams__drop_pid, &j->streams) ||
+	    exits__add_hook(&j->exits, counters__drop_pid, &j->counters) ||
+	    exits__add_hook(&j->exits, ranges__drop_pid, &j->ranges) ||
+	    exits__add_hook(&j->exits, graph__drop_pid, &j->graph) ||
+	    exits__add_hook(&j->exits, gone_notify, j) || !j->entries || !j->keys.slot ||
+	    !j->pids || !j->waiting || !j->ttl_q.items || !j->exit_q.items || !j->linger_q.items ||
 	    (opts->launch_wait_ns && !j->launch_q.items)) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* after the keys (join__expire runs their queues first): a process's last GPU records
-	 * have gone out, with their stream links, when its streams go; the shard's names last */
-	exits__add_hook(&j->exits, streams__drop_pid, &j->streams);
-	exits__add_hook(&j->exits, counters__drop_pid, &j->counters);
-	exits__add_hook(&j->exits, ranges__drop_pid, &j->ranges);
-	exits__add_hook(&j->exits, graph__drop_pid, &j->graph);
-	exits__add_hook(&j->exits, gone_notify, j);
 	/* Free lists start empty and slots are first taken in order (hw_*): nothing is
 	 * touched up front, so a restarted shard is ready in milliseconds whatever the bounds. */
 	j->free_entry = j->free_wait = NIL;

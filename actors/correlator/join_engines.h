@@ -314,8 +314,9 @@ struct exits {
 
 int exits__init(struct exits *x);
 void exits__fini(struct exits *x);
-/* Call hook when a process's exit grace has passed, after the hooks added before it. */
-void exits__add_hook(struct exits *x, void (*drop_pid)(void *engine, __u32 pid), void *engine);
+/* Call drop_pid(engine, pid) when a process's exit grace has passed, after the hooks added
+ * before it. 0, or -ENOSPC past EXIT_HOOKS_MAX. */
+int exits__add_hook(struct exits *x, void (*drop_pid)(void *engine, __u32 pid), void *engine);
 /* pid exited: its state goes at deadline. */
 void exits__push(struct exits *x, __u32 pid, __u64 deadline);
 /* Drop the processes whose deadline is at most now_ns. */
