@@ -50,10 +50,11 @@ static inline __u32 pow2_at_least(__u64 n)
 	return (__u32)p;
 }
 
-/* A (pid, 64-bit id) pair's hash: keys and graph nodes. */
+/* A (pid, 64-bit id) pair's hash: keys and graph nodes. Correlation and node ids are small
+ * per process, so the pid takes the high half; xpu_mix64 spreads the rest. */
 static inline __u64 pid_id_hash(__u32 pid, __u64 id)
 {
-	return xpu_mix64(id * 0x9e3779b97f4a7c15ull ^ pid);
+	return xpu_mix64(id ^ (__u64)pid << 32);
 }
 
 static inline void add_link(struct xpu_cevent *ev, __u32 type, __u64 target)
