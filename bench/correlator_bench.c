@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * correlator_bench - the exact join of one shard (actors/correlator/join.c) in isolation:
+ * correlator_bench - the exact join of one shard (actors/correlator/join.h) in isolation:
  * records/s and joins/s for LAUNCH + CUDA_API + GPU_KERNEL triples over many processes, in
  * launch-first order (what CUPTI usually delivers) and with the kernel first (the join waits),
  * and the bytes of state per pending key.

@@ -4,6 +4,30 @@
  * batches, runs every record through the exact join (join.c) and encodes what comes out into
  * wire batches (common/wire.c). Publishes its counters in the status block.
  *
+ * A record's way, in one direction:
+ *
+ *   ring -> on_record: filter, sample (stage__pass)
+ *        -> learn: STRING into the names table; the process's maps and MODULE reports into
+ *           the symbolizer (symbols__note); a copied stack unwound into frames (unwind.c)
+ *        -> join (join.c and its engines): the event, its links, the stacks it carries
+ *        -> on_event: name the frames (symbols__name), encode, send (finish_batch)
+ *
+ * The symbolizer (symbolize.c) is used on both sides of the join, for two different things:
+ * before it, only to learn (read maps, take MODULE reports, give the unwinder the CFI of the
+ * files mapped); after it, only to name frames. Naming cannot move before the join without
+ * changing what goes out:
+ *   - a GPU event's stack is attached by the join from state it holds (its LAUNCH's, its
+ *     graph node creation's, or a CPU sample's by the timestamp strategy), often long after
+ *     the record that carried it; the join would have to hold a name per frame beside every
+ *     stack it keeps, and carry them in its events (join.h);
+ *   - a frame's name depends on the event that carries it: a CPU sample's innermost frame is
+ *     looked up as is, every other frame as a return address (ip - 1), so the user stack of
+ *     a sample taken in user space, carried by a GPU event (timestamp strategy), has its
+ *     first frame looked up at ip - 1 there and at ip in the sample;
+ *   - names come from the maps known when the event goes out: a MODULE report or a map read
+ *     again after an exec (or by the symbolizer itself, for a frame outside every mapping
+ *     it knows) between a LAUNCH and its kernel names the kernel's frames, not the LAUNCH's.
+ *
  * Every batch goes to every sink: one nng PUSH socket per sink, dialled to the sink's PULL
  * endpoint (XPU_SINK_URL_FMT). A slow or absent sink makes sending wait (heartbeating), the
  * shard stops reading, its rings fill and the sources drop and count: loss only ever happens,
@@ -38,6 +62,7 @@
 #include "actors/correlator/symbolize.h"
 #include "actors/correlator/unwind.h"
 #include "common/mix.h"
+#include "common/oatab.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 
@@ -209,9 +234,8 @@ struct names {
 
 static __u32 names_home(__u32 pid, __u64 id, __u16 counter)
 {
-	__u64 h = (id * 0x9e3779b97f4a7c15ull) ^ ((__u64)pid * 0xc2b2ae3d27d4eb4full) ^ counter;
-
-	return (__u32)(h >> 40) & NAMES_MASK;
+	/* ids are small per-process numbers: pid and kind take the high bits */
+	return (__u32)xpu_mix64(id ^ ((__u64)pid << 32 | (__u64)counter << 31)) & NAMES_MASK;
 }
 
 static __u32 names_slot(const struct names *t, __u32 pid, __u64 id, __u16 counter)
@@ -224,31 +248,49 @@ static __u32 names_slot(const struct names *t, __u32 pid, __u64 id, __u16 counte
 	return i;
 }
 
-/* Free slot `slot` and close the gap by backward shifting (no tombstones). */
-static void names__remove(struct names *t, __u32 slot)
+/* The table's slots for common/oatab.h: a slot is empty when it holds no text. */
+static bool names_empty(const void *tab, uint32_t slot)
 {
-	__u32 i = slot, k, home;
+	return !((const struct names *)tab)->slots[slot].text;
+}
 
+static uint32_t names_slot_home(const void *tab, uint32_t slot)
+{
+	const struct name_entry *e = &((const struct names *)tab)->slots[slot];
+
+	return names_home(e->pid, e->id, e->counter);
+}
+
+static void names_move(void *tab, uint32_t to, uint32_t from)
+{
+	struct names *t = tab;
+
+	t->slots[to] = t->slots[from];
+}
+
+static void names_clear(void *tab, uint32_t slot)
+{
+	((struct names *)tab)->slots[slot].text = NULL;
+}
+
+static const struct oatab_ops names_ops = {
+	.empty = names_empty,
+	.home = names_slot_home,
+	.move = names_move,
+	.clear = names_clear,
+};
+
+/* The member's text goes; the slot itself is emptied by oatab__delete. */
+static void names__free_text(struct names *t, __u32 slot)
+{
 	free(t->slots[slot].text);
 	t->n--;
 	t->freed++;
-	for (;;) {
-		t->slots[i].text = NULL;
-		for (k = (i + 1) & NAMES_MASK;; k = (k + 1) & NAMES_MASK) {
-			if (!t->slots[k].text)
-				return;
-			home = names_home(t->slots[k].pid, t->slots[k].id, t->slots[k].counter);
-			if (((k - home) & NAMES_MASK) >= ((k - i) & NAMES_MASK))
-				break;
-		}
-		t->slots[i] = t->slots[k];
-		i = k;
-	}
 }
 
-/* Drop every name of an exited process: one scan of the table, only for a process that may
- * have names (CUDA processes; they exit rarely). Starts at an empty slot so that no cluster
- * wraps past it: a removal only shifts later entries back into the slot being looked at. */
+/* Drop every name of an exited process (and what the symbolizer knows of it): one
+ * oatab__delete_if pass over the table, only for a process that may have names (CUDA
+ * processes; they exit rarely). */
 static void names__drop_pid(__u32 pid, void *ctx);
 
 static void names__put(struct names *t, const struct xpu_string *str)
@@ -512,6 +554,7 @@ static void finish_batch(struct shard *s)
 	xpu_wire_enc__begin(s->enc, s->seq);
 }
 
+/* The join's emit callback, the last stages: name the frames, encode, send a full batch. */
 static void on_event(const struct xpu_cevent *ev, void *ctx)
 {
 	struct shard *s = ctx;
@@ -536,11 +579,20 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		finish_batch(s);
 }
 
+static bool names_of_pid(void *tab, uint32_t slot, void *ctx)
+{
+	struct names *t = tab;
+
+	if (t->slots[slot].pid != *(const __u32 *)ctx)
+		return false;
+	names__free_text(t, slot);
+	return true;
+}
+
 static void names__drop_pid(__u32 pid, void *ctx)
 {
 	struct shard *s = ctx;
 	struct names *t = s->names;
-	__u32 start, k, i;
 
 	if (s->sym) {
 		symbolizer__forget(s->sym, pid);
@@ -552,13 +604,7 @@ static void names__drop_pid(__u32 pid, void *ctx)
 
 	if (!(t->pids[(pid & 0xffff) / 64] & 1ull << (pid % 64)) || !t->n)
 		return;
-	for (start = 0; t->slots[start].text; start++)
-		;
-	for (k = 0; k <= NAMES_MASK; k++) {
-		i = (start + k) & NAMES_MASK;
-		while (t->slots[i].text && t->slots[i].pid == pid)
-			names__remove(t, i);
-	}
+	oatab__delete_if(t, NAMES_MASK, &names_ops, names_of_pid, &pid);
 }
 
 static const char *names__get(__u32 pid, __u64 id, __u32 kind, __u32 *len, void *ctx)
@@ -649,6 +695,7 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 	return false;
 }
 
+/* The stages before the join: filter and sample, learn (names, maps, modules), unwind. */
 static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 {
 	const struct xpu_rec *h = rec;

@@ -1272,6 +1272,48 @@ static void test_counters_routing(void)
 	}
 }
 
+/* Once a process's exit grace has passed, every engine forgets it (exits.c calls each one's
+ * drop hook) and the shard is told, once; another process keeps its state. */
+static void test_exit_hooks(void)
+{
+	struct join *j = counters_join(0);
+	struct join_stats st;
+	__u64 push[2];
+	__u32 i;
+
+	n_gone = 0;
+	for (i = 0; i < 2; i++) {
+		__u32 pid = 41 + i;
+
+		offer(j, kernel_on(pid, 3, 100, 150), 1);
+		counters_readings(j, pid);
+		offer(j, node_launch(pid, 7), 1);
+		push[i] = push_at(j, pid, pid + 100, "r", 100);
+		offer(j, range_at(pid, pid + 100, XPU_RANGE_POP, NULL, 200), 1);
+	}
+	offer(j, proc_exit(41), 10);
+	join__expire(j, 109);
+	join__stats(j, &st);
+	tap_ok(st.streams == 2 && st.counter_pids == 2 && st.graph_nodes == 2 && !n_gone,
+	       "exit hooks: within its exit grace a process keeps streams, readings, node stacks");
+	offer(j, sample_at(41, 141, 150), 109);
+	tap_ok(nested_in(last(), push[0], push[0]), "exit hooks: ... and its threads' ranges");
+	join__expire(j, 110);
+	join__stats(j, &st);
+	tap_ok(st.streams == 1 && st.counter_pids == 1 && st.graph_nodes == 1 && n_gone == 1 &&
+		       gone_pids[0] == 41,
+	       "exit hooks: then streams, readings and node stacks go, the shard is told once");
+	offer(j, sample_at(41, 141, 150), 111);
+	tap_ok(not_nested(last()), "exit hooks: its threads' closed ranges are forgotten");
+	offer(j, sample_at(42, 142, 150), 111);
+	tap_ok(nested_in(last(), push[1], push[1]), "exit hooks: another process's are not");
+	offer(j, kernel_at(41, 1500, 2500), 111);
+	tap_ok(!last()->n_counters, "exit hooks: its counter readings are forgotten");
+	offer(j, kernel_at(42, 1500, 2500), 111);
+	tap_ok(last()->n_counters == 3, "exit hooks: another process's are not");
+	join__free(j);
+}
+
 int main(void)
 {
 	struct join_opts bad = { 0 };
@@ -1292,5 +1334,6 @@ int main(void)
 	test_launch_wait();
 	test_counters();
 	test_counters_routing();
+	test_exit_hooks();
 	return tap_done();
 }

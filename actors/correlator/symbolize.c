@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hash.h"
+
 /* libstdc++'s demangler (the Itanium C++ ABI one); this file is C, so declared here. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -184,14 +186,10 @@ static __u64 now_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
+/* Places names and files in table slots only: the low 32 bits of the one FNV-1a do. */
 static __u32 hash_str(const char *s, size_t len)
 {
-	__u32 h = 2166136261u; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	return (__u32)xpu_hash_bytes(s, len);
 }
 
 /* Names */
