@@ -244,7 +244,9 @@ static void identity(struct clock_model *m, const struct clock_fit *fit)
 int clock_fit__solve(struct clock_fit *fit, struct clock_model *m)
 {
 	double mx = 0, my = 0, sxx = 0, sxy = 0, slope = 1, offset, e, span;
-	struct points p;
+	/* gather() fills every field it returns 0 with; zeroed so that gcc -O3 can see it too
+	 * (-Wmaybe-uninitialized broke -Dwerror=true release builds) */
+	struct points p = { 0 };
 	size_t i;
 	int err;
 
