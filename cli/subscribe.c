@@ -4,7 +4,7 @@
  * exec: the process a user or a script signals is the subscriber itself, and its exit status,
  * output and messages are the command's. A program of its own because it is a sink (the sink
  * driver, the formats, nng, io_uring), which the xpusup command otherwise has no use for.
- * It is found where the actor programs are (supervisor_find_programs).
+ * It is found where the actor programs are (supervisor_find_program).
  */
 #include "cli/subscribe.h"
 
@@ -19,13 +19,13 @@
 
 int subscribe_cmd(int argc, char **argv)
 {
-	struct conf_actor helper = { .name = "subscribe", .kind = "subscribe" };
-	struct conf search = { .actors = &helper, .n_actors = 1 };
-	char *prog = NULL;
+	char *prog = supervisor_find_program("subscribe");
 
 	(void)argc; /* argv is NULL-terminated: passed on whole */
-	if (supervisor_find_programs(&search, &prog)) {
-		fprintf(stderr, "xpusup: unable to subscribe: xpusup-subscribe is not installed\n");
+	if (!prog) {
+		fprintf(stderr,
+			"xpusup: unable to subscribe: no program xpusup-subscribe (searched "
+			"$XPUSUP_ACTOR_PATH, beside xpusup, the build tree, the libexec folder)\n");
 		return XPUSUP_EXIT_SYSTEM;
 	}
 	execv(prog, argv);

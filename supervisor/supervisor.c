@@ -121,44 +121,72 @@ static void add_dirs(char (*dirs)[PATH_MAX], unsigned int *n, unsigned int max, 
 	}
 }
 
-int supervisor_find_programs(const struct conf *conf, char **progs)
+/* Where actor programs are looked for, in order: $XPUSUP_ACTOR_PATH, beside the xpusup
+ * binary, the build tree's actor folders (meson knows them: XPUSUP_BUILD_ACTOR_DIRS), the
+ * installed libexec folder. self gets the xpusup binary's folder ("?" when unknown). */
+static unsigned int program_dirs(char dirs[24][PATH_MAX], char *self, size_t self_size)
 {
-	char self[PATH_MAX], path[PATH_MAX + 64], dirs[24][PATH_MAX];
-	unsigned int i, d, n_dirs = 0;
+	unsigned int n_dirs = 0;
 	ssize_t len;
-	int err = 0;
 
-	/* Search order: $XPUSUP_ACTOR_PATH, beside the xpusup binary, the build tree's actor
-	 * folders (meson knows them: XPUSUP_BUILD_ACTOR_DIRS), the installed libexec folder. */
 	add_dirs(dirs, &n_dirs, 8, getenv("XPUSUP_ACTOR_PATH"));
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	len = readlink("/proc/self/exe", self, self_size - 1);
 	if (len > 0) {
 		self[len] = 0;
 		*strrchr(self, '/') = 0;
 		snprintf(dirs[n_dirs++], PATH_MAX, "%s", self);
+	} else {
+		snprintf(self, self_size, "?");
 	}
 	add_dirs(dirs, &n_dirs, 23, XPUSUP_BUILD_ACTOR_DIRS);
 	snprintf(dirs[n_dirs++], PATH_MAX, "%s", XPUSUP_LIBEXECDIR);
+	return n_dirs;
+}
+
+/* The first xpusup-KIND among dirs, malloc'd, or NULL. */
+static char *program_in(char dirs[24][PATH_MAX], unsigned int n_dirs, const char *kind)
+{
+	char path[PATH_MAX + 64];
+	unsigned int d;
+
+	for (d = 0; d < n_dirs; d++) {
+		snprintf(path, sizeof(path), "%.4000s/xpusup-%s", dirs[d], kind);
+		if (!access(path, X_OK))
+			return strdup(path);
+	}
+	return NULL;
+}
+
+int supervisor_find_programs(const struct conf *conf, char **progs)
+{
+	char self[PATH_MAX], dirs[24][PATH_MAX];
+	unsigned int i, n_dirs = program_dirs(dirs, self, sizeof(self));
+	int err = 0;
 
 	for (i = 0; i < conf->n_actors; i++) {
 		const char *kind = conf->actors[i].kind;
 
-		progs[i] = NULL;
-		for (d = 0; d < n_dirs && !progs[i]; d++) {
-			snprintf(path, sizeof(path), "%.4000s/xpusup-%s", dirs[d], kind);
-			if (!access(path, X_OK))
-				progs[i] = strdup(path);
-		}
+		progs[i] = program_in(dirs, n_dirs, kind);
 		if (!progs[i]) {
 			fprintf(stderr,
 				"xpusup: unable to start: no program xpusup-%s for actor %s "
 				"(searched $XPUSUP_ACTOR_PATH, %s, the build tree, %s)\n",
-				kind, conf->actors[i].name, len > 0 ? self : "?",
-				XPUSUP_LIBEXECDIR);
+				kind, conf->actors[i].name, self, XPUSUP_LIBEXECDIR);
 			err = -ENOENT;
 		}
 	}
 	return err;
+}
+
+char *supervisor_find_program(const char *kind)
+{
+	char self[PATH_MAX], dirs[24][PATH_MAX];
+	unsigned int n_dirs = program_dirs(dirs, self, sizeof(self));
+	char *prog = program_in(dirs, n_dirs, kind);
+
+	if (!prog)
+		errno = ENOENT;
+	return prog;
 }
 
 static __u64 ev_data(enum ev_type type, __u32 gen, unsigned int index)

@@ -23,6 +23,13 @@
 int supervisor_find_programs(const struct conf *conf, char **progs);
 
 /*
+ * supervisor_find_program - the program xpusup-KIND, searched for as the actors' programs
+ * are, printing nothing: a malloc'd path (the caller frees it), or NULL with errno ENOENT
+ * (or ENOMEM).
+ */
+char *supervisor_find_program(const char *kind);
+
+/*
  * supervisor_run - supervise the session until it is told to stop (SIGTERM, SIGINT,
  * `xpusup stop`) or fails (restart intensity exceeded, an actor that cannot start).
  *
