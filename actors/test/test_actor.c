@@ -20,6 +20,7 @@
 #include <nng/protocol/pipeline0/pull.h>
 
 #include "actors/sink/sink.h"
+#include "actors/test/test_options.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -33,37 +34,27 @@ struct test_keys {
 	int crash, exit, hang;
 };
 
-static int get_ms(const struct actor *a, const char *key, unsigned long long *out, int *present)
-{
-	const char *v = conf_actor__get(a->self, key);
-
-	if (present)
-		*present = v != NULL;
-	if (!v)
-		return 0;
-	return conf_parse_uint(v, 0, 3600000, out);
-}
-
+/* crash_after_ms, exit_after_ms and hang_after_ms have no default: written or not is the
+ * switch. */
 static int load_keys(const struct actor *a, struct test_keys *k)
 {
-	const char *v;
-	int err = 0;
+	struct test_options o;
+	int err;
 
 	memset(k, 0, sizeof(*k));
-	err |= get_ms(a, "ready_delay_ms", &k->ready_delay_ms, NULL);
-	err |= get_ms(a, "crash_after_ms", &k->crash_after_ms, &k->crash);
-	err |= get_ms(a, "exit_after_ms", &k->exit_after_ms, &k->exit);
-	err |= get_ms(a, "hang_after_ms", &k->hang_after_ms, &k->hang);
-	if ((v = conf_actor__get(a->self, "crash_times")))
-		err |= conf_parse_uint(v, 0, 1000000, &k->crash_times);
-	if ((v = conf_actor__get(a->self, "exit_code")))
-		err |= conf_parse_uint(v, 0, 255, &k->exit_code);
-	if ((v = conf_actor__get(a->self, "produce_per_s")))
-		err |= conf_parse_uint(v, 0, 10000000, &k->produce_per_s);
-	if ((v = conf_actor__get(a->self, "never_ready")))
-		err |= conf_parse_bool(v, &k->never_ready);
-	if ((v = conf_actor__get(a->self, "ignore_sigterm")))
-		err |= conf_parse_bool(v, &k->ignore_sigterm);
+	err = conf_actor__options(a->self, &o, sizeof(o));
+	k->ready_delay_ms = o.ready_delay_ms;
+	k->crash_after_ms = o.crash_after_ms;
+	k->crash = conf_actor__get(a->self, "crash_after_ms") != NULL;
+	k->exit_after_ms = o.exit_after_ms;
+	k->exit = conf_actor__get(a->self, "exit_after_ms") != NULL;
+	k->hang_after_ms = o.hang_after_ms;
+	k->hang = conf_actor__get(a->self, "hang_after_ms") != NULL;
+	k->crash_times = o.crash_times;
+	k->exit_code = o.exit_code;
+	k->produce_per_s = o.produce_per_s;
+	k->never_ready = o.never_ready;
+	k->ignore_sigterm = o.ignore_sigterm;
 	return err ? -EINVAL : 0;
 }
 
