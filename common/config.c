@@ -1569,8 +1569,7 @@ void conf__free(struct conf *conf)
 	free(conf);
 }
 
-/* The value of key as written in the actor's section, or NULL. */
-static const char *actor__written(const struct conf_actor *actor, const char *key)
+const char *conf_actor__written(const struct conf_actor *actor, const char *key)
 {
 	unsigned int i;
 
@@ -1582,7 +1581,7 @@ static const char *actor__written(const struct conf_actor *actor, const char *ke
 
 const char *conf_actor__get(const struct conf_actor *actor, const char *key)
 {
-	const char *v = actor__written(actor, key);
+	const char *v = conf_actor__written(actor, key);
 	const struct conf_key *k;
 
 	if (v)
@@ -1599,7 +1598,7 @@ const char *conf_actor__get(const struct conf_actor *actor, const char *key)
 
 static const char *actor_get(void *ctx, const char *key)
 {
-	return actor__written(ctx, key);
+	return conf_actor__written(ctx, key);
 }
 
 int conf_actor__options(const struct conf_actor *actor, void *opts, size_t size)

@@ -193,6 +193,10 @@ void conf__free(struct conf *conf);
  * written there, the kind's documented default; NULL when neither exists. */
 const char *conf_actor__get(const struct conf_actor *actor, const char *key);
 
+/* conf_actor__written - the value of key as written in the actor's section, or NULL (whatever
+ * the default): for the few keys whose being written is itself a setting. */
+const char *conf_actor__written(const struct conf_actor *actor, const char *key);
+
 /*
  * conf_actor__options - the actor's section as its kind's options struct: *opts (size bytes,
  * which must be the kind's options_size) is zeroed, then every key of the kind allowed in the

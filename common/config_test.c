@@ -997,6 +997,10 @@ static void test_options(void)
 	tap_ok(a && !conf_actor__options(a, &to, sizeof(to)) && to.dump &&
 		       !strcmp(to.dump, "d.jsonl") && to.crash_after_ms == 4,
 	       "options: test dump and crash_after_ms as written");
+	tap_ok(a && conf_actor__written(a, "crash_after_ms") &&
+		       !conf_actor__written(a, "ready_delay_ms") &&
+		       !strcmp(conf_actor__get(a, "ready_delay_ms"), "0"),
+	       "conf_actor__written: a key written, not one only defaulted");
 	conf__free(conf);
 
 	/* Out of the schema's range: refused at load, naming file and line. */

@@ -141,17 +141,6 @@ static int fail(struct cpu_src *c, const char *fmt, ...)
 	return ACTOR_EXIT_PERMANENT;
 }
 
-/* Whether key is written in the actor's own section (not the schema's default). */
-static bool key_written(const struct conf_actor *self, const char *key)
-{
-	unsigned int i;
-
-	for (i = 0; i < self->n_keys; i++)
-		if (!strcmp(self->keys[i].key, key))
-			return true;
-	return false;
-}
-
 /*
  * The BPF programs' wake-up threshold. wakeup_kb's default (256) is sized for samples of
  * frames alone (0.2 to 2 KiB: hundreds a wake-up, so the actor mostly drains every
@@ -165,7 +154,7 @@ static __u64 wakeup_bytes(const struct cpu_src *c)
 {
 	__u64 quarter = c->k.ringbuf_kb * 1024 / 4;
 
-	if (c->k.unwind != UNWIND_DWARF || key_written(c->a->self, "wakeup_kb"))
+	if (c->k.unwind != UNWIND_DWARF || conf_actor__written(c->a->self, "wakeup_kb"))
 		return c->k.wakeup_kb * 1024;
 	return quarter > 256 * 1024 ? quarter : 256 * 1024;
 }
