@@ -238,13 +238,14 @@ int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, co
 /* conf__find - the actor named name, or NULL. */
 const struct conf_actor *conf__find(const struct conf *conf, const char *name);
 
-/* conf__in_process_source - the source that listens on SESSION/inproc.sock (kind cupti or
- * inproc; a valid conf has at most one), or NULL. */
+/* conf__in_process_source - the source whose kind has an in_process_socket (cupti or
+ * inproc: it listens on SESSION/inproc.sock; a valid conf has at most one), or NULL. */
 const struct conf_actor *conf__in_process_source(const struct conf *conf);
 
 /*
- * Value parsers shared by the loader and by actors reading their own keys. Each returns 0
- * or -EINVAL (and writes nothing on error).
+ * Value parsers shared by the loader, the kinds' own parsers (actors/KIND/KIND_options.c) and
+ * command lines. An actor does not parse its section's values: conf_actor__options() hands
+ * them over checked. Each returns 0 or -EINVAL (and writes nothing on error).
  *   conf_parse_uint:     decimal, within [min, max]
  *   conf_parse_bool:     yes/no, on/off, true/false, 1/0
  *   conf_parse_duration: integer with unit ms, s, m (or bare = ms), within [min_ms, max_ms]
