@@ -7,7 +7,9 @@
  *   1. lex: every line becomes a section header or a key of the current section; syntax
  *      errors, duplicate sections and duplicate keys are found here;
  *   2. check: each section's keys are checked against the schema (supervisor_keys,
- *      actor_keys, then the kind's own key table), kinds are resolved;
+ *      actor_keys, then the kind's own key table), kinds are resolved; the kind's keys are
+ *      checked by filling a scratch copy of its options struct, as conf_actor__options()
+ *      later fills the actor's;
  *   3. resolve: defaults that depend on other sections (the supervisor's timeouts apply to
  *      actors written before [supervisor]), cross-key checks, the actor limit, and finally
  *      the actors in start order.
@@ -16,7 +18,9 @@
  * reads them in file order whatever pass found them. Nothing is built unless all passes
  * found no error.
  *
- * Adding a kind: add its key table and a row in kinds[]; add its keys to docs/pipeline.md.
+ * The kinds' own tables live beside their code (actors/KIND/KIND_options.c) and reach the
+ * loader as a list (conf_kinds, actors/kinds.c): this file knows no kind. Adding a kind or a
+ * key: docs/pipeline.md, "Where the schema lives".
  */
 #include "common/config.h"
 
@@ -30,59 +34,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shm/inproc.h"
 #include "xpusup/event.h"
 
 #define LINE_MAX_CHARS 1023 /* a longer line is an error, not silently cut */
 #define ERRORS_MAX 20 /* printed per load; later ones are counted, not shown */
 #define QUOTE_MAX 64 /* user text quoted in messages is cut to this many characters */
 #define FILE_MAX (1u << 20) /* a pipeline.conf of a megabyte is a mistake, not a config */
+#define OPTIONS_MAX 4096 /* a kind's options struct, at most (checked) */
 
-/* Role bits: which sections a key or a kind may appear in. */
-#define ROLE_BIT(role) (1u << (role))
-#define ROLE_SUPERVISOR_BIT (1u << 3)
-#define ROLES_ACTOR \
-	(ROLE_BIT(CONF_ROLE_SINK) | ROLE_BIT(CONF_ROLE_CORRELATOR) | ROLE_BIT(CONF_ROLE_SOURCE))
-
-enum key_type {
-	T_KIND, /* the kind key: resolved against kinds[], never through value__parse() */
-	T_UINT, /* decimal in [min, max] */
-	T_POW2, /* decimal power of two in [min, max] */
-	T_BOOL, /* see conf_parse_bool() */
-	T_ENUM, /* one of names[]; the value is the index, which is the C enum's value */
-	T_INTENSITY, /* N/PERIOD: u = N in [min, max], u2 = PERIOD in ms */
-	T_PATH, /* a file name: any value (relative ones are taken from the config's folder) */
-	T_STRATEGIES, /* see conf_parse_strategies() */
-	T_FILTER, /* see conf_parse_filter() */
-	T_ENRICH, /* see conf_parse_enrich() */
-	T_TARGET, /* see conf_parse_target() */
-	T_ACTIVITIES, /* see conf_parse_activities() */
-};
-
-struct key_schema {
-	const char *key;
-	enum key_type type;
-	unsigned int roles; /* ROLE_* bits where the key is allowed */
-	unsigned long long min, max;
-	unsigned int multiple; /* T_UINT: when not 0, the value must be a multiple of it */
-	const char *const *names; /* T_ENUM */
-	const char *def; /* parsed like a value from the file; NULL: absent unless written */
-	bool required; /* a section of this kind without the key is an error */
-	const char *doc; /* one line; docs/pipeline.md says the same at more length */
-};
-
-struct kind_schema {
-	const char *name;
-	unsigned int roles; /* ROLE_BIT()s of the sections that may use it */
-	bool available; /* false: planned, rejected with "not available in this build yet" */
-	const struct key_schema *keys; /* NULL-terminated; NULL when not available */
-	const char *doc;
-	bool needs_correlator; /* a source that writes into the shard rings */
-	/* listens on SESSION/inproc.sock: at most one such source per pipeline */
-	bool in_process;
-};
-
-/* A parsed value: u (and u2 for T_INTENSITY) are only meaningful when set. */
+/* A parsed value: u (and u2 for CONF_T_INTENSITY) are only meaningful when set. */
 struct value {
 	unsigned long long u, u2;
 	int line; /* 0 when it came from the schema's default */
@@ -108,65 +68,65 @@ enum {
 	SUP_N,
 };
 
-static const struct key_schema supervisor_keys[SUP_N + 1] = {
+static const struct conf_key supervisor_keys[SUP_N + 1] = {
 	[SUP_STRATEGY] = { .key = "strategy",
-			   .type = T_ENUM,
-			   .roles = ROLE_SUPERVISOR_BIT,
+			   .type = CONF_T_ENUM,
+			   .roles = CONF_SUPERVISOR_BIT,
 			   .names = strategy_names,
 			   .def = "one_for_one",
 			   .doc = "which actors restart when one dies" },
 	[SUP_INTENSITY] = { .key = "intensity",
-			    .type = T_INTENSITY,
-			    .roles = ROLE_SUPERVISOR_BIT,
+			    .type = CONF_T_INTENSITY,
+			    .roles = CONF_SUPERVISOR_BIT,
 			    .min = 0,
 			    .max = 1000,
 			    .def = "5/30s",
 			    .doc = "more than N restarts within PERIOD stops the session" },
 	[SUP_BACKOFF_MIN] = { .key = "backoff_min_ms",
-			      .type = T_UINT,
-			      .roles = ROLE_SUPERVISOR_BIT,
+			      .type = CONF_T_UINT,
+			      .roles = CONF_SUPERVISOR_BIT,
 			      .min = 0,
 			      .max = 60000,
 			      .def = "10",
 			      .doc = "delay before the first restart of an actor" },
 	[SUP_BACKOFF_MAX] = { .key = "backoff_max_ms",
-			      .type = T_UINT,
-			      .roles = ROLE_SUPERVISOR_BIT,
+			      .type = CONF_T_UINT,
+			      .roles = CONF_SUPERVISOR_BIT,
 			      .min = 0,
 			      .max = 600000,
 			      .def = "2000",
 			      .doc = "the restart delay doubles up to this" },
 	[SUP_WATCHDOG] = { .key = "watchdog_ms",
-			   .type = T_UINT,
-			   .roles = ROLE_SUPERVISOR_BIT,
+			   .type = CONF_T_UINT,
+			   .roles = CONF_SUPERVISOR_BIT,
 			   .min = 50,
 			   .max = 3600000,
 			   .def = "2000",
 			   .doc = "an actor without a heartbeat this long is killed" },
 	[SUP_HEARTBEAT] = { .key = "heartbeat_ms",
-			    .type = T_UINT,
-			    .roles = ROLE_SUPERVISOR_BIT,
+			    .type = CONF_T_UINT,
+			    .roles = CONF_SUPERVISOR_BIT,
 			    .min = 10,
 			    .max = 60000,
 			    .def = "100",
 			    .doc = "how often actors beat" },
 	[SUP_RING_KIB] = { .key = "ring_kib",
-			   .type = T_POW2,
-			   .roles = ROLE_SUPERVISOR_BIT,
+			   .type = CONF_T_POW2,
+			   .roles = CONF_SUPERVISOR_BIT,
 			   .min = 4,
 			   .max = 1048576,
 			   .def = "4096",
 			   .doc = "capacity of each ring in KiB" },
 	[SUP_START_TIMEOUT] = { .key = "start_timeout_ms",
-				.type = T_UINT,
-				.roles = ROLE_SUPERVISOR_BIT,
+				.type = CONF_T_UINT,
+				.roles = CONF_SUPERVISOR_BIT,
 				.min = 10,
 				.max = 600000,
 				.def = "5000",
 				.doc = "default readiness deadline of every actor" },
 	[SUP_SHUTDOWN_TIMEOUT] = { .key = "shutdown_timeout_ms",
-				   .type = T_UINT,
-				   .roles = ROLE_SUPERVISOR_BIT,
+				   .type = CONF_T_UINT,
+				   .roles = CONF_SUPERVISOR_BIT,
 				   .min = 10,
 				   .max = 600000,
 				   .def = "5000",
@@ -191,619 +151,68 @@ enum {
 
 /* The timeouts have no default here: they default to the supervisor's, known only after the
  * whole file is read. */
-static const struct key_schema actor_keys[ACT_N + 1] = {
+static const struct conf_key actor_keys[ACT_N + 1] = {
 	[ACT_KIND] = { .key = "kind",
-		       .type = T_KIND,
-		       .roles = ROLES_ACTOR,
+		       .type = CONF_T_KIND,
+		       .roles = CONF_ANY_ACTOR,
 		       .doc = "what the actor is" },
 	[ACT_RESTART] = { .key = "restart",
-			  .type = T_ENUM,
-			  .roles = ROLES_ACTOR,
+			  .type = CONF_T_ENUM,
+			  .roles = CONF_ANY_ACTOR,
 			  .names = restart_names,
 			  .def = "permanent",
 			  .doc = "when the actor is restarted" },
 	[ACT_START_TIMEOUT] = { .key = "start_timeout_ms",
-				.type = T_UINT,
-				.roles = ROLES_ACTOR,
+				.type = CONF_T_UINT,
+				.roles = CONF_ANY_ACTOR,
 				.min = 10,
 				.max = 600000,
 				.doc = "readiness deadline" },
 	[ACT_SHUTDOWN_TIMEOUT] = { .key = "shutdown_timeout_ms",
-				   .type = T_UINT,
-				   .roles = ROLES_ACTOR,
+				   .type = CONF_T_UINT,
+				   .roles = CONF_ANY_ACTOR,
 				   .min = 10,
 				   .max = 600000,
 				   .doc = "SIGTERM-to-SIGKILL delay" },
 	[ACT_SHARDS] = { .key = "shards",
-			 .type = T_UINT,
-			 .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
+			 .type = CONF_T_UINT,
+			 .roles = CONF_CORRELATOR,
 			 .min = 1,
 			 .max = CONF_MAX_SHARDS,
 			 .def = "1",
 			 .doc = "number of correlator processes" },
 	/* Seed 000's composites, as stages the correlator runs on the source's records. */
 	[ACT_FILTER] = { .key = "filter",
-			 .type = T_FILTER,
-			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .type = CONF_T_FILTER,
+			 .roles = CONF_SOURCE,
 			 .def = "all",
 			 .doc = "record kinds kept from this source" },
 	[ACT_MIN_DURATION] = { .key = "min_duration_us",
-			       .type = T_UINT,
-			       .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			       .type = CONF_T_UINT,
+			       .roles = CONF_SOURCE,
 			       .max = 3600000000ull,
 			       .def = "0",
 			       .doc = "GPU activity and API calls shorter than this are dropped" },
 	[ACT_SAMPLE] = { .key = "sample",
-			 .type = T_UINT,
-			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .type = CONF_T_UINT,
+			 .roles = CONF_SOURCE,
 			 .min = 1,
 			 .max = 1000000,
 			 .def = "1",
 			 .doc = "keep 1 in N samples, counter readings and launches with their work" },
 	[ACT_ENRICH] = { .key = "enrich",
-			 .type = T_ENRICH,
-			 .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			 .type = CONF_T_ENRICH,
+			 .roles = CONF_SOURCE,
 			 .def = "names, stacks, streams, symbols, counters",
 			 .doc = "what the correlator adds to this source's events" },
 	[ACT_OPTIONAL] = { .key = "optional",
-			   .type = T_BOOL,
-			   .roles = ROLE_BIT(CONF_ROLE_SOURCE),
+			   .type = CONF_T_BOOL,
+			   .roles = CONF_SOURCE,
 			   .def = "no",
 			   .doc = "a source that cannot start here (exit 100) is left out, the session "
 				  "goes on" },
 	[ACT_N] = { .key = NULL },
 };
-
-/* The actor used by the supervisor's own tests: it misbehaves on request. */
-static const struct key_schema test_keys[] = {
-	{ .key = "ready_delay_ms",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 600000,
-	  .def = "0",
-	  .doc = "wait this long before signalling readiness" },
-	{ .key = "never_ready",
-	  .type = T_BOOL,
-	  .roles = ROLES_ACTOR,
-	  .def = "no",
-	  .doc = "never signal readiness" },
-	{ .key = "crash_after_ms",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 3600000,
-	  .doc = "abort() this long after becoming ready" },
-	{ .key = "crash_times",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 1000000,
-	  .def = "0",
-	  .doc = "misbehave (crash, exit, hang) only on the first N starts (0: every start)" },
-	{ .key = "exit_after_ms",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 3600000,
-	  .doc = "exit with exit_code this long after becoming ready" },
-	{ .key = "exit_code",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 255,
-	  .def = "0",
-	  .doc = "status for exit_after_ms" },
-	{ .key = "ignore_sigterm",
-	  .type = T_BOOL,
-	  .roles = ROLES_ACTOR,
-	  .def = "no",
-	  .doc = "ignore SIGTERM (the supervisor must SIGKILL it)" },
-	{ .key = "hang_after_ms",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 3600000,
-	  .doc = "stop heartbeating this long after becoming ready" },
-	{ .key = "produce_per_s",
-	  .type = T_UINT,
-	  .roles = ROLES_ACTOR,
-	  .max = 10000000,
-	  .def = "0",
-	  .doc = "test records per second written into each output ring" },
-	{ .key = "dump",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK) | ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .doc = "as a sink: write every event received to this file, one JSON line each; as a "
-		 "correlator (one shard): every record read, as a replay file" },
-	{ .key = NULL },
-};
-
-/* kind = synthetic: a generated, realistic mix with an answer key (docs/pipeline.md). */
-static const struct key_schema synthetic_keys[] = {
-	{ .key = "processes",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 4096,
-	  .def = "4",
-	  .doc = "simulated processes" },
-	{ .key = "threads",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 64,
-	  .def = "2",
-	  .doc = "threads per simulated process" },
-	{ .key = "launches_per_s",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .max = 100000000,
-	  .def = "10000",
-	  .doc = "kernel launches a second; 0: flat out" },
-	{ .key = "count",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .max = 1000000000000ull,
-	  .def = "0",
-	  .doc = "stop after this many launches; 0: never" },
-	{ .key = "missing_launch_pct",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .max = 100,
-	  .def = "0",
-	  .doc = "share of GPU records whose launch records are left out" },
-	{ .key = "reorder",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .max = 65536,
-	  .def = "64",
-	  .doc = "GPU records are delivered up to this many launches late, shuffled" },
-	{ .key = "pid_base",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 4000000000ull,
-	  .def = "1000000",
-	  .doc = "first simulated pid" },
-	{ .key = "answer_frame",
-	  .type = T_BOOL,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "yes",
-	  .doc = "a launch stack's innermost frame encodes its correlation id (for tests)" },
-	{ .key = "story",
-	  .type = T_BOOL,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "no",
-	  .doc = "the demo's training loop: named functions (a symbol file reported in MODULE "
-		 "records), kernels named after their layers and hundreds of microseconds long; "
-		 "no answer frame" },
-	{ .key = NULL },
-};
-
-static const char *const cpu_event_names[] = { "cpu-clock", "cycles", "auto", NULL };
-static const char *const cpu_unwind_names[] = { "auto", "fp", "dwarf", NULL };
-
-/* kind = cpu: the eBPF stack sampler (docs/cpu.md). */
-static const struct key_schema cpu_keys[] = {
-	{ .key = "frequency_hz",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 100000,
-	  .def = "99",
-	  .doc = "samples a second on each CPU" },
-	{ .key = "event",
-	  .type = T_ENUM,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .names = cpu_event_names,
-	  .def = "cpu-clock",
-	  .doc = "what drives sampling: cpu-clock (works in VMs), cycles, or auto (cycles when "
-		 "the CPU has them)" },
-	{ .key = "target",
-	  .type = T_TARGET,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "all",
-	  .doc = "which processes: all, pid:PID,..., tree:PID, command or cgroup:PATH" },
-	{ .key = "kernel_stacks",
-	  .type = T_BOOL,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "yes",
-	  .doc = "capture the kernel part of each stack" },
-	{ .key = "user_stacks",
-	  .type = T_BOOL,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "yes",
-	  .doc = "capture the user part of each stack" },
-	{ .key = "unwind",
-	  .type = T_ENUM,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .names = cpu_unwind_names,
-	  .def = "auto",
-	  .doc = "how user stacks are unwound: dwarf copies stack_bytes of each user stack for "
-		 "the correlator to unwind with the CFI of the files mapped (no frame pointers "
-		 "needed); fp walks frame pointers in the kernel; auto is dwarf where it can run "
-		 "(x86-64), else fp" },
-	/* A multiple of 8: the copy is sent in whole words (event.h, struct xpu_stack_copy). */
-	{ .key = "stack_bytes",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1024,
-	  .max = XPU_STACK_COPY_MAX,
-	  .multiple = 8,
-	  .def = "16384",
-	  .doc = "bytes of user stack copied per sample and launch in dwarf mode" },
-	/* No schema default: when not written, the actor takes the CUPTI injection library's
-	 * path (common/paths.h, the file `record` and `run` inject) if that file exists, and
-	 * attaches no uprobe if it does not; a path written here must exist. */
-	{ .key = "launch_marker",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .doc = "library or program whose xpusup_launch_marker gets the launch uprobe "
-		 "(default: the CUPTI injection library, when it is installed)" },
-	{ .key = "ringbuf_kb",
-	  .type = T_POW2,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 64,
-	  .max = 1048576,
-	  .def = "8192",
-	  .doc = "size of the BPF ring buffer between the kernel and the actor" },
-	{ .key = "wakeup_kb",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 0,
-	  .max = 1048576,
-	  .def = "256",
-	  .doc = "wake the actor when this much is waiting (else it polls every drain_ms)" },
-	{ .key = "drain_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 1000,
-	  .def = "50",
-	  .doc = "longest a record waits in the BPF ring buffer" },
-	{ .key = NULL },
-};
-
-/* kind = pmu: perf_event counters (docs/pmu.md). */
-static const struct key_schema pmu_keys[] = {
-	{ .key = "events",
-	  .type = T_PATH, /* a list the actor parses: names, rNNNN, pmu/event/ */
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "cycles, instructions, cache-references, cache-misses, branch-misses, "
-		 "task-clock, page-faults, context-switches, cpu-migrations",
-	  .doc = "counters to read: generic names (cycles, instructions, cache-misses, "
-		 "task-clock, page-faults, ...), raw rNNNN, or PMU/EVENT/ from sysfs" },
-	{ .key = "interval_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 10,
-	  .max = 60000,
-	  .def = "100",
-	  .doc = "how often the counters are read" },
-	{ .key = "target",
-	  .type = T_TARGET,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "all",
-	  .doc = "all (per CPU, system-wide), pid:PID,..., tree:PID, command (per process, "
-		 "children included) or cgroup:PATH (per CPU, that cgroup)" },
-	{ .key = "group_size",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .min = 1,
-	  .max = 16,
-	  .def = "4",
-	  .doc = "hardware events per counter group (more than the CPU's counters multiplex)" },
-	{ .key = NULL },
-};
-
-/* The keys of the in-process hand-off's actors (kind inproc and cupti): one ring per
- * attached process. */
-#define INPROC_RING_KEYS(ring_def)                                                           \
-	{ .key = "ring_kib",                                                                 \
-	  .type = T_POW2,                                                                    \
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),                                               \
-	  .min = 4,                                                                          \
-	  .max = 1048576,                                                                    \
-	  .def = ring_def,                                                                   \
-	  .doc = "size of each process's ring, in KiB (a power of two)" },                   \
-	{                                                                                    \
-		.key = "max_processes", .type = T_UINT, .roles = ROLE_BIT(CONF_ROLE_SOURCE), \
-		.min = 1, .max = 65536, .def = "1024",                                       \
-		.doc = "processes attached at once; more are refused (and run unrecorded)"   \
-	}
-
-/* kind = inproc: the in-process hand-off for the annotate library (docs/inproc.md). */
-static const struct key_schema inproc_keys[] = {
-	INPROC_RING_KEYS("1024"),
-	{ .key = NULL },
-};
-
-/* enum conf_launch_stacks, then the alias conf_parse_launch_stacks maps to inproc. */
-static const char *const launch_stacks_names[] = { "inproc", "marker", "no", "yes", NULL };
-
-int conf_parse_launch_stacks(const char *s, int *mode)
-{
-	int i;
-
-	for (i = 0; s && launch_stacks_names[i]; i++) {
-		if (!strcmp(s, launch_stacks_names[i])) {
-			*mode = i == 3 ? CONF_LAUNCH_STACKS_INPROC : i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* kind = cupti: the same in-process hand-off, which also tells each CUPTI injection library
- * what to record (docs/inproc.md, "Options"); annotate clients are served as by inproc. */
-static const struct key_schema cupti_keys[] = {
-	/* A process's GPU activity arrives in CUPTI's buffer-completed bursts, flushed at
-	 * once: 8 MiB holds about 45,000 launches (kernel and API records, 176 bytes) between
-	 * two drains. */
-	INPROC_RING_KEYS("8192"),
-	{ .key = "activities",
-	  .type = T_ACTIVITIES,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .def = "all",
-	  .doc = "what CUPTI records: kernel, memcpy, memset, sync, runtime, driver, memory, "
-		 "overhead, external, nvtx; all; or none" },
-	{ .key = "launch_stacks",
-	  .type = T_ENUM,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .names = launch_stacks_names,
-	  .def = "inproc",
-	  .doc = "how each launch's stack is recorded: inproc (the library walks it with the "
-		 "loaded images' CFI), marker (the cpu source's uprobe on the launch marker), no; "
-		 "yes is inproc" },
-	{ .key = NULL },
-};
-
-static const char *const replay_speed_names[] = { "full", "original", NULL };
-
-/* kind = replay: a file of ring records (docs/events.md, "Replay files"). */
-static const struct key_schema replay_keys[] = {
-	{ .key = "path",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .required = true,
-	  .doc = "the replay file (required; relative to the config file's folder)" },
-	{ .key = "speed",
-	  .type = T_ENUM,
-	  .roles = ROLE_BIT(CONF_ROLE_SOURCE),
-	  .names = replay_speed_names,
-	  .def = "full",
-	  .doc = "full: as fast as the rings take it; original: at the records' own pace" },
-	{ .key = NULL },
-};
-
-/* kind = correlator: the join engine's bounds (docs/correlator.md). */
-static const struct key_schema correlator_keys[] = {
-	{ .key = "ttl_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .min = 1,
-	  .max = 3600000,
-	  .def = "10000",
-	  .doc = "lifetime of unmatched pending state" },
-	{ .key = "linger_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .max = 3600000,
-	  .def = "200",
-	  .doc = "matched state kept for graph launches" },
-	{ .key = "exit_grace_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .max = 3600000,
-	  .def = "1000",
-	  .doc = "state kept after a process exits" },
-	{ .key = "max_pending",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .min = 16,
-	  .max = 16777216,
-	  .def = "1000000",
-	  .doc = "pending keys at most" },
-	{ .key = "strategies",
-	  .type = T_STRATEGIES,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .def = "correlation_id",
-	  .doc = "how GPU records find their launch, in order: correlation_id, timestamp(2ms)" },
-	{ .key = "max_waiting",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .min = 16,
-	  .max = 16777216,
-	  .def = "65536",
-	  .doc = "GPU records waiting for their launch at most" },
-	{ .key = "max_streams",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .min = 16,
-	  .max = 16777216,
-	  .def = "16384",
-	  .doc = "(pid, device, stream) states held at most" },
-	{ .key = "stream_idle_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_CORRELATOR),
-	  .min = 1,
-	  .max = 86400000,
-	  .def = "60000",
-	  .doc = "a stream without activity this long is forgotten" },
-	{ .key = NULL },
-};
-
-/* kind = stats (actors/sink/stats.c, docs/stats.md). */
-static const struct key_schema stats_keys[] = {
-	{ .key = "path",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .required = true,
-	  .doc = "the statistics as JSON, e.g. out/stats.json" },
-	{ .key = "text",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "the same for people (default: beside path, .txt; none: no text file)" },
-	{ .key = "interval_s",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .max = 86400,
-	  .def = "0",
-	  .doc = "every N seconds append the interval's statistics to the intervals file and "
-		 "rewrite path and text with the totals so far (0: only at stop)" },
-	{ .key = "intervals",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "one JSON line an interval (default: beside path, .intervals.jsonl)" },
-	{ .key = "window_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 1,
-	  .max = 3600000,
-	  .def = "1000",
-	  .doc = "SM-active windows, in event time" },
-	{ .key = "lateness_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .max = 3600000,
-	  .def = "10000",
-	  .doc = "a window closes when kernels ending this long after it have arrived" },
-	{ .key = "max_kernels",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 16,
-	  .max = 1u << 20,
-	  .def = "10000",
-	  .doc = "kernel names kept apart; the rest are counted as [other kernels]" },
-	{ .key = NULL },
-};
-
-static const char *const folded_weight_names[] = { "ns", "samples", NULL };
-
-/* kind = folded (actors/sink/folded.c). */
-static const struct key_schema folded_keys[] = {
-	{ .key = "path",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .required = true,
-	  .doc = "the folded-stacks file, e.g. out/flame.folded" },
-	{ .key = "html",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "the interactive flame graph page (default: beside path, .html; none: no page)" },
-	{ .key = "weight",
-	  .type = T_ENUM,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .names = folded_weight_names,
-	  .def = "ns",
-	  .doc = "ns: samples weigh their period, GPU work its duration; samples: one each" },
-	{ .key = "snapshot_s",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .max = 86400,
-	  .def = "10",
-	  .doc = "rewrite the files every N seconds while running (0: only at stop)" },
-	{ .key = "max_stacks",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 16,
-	  .max = 1u << 26,
-	  .def = "1000000",
-	  .doc = "distinct stacks kept; the rest is added to one [more stacks] line per process" },
-	{ .key = NULL },
-};
-
-/* kind = publish (actors/sink/publish.c): the address is checked when the sink starts. */
-static const struct key_schema publish_keys[] = {
-	{ .key = "listen",
-	  .type = T_PATH, /* any text: a URL, not a file name */
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .required = true,
-	  .doc = "where subscribers dial: tcp://HOST:PORT, ipc:///PATH, tls+tcp://HOST:PORT" },
-	{ .key = "tls_cert",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "tls+tcp: the server certificate (PEM)" },
-	{ .key = "tls_key",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "tls+tcp: the server certificate's private key (PEM, unencrypted)" },
-	{ .key = "tls_ca",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .doc = "tls+tcp: subscribers must present a certificate this CA signed (PEM)" },
-	{ .key = "queue",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 1,
-	  .max = 8192,
-	  .def = "32",
-	  .doc = "batches queued per subscriber; beyond that a slow subscriber loses batches" },
-	{ .key = "linger_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .max = 10000,
-	  .def = "200",
-	  .doc = "at stop, time given to the last batches to reach subscribers" },
-	{ .key = NULL },
-};
-
-/* kind = timeline (actors/sink/timeline.c, docs/timeline.md). */
-static const struct key_schema timeline_keys[] = {
-	{ .key = "path",
-	  .type = T_PATH,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .required = true,
-	  .doc = "the Chrome trace JSON file, e.g. out/trace.json" },
-	{ .key = "sm_window_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 1,
-	  .max = 60000,
-	  .def = "100",
-	  .doc = "windows of the SM-active % counter tracks, in event time" },
-	{ .key = "sm_lateness_ms",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .max = 3600000,
-	  .def = "2000",
-	  .doc = "an SM-active window is written when kernels ending this long after it came" },
-	{ .key = "max_launches",
-	  .type = T_UINT,
-	  .roles = ROLE_BIT(CONF_ROLE_SINK),
-	  .min = 1024,
-	  .max = 16777216,
-	  .def = "262144",
-	  .doc = "recent launches remembered for flow arrows to the GPU work they launched" },
-	{ .key = NULL },
-};
-
-#define SOURCE ROLE_BIT(CONF_ROLE_SOURCE)
-#define SINK ROLE_BIT(CONF_ROLE_SINK)
-#define CORRELATOR ROLE_BIT(CONF_ROLE_CORRELATOR)
-
-/* Planned kinds are listed so that a pipeline.conf written for a later build gets a clear
- * message rather than "unknown kind". */
-static const struct kind_schema kinds[] = {
-	{ "test", ROLES_ACTOR, true, test_keys, "scriptable actor for tests", false, false },
-	{ "cupti", SOURCE, true, cupti_keys, "CUDA activity and API records, annotated ranges",
-	  true, true },
-	{ "cpu", SOURCE, true, cpu_keys, "CPU stack sampling (eBPF)", true, false },
-	{ "pmu", SOURCE, true, pmu_keys, "hardware counters (perf events)", true, false },
-	{ "synthetic", SOURCE, true, synthetic_keys, "generated records with an answer key", true,
-	  false },
-	{ "replay", SOURCE, true, replay_keys, "records replayed from a file", true, false },
-	{ "inproc", SOURCE, true, inproc_keys, "annotated ranges from profiled processes", true,
-	  true },
-	{ "correlator", CORRELATOR, true, correlator_keys, "joins CPU and GPU records", false,
-	  false },
-	{ "folded", SINK, true, folded_keys, "folded stacks and an interactive flame graph", false,
-	  false },
-	{ "timeline", SINK, true, timeline_keys, "Chrome trace JSON for Perfetto and speedscope",
-	  false, false },
-	{ "stats", SINK, true, stats_keys, "summary statistics", false, false },
-	{ "publish", SINK, true, publish_keys, "records to subscribers over nng", false, false },
-	{ NULL, 0, false, NULL, NULL, false, false },
-};
-
-#undef SOURCE
-#undef SINK
-#undef CORRELATOR
 
 enum section_type {
 	SEC_SINK = CONF_ROLE_SINK,
@@ -828,7 +237,7 @@ struct section {
 	struct conf_kv *kvs;
 	unsigned int n_kvs, cap_kvs;
 	/* filled by the check pass */
-	const struct kind_schema *kind; /* NULL: missing, unknown or unavailable (reported) */
+	const struct conf_kind *kind; /* NULL: missing, unknown or unavailable (reported) */
 	struct value vals[ACT_N];
 };
 
@@ -843,6 +252,7 @@ struct diag {
 
 struct parser {
 	const char *name;
+	const struct conf_kind *const *kinds; /* NULL-terminated */
 	struct section *secs;
 	unsigned int n_secs, cap_secs;
 	int cur; /* index into secs, or CUR_NONE / CUR_SKIP */
@@ -1052,35 +462,6 @@ int conf_list_next(const char **sp, char *item, size_t cap)
 	return 1;
 }
 
-int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms)
-{
-	unsigned long long w = 0;
-	int ex = 0, n = 0, r;
-	char item[64];
-	size_t len;
-
-	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
-		len = strlen(item);
-		if (!strcmp(item, "correlation_id")) {
-			if (ex || w)
-				return -EINVAL; /* twice, or after timestamp */
-			ex = 1;
-		} else if (!strncmp(item, "timestamp(", 10) && item[len - 1] == ')') {
-			item[len - 1] = 0;
-			if (w || conf_parse_duration(item + 10, 1, 1000, &w))
-				return -EINVAL;
-		} else {
-			return -EINVAL;
-		}
-		n++;
-	}
-	if (r < 0 || !n)
-		return -EINVAL;
-	*exact = ex;
-	*window_ms = w;
-	return 0;
-}
-
 static const char *const filter_names[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_CPU_SAMPLE] = "cpu_sample", [XPU_REC_LAUNCH] = "launch",
 	[XPU_REC_CUDA_API] = "cuda_api",     [XPU_REC_GPU_KERNEL] = "kernel",
@@ -1195,52 +576,6 @@ int conf_parse_enrich(const char *s, unsigned int *stages)
 	return 0;
 }
 
-/* The bit of each name is the one the CUPTI library reads in reply.options (shm/inproc.h). */
-static const struct {
-	const char *name;
-	unsigned int bit;
-} activity_names[] = {
-	{ "kernel", XPU_CUPTI_ACT_KERNEL },	{ "memcpy", XPU_CUPTI_ACT_MEMCPY },
-	{ "memset", XPU_CUPTI_ACT_MEMSET },	{ "sync", XPU_CUPTI_ACT_SYNC },
-	{ "runtime", XPU_CUPTI_ACT_RUNTIME },	{ "driver", XPU_CUPTI_ACT_DRIVER },
-	{ "memory", XPU_CUPTI_ACT_MEMORY },	{ "overhead", XPU_CUPTI_ACT_OVERHEAD },
-	{ "external", XPU_CUPTI_ACT_EXTERNAL }, { "nvtx", XPU_CUPTI_ACT_NVTX },
-};
-
-int conf_parse_activities(const char *s, unsigned int *bits)
-{
-	const size_t n_names = sizeof(activity_names) / sizeof(activity_names[0]);
-	unsigned int got = 0;
-	int r, n = 0, all = 0, none = 0;
-	char item[32];
-	size_t i;
-
-	if (!s)
-		return -EINVAL;
-	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
-		n++;
-		if (!strcmp(item, "all")) {
-			all = 1;
-			continue;
-		}
-		if (!strcmp(item, "none")) {
-			none = 1;
-			continue;
-		}
-		for (i = 0; i < n_names; i++)
-			if (!strcmp(item, activity_names[i].name))
-				break;
-		if (i == n_names)
-			return -EINVAL;
-		got |= activity_names[i].bit;
-	}
-	/* "all" and "none" stand alone: "none, kernel" would mean nothing clear */
-	if (r < 0 || !n || ((all || none) && n > 1))
-		return -EINVAL;
-	*bits = all ? XPU_CUPTI_ACT_ALL : got;
-	return 0;
-}
-
 #define INTENSITY_PERIOD_MIN_MS 1ull
 #define INTENSITY_PERIOD_MAX_MS 3600000ull
 
@@ -1275,31 +610,31 @@ static int parse_intensity(const char *s, unsigned long long min, unsigned long 
 }
 
 /* Parses s as k says into v (u, u2). 0 or -EINVAL; v is untouched on error. */
-static int value__parse(const struct key_schema *k, const char *s, struct value *v)
+static int value__parse(const struct conf_key *k, const char *s, struct value *v)
 {
 	unsigned long long n;
-	unsigned int i;
+	unsigned int i, bits;
 	int b;
 
 	switch (k->type) {
-	case T_KIND:
+	case CONF_T_KIND:
 		return 0;
-	case T_UINT:
+	case CONF_T_UINT:
 		if (conf_parse_uint(s, k->min, k->max, &n) || (k->multiple && n % k->multiple))
 			return -EINVAL;
 		v->u = n;
 		return 0;
-	case T_POW2:
+	case CONF_T_POW2:
 		if (conf_parse_uint(s, k->min, k->max, &n) || (n & (n - 1)))
 			return -EINVAL;
 		v->u = n;
 		return 0;
-	case T_BOOL:
+	case CONF_T_BOOL:
 		if (conf_parse_bool(s, &b))
 			return -EINVAL;
 		v->u = (unsigned long long)b;
 		return 0;
-	case T_ENUM:
+	case CONF_T_ENUM:
 		for (i = 0; k->names[i]; i++) {
 			if (!strcmp(s, k->names[i])) {
 				v->u = i;
@@ -1307,111 +642,164 @@ static int value__parse(const struct key_schema *k, const char *s, struct value 
 			}
 		}
 		return -EINVAL;
-	case T_INTENSITY:
+	case CONF_T_INTENSITY:
 		return parse_intensity(s, k->min, k->max, v);
-	case T_PATH:
+	case CONF_T_TEXT:
 		return 0;
-	case T_STRATEGIES: {
-		unsigned long long w;
-		int ex;
-
-		return conf_parse_strategies(s, &ex, &w);
-	}
-	case T_FILTER: {
-		unsigned int keep;
-
-		return conf_parse_filter(s, &keep);
-	}
-	case T_ENRICH: {
-		unsigned int stages;
-
-		return conf_parse_enrich(s, &stages);
-	}
-	case T_TARGET: {
-		struct conf_target t;
-
-		return conf_parse_target(s, &t);
-	}
-	case T_ACTIVITIES: {
-		unsigned int bits;
-
-		return conf_parse_activities(s, &bits);
-	}
+	case CONF_T_FILTER:
+		if (conf_parse_filter(s, &bits))
+			return -EINVAL;
+		v->u = bits;
+		return 0;
+	case CONF_T_ENRICH:
+		if (conf_parse_enrich(s, &bits))
+			return -EINVAL;
+		v->u = bits;
+		return 0;
+	case CONF_T_TARGET:
+	case CONF_T_CUSTOM:
+		return -EINVAL; /* only in a kind's table: key__store() */
 	}
 	return -EINVAL;
 }
 
+/* The size of a key's member in an options struct, by type; 0: no member, or any size. */
+static size_t member_size(enum conf_type type)
+{
+	switch (type) {
+	case CONF_T_UINT:
+	case CONF_T_POW2:
+		return sizeof(unsigned long long);
+	case CONF_T_BOOL:
+		return sizeof(bool);
+	case CONF_T_ENUM:
+		return sizeof(int);
+	case CONF_T_TEXT:
+		return sizeof(const char *);
+	case CONF_T_FILTER:
+	case CONF_T_ENRICH:
+		return sizeof(unsigned int);
+	case CONF_T_TARGET:
+		return sizeof(struct conf_target);
+	case CONF_T_KIND:
+	case CONF_T_INTENSITY:
+	case CONF_T_CUSTOM:
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * Parses s as k says into its member of opts (opts_size bytes). s must outlive opts: a text
+ * member points at it. 0 or -EINVAL; the member is untouched on error, and so is opts when the
+ * row's member does not fit in opts or its size is not its type's (a mistake in a kind's
+ * table; config_test checks every row of every kind).
+ */
+static int key__store(const struct conf_key *k, const char *s, void *opts, size_t opts_size)
+{
+	char *m = (char *)opts + k->offset;
+	struct value v = { 0 };
+
+	if (k->offset + k->size > opts_size || !k->size ||
+	    (k->type != CONF_T_CUSTOM && k->size != member_size(k->type)))
+		return -EINVAL;
+	switch (k->type) {
+	case CONF_T_TEXT:
+		*(const char **)(void *)m = s;
+		return 0;
+	case CONF_T_TARGET:
+		return conf_parse_target(s, (struct conf_target *)(void *)m);
+	case CONF_T_CUSTOM:
+		return k->parse ? k->parse(s, m) : -EINVAL;
+	default:
+		break;
+	}
+	if (value__parse(k, s, &v))
+		return -EINVAL;
+	switch (k->type) {
+	case CONF_T_UINT:
+	case CONF_T_POW2:
+		*(unsigned long long *)(void *)m = v.u;
+		return 0;
+	case CONF_T_BOOL:
+		*(bool *)(void *)m = v.u != 0;
+		return 0;
+	case CONF_T_ENUM:
+		*(int *)(void *)m = (int)v.u;
+		return 0;
+	case CONF_T_FILTER:
+	case CONF_T_ENRICH:
+		*(unsigned int *)(void *)m = (unsigned int)v.u;
+		return 0;
+	default:
+		return -EINVAL; /* no member */
+	}
+}
+
 /* What a value of k looks like, for "expected ..." in messages. */
-static void key_schema__expected(const struct key_schema *k, char *buf, size_t size)
+static void key_schema__expected(const struct conf_key *k, char *buf, size_t size)
 {
 	size_t used;
 	unsigned int i;
 
 	switch (k->type) {
-	case T_KIND:
+	case CONF_T_KIND:
 		snprintf(buf, size, "a kind");
 		return;
-	case T_UINT:
+	case CONF_T_UINT:
 		if (k->multiple)
 			snprintf(buf, size, "a multiple of %u in %llu..%llu", k->multiple, k->min,
 				 k->max);
 		else
 			snprintf(buf, size, "an integer in %llu..%llu", k->min, k->max);
 		return;
-	case T_POW2:
+	case CONF_T_POW2:
 		snprintf(buf, size, "a power of two in %llu..%llu", k->min, k->max);
 		return;
-	case T_BOOL:
+	case CONF_T_BOOL:
 		snprintf(buf, size, "yes/no, on/off, true/false or 1/0");
 		return;
-	case T_ENUM:
+	case CONF_T_ENUM:
 		used = (size_t)snprintf(buf, size, "one of");
 		for (i = 0; k->names[i] && used < size; i++)
 			used += (size_t)snprintf(buf + used, size - used, "%s %s", i ? "," : "",
 						 k->names[i]);
 		return;
-	case T_INTENSITY:
+	case CONF_T_INTENSITY:
 		snprintf(buf, size,
 			 "N/PERIOD with N in %llu..%llu and PERIOD in 1ms..60m written with its "
 			 "unit (ms, s or m), e.g. 5/30s",
 			 k->min, k->max);
 		return;
-	case T_PATH:
+	case CONF_T_TEXT:
 		snprintf(buf, size, "a file name");
 		return;
-	case T_STRATEGIES:
-		snprintf(buf, size,
-			 "a list of correlation_id and timestamp(DURATION), DURATION 1ms..1000ms, "
-			 "e.g. correlation_id, timestamp(2ms)");
-		return;
-	case T_FILTER:
+	case CONF_T_FILTER:
 		snprintf(buf, size,
 			 "all, or a list of record kinds to keep (cpu_sample, launch, cuda_api, "
 			 "kernel, memcpy, memset, sync, memory, pmu, range), or of kinds to drop "
 			 "each written !kind, e.g. kernel, memcpy or !cpu_sample");
 		return;
-	case T_ENRICH:
+	case CONF_T_ENRICH:
 		snprintf(buf, size, "none, or a list of names, stacks, streams, symbols, counters");
 		return;
-	case T_TARGET:
+	case CONF_T_TARGET:
 		snprintf(buf, size,
 			 "all, pid:PID[,PID...] (at most %d), tree:PID (PID and every process it "
 			 "starts), command (the process tree of `xpusup record`'s command) or "
 			 "cgroup:PATH (absolute, or under /sys/fs/cgroup)",
 			 CONF_TARGET_PIDS_MAX);
 		return;
-	case T_ACTIVITIES:
-		snprintf(buf, size,
-			 "all, none, or a list of kernel, memcpy, memset, sync, runtime, driver, "
-			 "memory, overhead, external, nvtx");
+	case CONF_T_CUSTOM:
+		snprintf(buf, size, "%s", k->expected ? k->expected : "a valid value");
 		return;
 	}
 	buf[0] = '\0';
 }
 
 /* The row for key in a NULL-terminated table, among those allowed in role_bit, or NULL. */
-static const struct key_schema *key_schema__find(const struct key_schema *table, const char *key,
-						 unsigned int role_bit)
+static const struct conf_key *key_schema__find(const struct conf_key *table, const char *key,
+					       unsigned int role_bit)
 {
 	for (; table && table->key; table++)
 		if ((table->roles & role_bit) && !strcmp(table->key, key))
@@ -1419,27 +807,26 @@ static const struct key_schema *key_schema__find(const struct key_schema *table,
 	return NULL;
 }
 
-static const struct kind_schema *kind_schema__find(const char *name)
+static const struct conf_kind *kind_schema__find(const struct conf_kind *const *kinds,
+						 const char *name)
 {
-	const struct kind_schema *k;
-
-	for (k = kinds; k->name; k++)
-		if (!strcmp(k->name, name))
-			return k;
+	for (; *kinds; kinds++)
+		if (!strcmp((*kinds)->name, name))
+			return *kinds;
 	return NULL;
 }
 
 /* "test, folded": the kinds this build can run in role_bit's sections. */
-static void kinds__known(unsigned int role_bit, char *buf, size_t size)
+static void kinds__known(const struct conf_kind *const *kinds, unsigned int role_bit, char *buf,
+			 size_t size)
 {
-	const struct kind_schema *k;
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (k = kinds; k->name && used < size; k++)
-		if (k->available && (k->roles & role_bit))
+	for (; *kinds && used < size; kinds++)
+		if ((*kinds)->available && ((*kinds)->roles & role_bit))
 			used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
-						 k->name);
+						 (*kinds)->name);
 }
 
 static const struct conf_kv *section__find_kv(const struct section *sec, const char *key)
@@ -1459,7 +846,7 @@ static bool section__is_actor(const struct section *sec)
 
 static unsigned int section__role_bit(const struct section *sec)
 {
-	return sec->type == SEC_SUPERVISOR ? ROLE_SUPERVISOR_BIT : ROLE_BIT(sec->type);
+	return sec->type == SEC_SUPERVISOR ? CONF_SUPERVISOR_BIT : CONF_ROLE_BIT(sec->type);
 }
 
 /* ---- pass 1: lines ---- */
@@ -1734,10 +1121,10 @@ static void section__check_kind(struct parser *p, struct section *sec)
 	const struct conf_kv *kv = section__find_kv(sec, "kind");
 	const char *name = kv ? kv->value : NULL;
 	int line = kv ? kv->line : sec->line;
-	const struct kind_schema *k;
+	const struct conf_kind *k;
 	char known[256], qbuf[QUOTE_MAX + 4];
 
-	kinds__known(role_bit, known, sizeof(known));
+	kinds__known(p->kinds, role_bit, known, sizeof(known));
 	if (!known[0])
 		snprintf(known, sizeof(known), "none in this build");
 	if (!name && sec->type == SEC_CORRELATOR)
@@ -1746,7 +1133,7 @@ static void section__check_kind(struct parser *p, struct section *sec)
 		report(p, line, "missing 'kind' in [%s] (known: %s)", sec->header, known);
 		return;
 	}
-	k = kind_schema__find(name);
+	k = kind_schema__find(p->kinds, name);
 	if (!k) {
 		report(p, line, "unknown kind '%s' (known: %s)", quote(name, qbuf), known);
 		return;
@@ -1764,16 +1151,26 @@ static void section__check_kind(struct parser *p, struct section *sec)
 	sec->kind = k;
 }
 
-/* Checks every key of sec; the values of rows in table land in vals[row index]. */
-static void section__check_keys(struct parser *p, struct section *sec,
-				const struct key_schema *table, struct value *vals)
+/* Checks every key of sec; the values of rows in table land in vals[row index], those of the
+ * kind's keys in a scratch copy of its options struct (the check is the fill). */
+static void section__check_keys(struct parser *p, struct section *sec, const struct conf_key *table,
+				struct value *vals)
 {
 	unsigned int role_bit = section__role_bit(sec), i;
 	char expected[256], qbuf[QUOTE_MAX + 4];
+	_Alignas(max_align_t) unsigned char scratch[OPTIONS_MAX];
+	size_t opts_size = sec->kind ? sec->kind->options_size : 0;
+	int bad;
+
+	if (opts_size > sizeof(scratch)) {
+		report(p, sec->line, "kind '%s': its options struct is larger than %zu bytes",
+		       sec->kind->name, sizeof(scratch));
+		return;
+	}
 
 	for (i = 0; i < sec->n_kvs; i++) {
 		const struct conf_kv *kv = &sec->kvs[i];
-		const struct key_schema *k = key_schema__find(table, kv->key, role_bit);
+		const struct conf_key *k = key_schema__find(table, kv->key, role_bit);
 		struct value v = { .line = kv->line, .set = true };
 		struct value *dst = NULL;
 
@@ -1793,7 +1190,11 @@ static void section__check_keys(struct parser *p, struct section *sec,
 				       sec->header);
 			continue;
 		}
-		if (value__parse(k, kv->value, &v)) {
+		if (dst)
+			bad = value__parse(k, kv->value, &v);
+		else
+			bad = key__store(k, kv->value, scratch, opts_size);
+		if (bad) {
 			key_schema__expected(k, expected, sizeof(expected));
 			report(p, kv->line, "bad value '%s' for '%s': expected %s",
 			       quote(kv->value, qbuf), kv->key, expected);
@@ -1806,7 +1207,7 @@ static void section__check_keys(struct parser *p, struct section *sec,
 }
 
 /* Fills unset, not-bad values from the table's defaults. */
-static void values__defaults(const struct key_schema *table, struct value *vals, unsigned int n)
+static void values__defaults(const struct conf_key *table, struct value *vals, unsigned int n)
 {
 	unsigned int i;
 
@@ -1872,6 +1273,11 @@ static int actor__fill(struct conf_actor *a, const struct section *sec, unsigned
 							v[ACT_SHUTDOWN_TIMEOUT].u :
 							sup[SUP_SHUTDOWN_TIMEOUT].u);
 	a->line = sec->line;
+	a->schema = sec->kind;
+	a->filter = (unsigned int)v[ACT_FILTER].u;
+	a->enrich = (unsigned int)v[ACT_ENRICH].u;
+	a->sample = v[ACT_SAMPLE].u;
+	a->min_duration_us = v[ACT_MIN_DURATION].u;
 	a->n_keys = sec->n_kvs;
 	a->keys = NULL;
 	if (!sec->n_kvs)
@@ -1938,7 +1344,7 @@ free_conf:
 static void parser__check_kinds(struct parser *p)
 {
 	const struct section *in_process = NULL;
-	const struct key_schema *k;
+	const struct conf_key *k;
 	bool correlator = false;
 	unsigned int i;
 
@@ -1961,14 +1367,15 @@ static void parser__check_kinds(struct parser *p)
 			       sec->kind->name, sec->header);
 		/* Both would listen on SESSION/inproc.sock, and a library can only find one
 		 * session socket: the second would take the first's away. */
-		if (sec->kind->in_process && in_process)
+		if (sec->kind->in_process_socket && in_process)
 			report(p, sec->line,
 			       "only one in-process source per pipeline: [%s] (kind '%s') and "
 			       "[%s] (kind '%s', line %d) would share SESSION/%s (a cupti source "
 			       "takes annotate clients too)",
 			       sec->header, sec->kind->name, in_process->header,
-			       in_process->kind->name, in_process->line, XPU_INPROC_SOCK);
-		else if (sec->kind->in_process)
+			       in_process->kind->name, in_process->line,
+			       sec->kind->in_process_socket);
+		else if (sec->kind->in_process_socket)
 			in_process = sec;
 	}
 }
@@ -1982,7 +1389,8 @@ static void parser__free(struct parser *p)
 	free(p->secs);
 }
 
-static int load(const char *name, const char *text, size_t len, struct conf **out, FILE *err)
+int conf__load_kinds(const char *name, const char *text, size_t len,
+		     const struct conf_kind *const *kinds, struct conf **out, FILE *err)
 {
 	struct value sup[SUP_N] = { { 0 } }, sup_duplicate[SUP_N] = { { 0 } };
 	struct parser *p;
@@ -1997,6 +1405,7 @@ static int load(const char *name, const char *text, size_t len, struct conf **ou
 		goto report_errno;
 	}
 	p->name = name;
+	p->kinds = kinds;
 	p->cur = CUR_NONE;
 	ret = parser__lex(p, text, len);
 	if (ret)
@@ -2052,11 +1461,6 @@ report_errno:
 	return ret;
 }
 
-int conf__load_string(const char *name, const char *text, struct conf **out, FILE *err)
-{
-	return load(name, text, strlen(text), out, err);
-}
-
 /* Reads all of fd; the caller frees *text. */
 static int read_all(int fd, char **text, size_t *len)
 {
@@ -2097,7 +1501,8 @@ static int read_all(int fd, char **text, size_t *len)
 	return 0;
 }
 
-int conf__load(const char *path, struct conf **out, FILE *err)
+int conf__load_file(const char *path, const struct conf_kind *const *kinds, struct conf **out,
+		    FILE *err)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -2112,7 +1517,7 @@ int conf__load(const char *path, struct conf **out, FILE *err)
 	close(fd);
 	if (ret)
 		goto report;
-	ret = load(path, text, len, out, err);
+	ret = conf__load_kinds(path, text, len, kinds, out, err);
 	free(text);
 	if (!ret) {
 		const char *slash = strrchr((*out)->path, '/');
@@ -2164,25 +1569,115 @@ void conf__free(struct conf *conf)
 	free(conf);
 }
 
-const char *conf_actor__get(const struct conf_actor *actor, const char *key)
+const char *conf_actor__written(const struct conf_actor *actor, const char *key)
 {
 	unsigned int i;
-
-	const struct kind_schema *kind;
-	const struct key_schema *k;
 
 	for (i = 0; i < actor->n_keys; i++)
 		if (!strcmp(actor->keys[i].key, key))
 			return actor->keys[i].value;
+	return NULL;
+}
+
+const char *conf_actor__get(const struct conf_actor *actor, const char *key)
+{
+	const char *v = conf_actor__written(actor, key);
+	const struct conf_key *k;
+
+	if (v)
+		return v;
 	/* Not written: the kind's default, so every actor reads the documented one. */
-	kind = kind_schema__find(actor->kind);
-	for (k = kind && kind->keys ? kind->keys : NULL; k && k->key; k++)
+	for (k = actor->schema ? actor->schema->keys : NULL; k && k->key; k++)
 		if (!strcmp(k->key, key))
 			return k->def;
 	for (k = actor_keys; k->key; k++)
-		if (!strcmp(k->key, key) && (k->roles & ROLE_BIT(actor->role)))
+		if (!strcmp(k->key, key) && (k->roles & CONF_ROLE_BIT(actor->role)))
 			return k->def;
 	return NULL;
+}
+
+static const char *actor_get(void *ctx, const char *key)
+{
+	return conf_actor__written(ctx, key);
+}
+
+int conf_actor__options(const struct conf_actor *actor, void *opts, size_t size)
+{
+	char why[8];
+
+	/* the cast drops const for the callback's void *: actor_get only reads */
+	return conf_kind__options(actor->schema, CONF_ROLE_BIT(actor->role), actor_get,
+				  (void *)actor, opts, size, why, sizeof(why));
+}
+
+int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
+		       const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
+		       size_t size, char *why, size_t why_len)
+{
+	char expected[256], qbuf[QUOTE_MAX + 4];
+	const struct conf_key *k;
+	const char *v;
+
+	if (!kind || size != kind->options_size) {
+		snprintf(why, why_len, "options of kind '%s' read into a struct of %zu bytes",
+			 kind ? kind->name : "?", size);
+		return -EINVAL;
+	}
+	memset(opts, 0, size);
+	for (k = kind->keys; k && k->key; k++) {
+		if (!(k->roles & role_bit))
+			continue;
+		v = get(ctx, k->key);
+		if (!v)
+			v = k->def;
+		if (!v || !key__store(k, v, opts, size))
+			continue;
+		key_schema__expected(k, expected, sizeof(expected));
+		snprintf(why, why_len, "bad %s '%s': expected %s", k->key, quote(v, qbuf),
+			 expected);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int conf_kind__check(const struct conf_kind *kind, char *why, size_t why_len)
+{
+	const struct conf_key *k;
+	void *scratch;
+	int err = 0;
+
+	if (kind->options_size > OPTIONS_MAX) {
+		snprintf(why, why_len, "an options struct of %zu bytes (at most %d)",
+			 kind->options_size, OPTIONS_MAX);
+		return -EINVAL;
+	}
+	scratch = calloc(1, kind->options_size ? kind->options_size : 1);
+	if (!scratch) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	for (k = kind->keys; k && k->key && !err; k++) {
+		err = -EINVAL;
+		if (k->type == CONF_T_KIND || k->type == CONF_T_INTENSITY)
+			snprintf(why, why_len, "%s: a type with no member", k->key);
+		else if (k->type == CONF_T_CUSTOM && (!k->parse || !k->expected))
+			snprintf(why, why_len, "%s: a custom type needs parse and expected",
+				 k->key);
+		else if (k->type == CONF_T_ENUM && !k->names)
+			snprintf(why, why_len, "%s: an enum without names", k->key);
+		else if (!k->size || k->offset + k->size > kind->options_size ||
+			 (k->type != CONF_T_CUSTOM && k->size != member_size(k->type)))
+			snprintf(why, why_len,
+				 "%s: member at %zu of %zu bytes, in an options struct of %zu",
+				 k->key, k->offset, k->size, kind->options_size);
+		else if (k->def && key__store(k, k->def, scratch, kind->options_size))
+			snprintf(why, why_len, "%s: the default '%s' does not pass", k->key,
+				 k->def);
+		else
+			err = 0;
+	}
+	free(scratch);
+	return err;
 }
 
 const struct conf_actor *conf__find(const struct conf *conf, const char *name)
@@ -2197,12 +1692,12 @@ const struct conf_actor *conf__find(const struct conf *conf, const char *name)
 
 const struct conf_actor *conf__in_process_source(const struct conf *conf)
 {
-	const struct kind_schema *k;
+	const struct conf_kind *k;
 	unsigned int i;
 
 	for (i = 0; i < conf->n_actors; i++) {
-		k = kind_schema__find(conf->actors[i].kind);
-		if (k && k->in_process)
+		k = conf->actors[i].schema;
+		if (k && k->in_process_socket)
 			return &conf->actors[i];
 	}
 	return NULL;

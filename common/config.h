@@ -10,13 +10,20 @@
  *	[correlator]		at most once; expands into `shards` actors correlator.0 ..
  *	[sink NAME]		a sink actor (started first, stopped last)
  *
- * Every key and kind is in a schema table (config.c), documented in docs/pipeline.md with its
- * default. Errors are reported as "FILE:LINE: message" and the whole file is rejected.
+ * The [supervisor] keys and the keys every actor section has are in config.c; each actor
+ * kind's keys are in a table beside its code (actors/KIND/KIND_options.c, a struct conf_kind),
+ * and the kinds are listed once in actors/kinds.c. Every key is documented in docs/pipeline.md
+ * with its default. Errors are reported as "FILE:LINE: message" and the whole file is
+ * rejected.
+ *
+ * An actor reads its section as a typed struct (conf_actor__options): each key of its kind
+ * lands, validated, in one member, the schema's default when the key is not written.
  */
 #ifndef XPUSUP_COMMON_CONFIG_H
 #define XPUSUP_COMMON_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define CONF_NAME_MAX 32 /* actor and section names, NUL included */
@@ -45,6 +52,71 @@ enum conf_restart {
 	CONF_TEMPORARY = 2, /* never restarted */
 };
 
+/* Role bits: which sections a key or a kind may appear in. */
+#define CONF_ROLE_BIT(role) (1u << (role))
+#define CONF_SUPERVISOR_BIT (1u << 3)
+#define CONF_SINK CONF_ROLE_BIT(CONF_ROLE_SINK)
+#define CONF_CORRELATOR CONF_ROLE_BIT(CONF_ROLE_CORRELATOR)
+#define CONF_SOURCE CONF_ROLE_BIT(CONF_ROLE_SOURCE)
+#define CONF_ANY_ACTOR (CONF_SINK | CONF_CORRELATOR | CONF_SOURCE)
+
+/* A key's type: how its text is checked, and the C type of its member in an options struct. */
+enum conf_type {
+	CONF_T_KIND, /* the kind key: resolved against the kinds, no member */
+	CONF_T_UINT, /* unsigned long long: decimal in [min, max] (a multiple of `multiple`) */
+	CONF_T_POW2, /* unsigned long long: a decimal power of two in [min, max] */
+	CONF_T_BOOL, /* bool: see conf_parse_bool() */
+	CONF_T_ENUM, /* int: the index in names[], which is the C enum's value */
+	CONF_T_INTENSITY, /* [supervisor] only: N/PERIOD, no member */
+	CONF_T_TEXT, /* const char *: any text (a file name, a URL, a list the actor reads);
+		      * NULL when neither written nor defaulted */
+	CONF_T_FILTER, /* unsigned int: see conf_parse_filter() */
+	CONF_T_ENRICH, /* unsigned int: see conf_parse_enrich() */
+	CONF_T_TARGET, /* struct conf_target: see conf_parse_target() */
+	CONF_T_CUSTOM, /* the kind's own parse(): a type only one kind has */
+};
+
+/* One key of a schema: one line of a kind's table, one member of its options struct. */
+struct conf_key {
+	const char *key;
+	enum conf_type type;
+	unsigned int roles; /* CONF_ROLE_BIT()s of the sections where the key is allowed */
+	unsigned long long min, max;
+	unsigned int multiple; /* CONF_T_UINT: when not 0, the value must be a multiple of it */
+	const char *const *names; /* CONF_T_ENUM, NULL-terminated */
+	const char *def; /* parsed like a value from the file; NULL: absent unless written */
+	bool required; /* a section of this kind without the key is an error */
+	const char *doc; /* one line; docs/pipeline.md says the same at more length */
+	/* where the value lands in the kind's options struct (CONF_MEMBER) */
+	size_t offset, size;
+	/* CONF_T_CUSTOM: parse s into *member (0 or -EINVAL, nothing written on error), and
+	 * what a value looks like, for "expected ..." in messages */
+	int (*parse)(const char *s, void *member);
+	const char *expected;
+};
+
+/* .offset and .size of a conf_key: the member of TYPE its value lands in. */
+#define CONF_MEMBER(TYPE, member) \
+	.offset = offsetof(TYPE, member), .size = sizeof(((TYPE *)0)->member)
+
+/* An actor kind: its keys (NULL-terminated) and its options struct's size. */
+struct conf_kind {
+	const char *name;
+	unsigned int roles; /* CONF_ROLE_BIT()s of the sections that may use it */
+	bool available; /* false: planned, rejected with "not available in this build yet" */
+	const struct conf_key *keys; /* NULL when not available */
+	const char *doc;
+	bool needs_correlator; /* a source that writes into the shard rings */
+	/* the socket it listens on in SESSION (inproc.sock), NULL for none: at most one such
+	 * source a pipeline */
+	const char *in_process_socket;
+	size_t options_size; /* sizeof its options struct */
+};
+
+/* Every kind this build knows, NULL-terminated, in the order messages list them (defined in
+ * actors/kinds.c, linked by every program that loads a configuration). */
+extern const struct conf_kind *const conf_kinds[];
+
 struct conf_kv {
 	char key[CONF_KEY_MAX];
 	char value[CONF_VALUE_MAX]; /* trimmed, comment removed */
@@ -64,6 +136,12 @@ struct conf_actor {
 	int line; /* line of the section header */
 	struct conf_kv *keys; /* every key of the section as validated (kind, restart included) */
 	unsigned int n_keys;
+	const struct conf_kind *schema; /* the kind's keys, for defaults and typed options */
+	/* sources: the stages the correlator runs on their records (docs/pipeline.md) */
+	unsigned int filter; /* bit (1 << XPU_REC_*) per record kind kept (conf_parse_filter) */
+	unsigned int enrich; /* enum conf_enrich bits */
+	unsigned long long sample; /* keep 1 in sample */
+	unsigned long long min_duration_us;
 };
 
 struct conf {
@@ -99,14 +177,59 @@ int conf__load(const char *path, struct conf **out, FILE *err);
 /* conf__load_string - as conf__load, from text in memory; name is used in messages. */
 int conf__load_string(const char *name, const char *text, struct conf **out, FILE *err);
 
+/*
+ * conf__load_file, conf__load_kinds - conf__load and conf__load_string against the kinds
+ * given (NULL-terminated). conf__load and conf__load_string are these with conf_kinds, and
+ * are defined beside that list (actors/kinds.c), so that common/ names no actor kind.
+ */
+int conf__load_file(const char *path, const struct conf_kind *const *kinds, struct conf **out,
+		    FILE *err);
+int conf__load_kinds(const char *name, const char *text, size_t len,
+		     const struct conf_kind *const *kinds, struct conf **out, FILE *err);
+
 void conf__free(struct conf *conf);
 
 /* conf_actor__get - the validated value of key in the actor's section; when it is not
  * written there, the kind's documented default; NULL when neither exists. */
 const char *conf_actor__get(const struct conf_actor *actor, const char *key);
 
+/* conf_actor__written - the value of key as written in the actor's section, or NULL (whatever
+ * the default): for the few keys whose being written is itself a setting. */
+const char *conf_actor__written(const struct conf_actor *actor, const char *key);
+
 /*
- * conf_actor__path - the file-name value of key (T_PATH) with a relative name taken from
+ * conf_actor__options - the actor's section as its kind's options struct: *opts (size bytes,
+ * which must be the kind's options_size) is zeroed, then every key of the kind allowed in the
+ * actor's role gets its value as written, else its default; a key with neither keeps 0 (NULL
+ * for text). Text members point into the conf, valid until conf__free. Returns 0, or -EINVAL
+ * when size is not the kind's or a value does not parse (the loader checked every one, so
+ * only a mismatched struct gets here).
+ */
+int conf_actor__options(const struct conf_actor *actor, void *opts, size_t size);
+
+/*
+ * conf_kind__options - the same from any source of key values: get(ctx, key) returns the
+ * value as written or NULL (the default then applies). For options that do not come from a
+ * pipeline.conf (the sink formats under `xpusup subscribe`). Returns 0, or -EINVAL with
+ * "bad KEY 'VALUE': expected ..." in why.
+ */
+int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
+		       const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
+		       size_t size, char *why, size_t why_len);
+
+/*
+ * conf_kind__check - whether kind's table is sound: each row has a member that fits in the
+ * options struct with its type's size, an enum its names, a custom type its parse and expected,
+ * and each default passes its own check. Returns 0, or -EINVAL with the first fault in why.
+ * config_test runs it over every kind; the loader relies on it.
+ */
+int conf_kind__check(const struct conf_kind *kind, char *why, size_t why_len);
+
+/* conf_kind__find - the kind named name among conf_kinds, or NULL. */
+const struct conf_kind *conf_kind__find(const char *name);
+
+/*
+ * conf_actor__path - the file-name value of key (CONF_T_TEXT) with a relative name taken from
  * conf->base_dir, into buf. Returns 0, -ENOENT when the key is absent, -ENAMETOOLONG.
  */
 int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, const char *key,
@@ -115,13 +238,14 @@ int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, co
 /* conf__find - the actor named name, or NULL. */
 const struct conf_actor *conf__find(const struct conf *conf, const char *name);
 
-/* conf__in_process_source - the source that listens on SESSION/inproc.sock (kind cupti or
- * inproc; a valid conf has at most one), or NULL. */
+/* conf__in_process_source - the source whose kind has an in_process_socket (cupti or
+ * inproc: it listens on SESSION/inproc.sock; a valid conf has at most one), or NULL. */
 const struct conf_actor *conf__in_process_source(const struct conf *conf);
 
 /*
- * Value parsers shared by the loader and by actors reading their own keys. Each returns 0
- * or -EINVAL (and writes nothing on error).
+ * Value parsers shared by the loader, the kinds' own parsers (actors/KIND/KIND_options.c) and
+ * command lines. An actor does not parse its section's values: conf_actor__options() hands
+ * them over checked. Each returns 0 or -EINVAL (and writes nothing on error).
  *   conf_parse_uint:     decimal, within [min, max]
  *   conf_parse_bool:     yes/no, on/off, true/false, 1/0
  *   conf_parse_duration: integer with unit ms, s, m (or bare = ms), within [min_ms, max_ms]
@@ -131,14 +255,6 @@ int conf_parse_uint(const char *s, unsigned long long min, unsigned long long ma
 int conf_parse_bool(const char *s, int *out);
 int conf_parse_duration(const char *s, unsigned long long min_ms, unsigned long long max_ms,
 			unsigned long long *out_ms);
-
-/*
- * conf_parse_strategies - the correlator's `strategies` list: comma-separated, each
- * `correlation_id` or `timestamp(DURATION)` (DURATION in ms, at most 1000ms, at least 1ms),
- * each at most once, correlation_id first when both are given. *window_ms is 0 without a
- * timestamp strategy. Returns 0 or -EINVAL.
- */
-int conf_parse_strategies(const char *s, int *exact, unsigned long long *window_ms);
 
 /*
  * conf_parse_filter - a source's `filter`: record kinds to keep, comma-separated, from
@@ -156,28 +272,6 @@ int conf_parse_filter(const char *s, unsigned int *keep);
  */
 int conf_list_next(const char **sp, char *item, size_t cap);
 
-/*
- * conf_parse_activities - the cupti source's `activities`: comma-separated names from kernel,
- * memcpy, memset, sync, runtime, driver, memory, overhead, external, nvtx; or `all` or `none`
- * alone. *bits gets the XPU_CUPTI_ACT_* bit of each (shm/inproc.h), the bits the actor
- * sends to each CUPTI client. Returns 0 or -EINVAL.
- */
-int conf_parse_activities(const char *s, unsigned int *bits);
-
-/* How the CUPTI library records each launch's stack (the cupti source's `launch_stacks`). */
-enum conf_launch_stacks {
-	CONF_LAUNCH_STACKS_INPROC = 0, /* `inproc` (or `yes`): it walks the stack itself */
-	CONF_LAUNCH_STACKS_MARKER = 1, /* `marker`: it calls the marker for the cpu source */
-	CONF_LAUNCH_STACKS_NO = 2, /* `no` */
-};
-
-/*
- * conf_parse_launch_stacks - `inproc`, `marker`, `no`, or `yes` (an alias of inproc: the key
- * was a boolean before it was a choice) into *mode (enum conf_launch_stacks). Returns 0 or
- * -EINVAL. The correlator reads it too: only marker LAUNCHes come late (from the cpu source).
- */
-int conf_parse_launch_stacks(const char *s, int *mode);
-
 /* A source's `enrich` stages (docs/pipeline.md): bits of *stages. */
 enum conf_enrich {
 	CONF_ENRICH_NAMES = 1 << 0, /* kernel and range names from STRING records */
@@ -193,7 +287,7 @@ enum conf_enrich {
 int conf_parse_enrich(const char *s, unsigned int *stages);
 
 /* Which processes a source records (`target` of the cpu and pmu kinds). The mode values are
- * those of actors/cpu/profile.h's enum profile_target. */
+ * those of bpf/profile.h's enum profile_target. */
 enum conf_target_mode {
 	CONF_TARGET_ALL = 0,
 	CONF_TARGET_PIDS = 1,

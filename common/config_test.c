@@ -10,6 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/correlator/correlator_options.h"
+#include "actors/cpu/cpu_options.h"
+#include "actors/inproc/inproc_options.h"
+#include "actors/sink/sink_options.h"
+#include "actors/test/test_options.h"
 #include "shm/inproc.h"
 #include "tests/tap.h"
 #include "xpusup/event.h"
@@ -658,20 +663,20 @@ static void test_files(void)
 
 static void test_strategies(void)
 {
-	unsigned long long w = 99;
-	int ex = -1;
+	struct correlator_strategies st = { 0 };
 
-	tap_ok(!conf_parse_strategies("correlation_id, timestamp(2ms)", &ex, &w) && ex == 1 &&
-		       w == 2,
+	tap_ok(!correlator_strategies__parse("correlation_id, timestamp(2ms)", &st) && st.exact &&
+		       st.window_ms == 2,
 	       "strategies: correlation_id, timestamp(2ms)");
-	tap_ok(!conf_parse_strategies("timestamp(1000ms)", &ex, &w) && ex == 0 && w == 1000,
+	tap_ok(!correlator_strategies__parse("timestamp(1000ms)", &st) && !st.exact &&
+		       st.window_ms == 1000,
 	       "strategies: timestamp alone");
-	tap_ok(conf_parse_strategies("timestamp(2ms), correlation_id", &ex, &w) == -EINVAL &&
-		       conf_parse_strategies("correlation_id,", &ex, &w) == -EINVAL &&
-		       conf_parse_strategies("correlation_id, correlation_id", &ex, &w) ==
+	tap_ok(correlator_strategies__parse("timestamp(2ms), correlation_id", &st) == -EINVAL &&
+		       correlator_strategies__parse("correlation_id,", &st) == -EINVAL &&
+		       correlator_strategies__parse("correlation_id, correlation_id", &st) ==
 			       -EINVAL &&
-		       conf_parse_strategies("timestamp(0ms)", &ex, &w) == -EINVAL &&
-		       conf_parse_strategies("", &ex, &w) == -EINVAL,
+		       correlator_strategies__parse("timestamp(0ms)", &st) == -EINVAL &&
+		       correlator_strategies__parse("", &st) == -EINVAL,
 	       "strategies: wrong order, trailing comma, duplicates, zero window, empty");
 }
 
@@ -794,20 +799,20 @@ static void test_cupti(void)
 		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc"),
 	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all, "
 	       "launch_stacks inproc");
-	tap_ok(a && !conf_parse_activities(conf_actor__get(a, "activities"), &bits) &&
+	tap_ok(a && !cupti_activities__parse(conf_actor__get(a, "activities"), &bits) &&
 		       bits == XPU_CUPTI_ACT_ALL,
 	       "cupti: the default activities are every one");
 	{
 		static const char *const words[] = { "inproc", "yes", "marker", "no" };
-		static const int modes[] = { CONF_LAUNCH_STACKS_INPROC, CONF_LAUNCH_STACKS_INPROC,
-					     CONF_LAUNCH_STACKS_MARKER, CONF_LAUNCH_STACKS_NO };
+		static const int modes[] = { LAUNCH_STACKS_INPROC, LAUNCH_STACKS_INPROC,
+					     LAUNCH_STACKS_MARKER, LAUNCH_STACKS_NO };
 		int mode = -1, good = 1;
 		size_t i;
 
 		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-			good &= !conf_parse_launch_stacks(words[i], &mode) && mode == modes[i];
-		tap_ok(good && conf_parse_launch_stacks("on", &mode) == -EINVAL &&
-			       conf_parse_launch_stacks(NULL, &mode) == -EINVAL,
+			good &= !launch_stacks__parse(words[i], &mode) && mode == modes[i];
+		tap_ok(good && launch_stacks__parse("on", &mode) == -EINVAL &&
+			       launch_stacks__parse(NULL, &mode) == -EINVAL,
 		       "cupti: launch_stacks inproc, yes (its alias), marker, no; nothing else");
 	}
 	conf__free(conf);
@@ -822,7 +827,7 @@ static void test_cupti(void)
 		       !strcmp(conf_actor__get(a, "max_processes"), "3") &&
 		       !strcmp(conf_actor__get(a, "launch_stacks"), "no") && a->optional,
 	       "cupti: keys written are read back");
-	tap_ok(a && !conf_parse_activities(conf_actor__get(a, "activities"), &bits) &&
+	tap_ok(a && !cupti_activities__parse(conf_actor__get(a, "activities"), &bits) &&
 		       bits == (XPU_CUPTI_ACT_KERNEL | XPU_CUPTI_ACT_MEMCPY | XPU_CUPTI_ACT_NVTX),
 	       "cupti: activities become their XPU_CUPTI_ACT_* bits");
 	conf__free(conf);
@@ -835,31 +840,207 @@ static void test_cupti(void)
 	conf__free(conf);
 	conf = NULL;
 
-	tap_ok(!conf_parse_activities("kernel", &bits) && bits == XPU_CUPTI_ACT_KERNEL,
+	tap_ok(!cupti_activities__parse("kernel", &bits) && bits == XPU_CUPTI_ACT_KERNEL,
 	       "activities: one");
-	tap_ok(!conf_parse_activities("kernel, memcpy, memset, sync, runtime, driver, memory, "
-				      "overhead, external, nvtx",
-				      &bits) &&
+	tap_ok(!cupti_activities__parse("kernel, memcpy, memset, sync, runtime, driver, memory, "
+					"overhead, external, nvtx",
+					&bits) &&
 		       bits == XPU_CUPTI_ACT_ALL,
 	       "activities: every name is every bit");
-	tap_ok(!conf_parse_activities("none", &bits) && bits == 0, "activities: none");
-	tap_ok(!conf_parse_activities("all", &bits) && bits == XPU_CUPTI_ACT_ALL,
+	tap_ok(!cupti_activities__parse("none", &bits) && bits == 0, "activities: none");
+	tap_ok(!cupti_activities__parse("all", &bits) && bits == XPU_CUPTI_ACT_ALL,
 	       "activities: all");
-	tap_ok(!conf_parse_activities("sync,sync", &bits) && bits == XPU_CUPTI_ACT_SYNC,
+	tap_ok(!cupti_activities__parse("sync,sync", &bits) && bits == XPU_CUPTI_ACT_SYNC,
 	       "activities: a name twice is the name once");
 	bits = 7;
-	tap_ok(conf_parse_activities("none, kernel", &bits) == -EINVAL &&
-		       conf_parse_activities("all, nvtx", &bits) == -EINVAL &&
-		       conf_parse_activities("Kernel", &bits) == -EINVAL &&
-		       conf_parse_activities("kernel,", &bits) == -EINVAL &&
-		       conf_parse_activities("", &bits) == -EINVAL &&
-		       conf_parse_activities(NULL, &bits) == -EINVAL && bits == 7,
+	tap_ok(cupti_activities__parse("none, kernel", &bits) == -EINVAL &&
+		       cupti_activities__parse("all, nvtx", &bits) == -EINVAL &&
+		       cupti_activities__parse("Kernel", &bits) == -EINVAL &&
+		       cupti_activities__parse("kernel,", &bits) == -EINVAL &&
+		       cupti_activities__parse("", &bits) == -EINVAL &&
+		       cupti_activities__parse(NULL, &bits) == -EINVAL && bits == 7,
 	       "activities: none or all with more, upper case, trailing comma, empty, NULL are "
 	       "refused, out untouched");
 }
 
+/* Every kind's table: each row's member fits its type, each default passes. */
+static void test_kinds(void)
+{
+	const struct conf_kind *const *k;
+	char why[256];
+
+	for (k = conf_kinds; *k; k++) {
+		why[0] = 0;
+		tap_ok(!conf_kind__check(*k, why, sizeof(why)), "kind %s: its table is sound%s%s",
+		       (*k)->name, why[0] ? ": " : "", why);
+	}
+	{
+		/* A row whose member is not its type's size, one whose default fails. */
+		struct wrong {
+			int n;
+		};
+		static const struct conf_key narrow[] = {
+			{ .key = "n",
+			  CONF_MEMBER(struct wrong, n),
+			  .type = CONF_T_UINT,
+			  .roles = CONF_SOURCE,
+			  .max = 9,
+			  .def = "1" },
+			{ .key = NULL },
+		};
+		static const struct conf_key bad_def[] = {
+			{ .key = "n",
+			  .offset = 0,
+			  .size = sizeof(unsigned long long),
+			  .type = CONF_T_UINT,
+			  .roles = CONF_SOURCE,
+			  .max = 9,
+			  .def = "10" },
+			{ .key = NULL },
+		};
+		const struct conf_kind k1 = { .name = "k1",
+					      .keys = narrow,
+					      .options_size = sizeof(struct wrong) };
+		const struct conf_kind k2 = { .name = "k2",
+					      .keys = bad_def,
+					      .options_size = sizeof(unsigned long long) };
+
+		tap_ok(conf_kind__check(&k1, why, sizeof(why)) == -EINVAL &&
+			       strstr(why, "n: member"),
+		       "a row whose member is an int for an integer key is refused (%s)", why);
+		tap_ok(conf_kind__check(&k2, why, sizeof(why)) == -EINVAL &&
+			       strstr(why, "the default '10' does not pass"),
+		       "a default out of its own range is refused (%s)", why);
+	}
+	tap_ok(conf_kind__find("cpu") == &cpu_conf_kind && !conf_kind__find("gpu"),
+	       "conf_kind__find: cpu is the cpu table, gpu is none");
+}
+
+/* A key's text for conf_kind__options: from a NULL-terminated list of key, value pairs. */
+static const char *pairs_get(void *ctx, const char *key)
+{
+	const char *const *kv;
+
+	for (kv = ctx; kv[0]; kv += 2)
+		if (!strcmp(kv[0], key))
+			return kv[1];
+	return NULL;
+}
+
+/* The typed options structs: schema defaults, values as written, a mismatched struct. */
+static void test_options(void)
+{
+	struct correlator_options co;
+	struct cpu_options cpu;
+	struct test_options to;
+	struct conf *conf = NULL;
+	const struct conf_actor *a;
+	int ret;
+
+	ret = load("[correlator]\n[source c]\nkind = cpu\n[sink s]\nkind = test\n", &conf);
+	if (!tap_ok(ret == 0 && conf, "options: a file of defaults loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	a = conf__find(conf, "correlator.0");
+	tap_ok(a && a->schema == &correlator_conf_kind &&
+		       !conf_actor__options(a, &co, sizeof(co)) && co.ttl_ms == 10000 &&
+		       co.linger_ms == 200 && co.exit_grace_ms == 1000 &&
+		       co.max_pending == 1000000 && co.max_waiting == 65536 &&
+		       co.max_streams == 16384 && co.stream_idle_ms == 60000 &&
+		       co.strategies.exact && co.strategies.window_ms == 0,
+	       "options: correlator defaults are the schema's");
+	a = conf__find(conf, "c");
+	tap_ok(a && !conf_actor__options(a, &cpu, sizeof(cpu)) && cpu.frequency_hz == 99 &&
+		       cpu.event == EV_CPU_CLOCK && cpu.target.mode == CONF_TARGET_ALL &&
+		       cpu.kernel_stacks && cpu.user_stacks && cpu.unwind == UNWIND_AUTO &&
+		       cpu.stack_bytes == 16384 && !cpu.launch_marker && cpu.ringbuf_kb == 8192 &&
+		       cpu.wakeup_kb == 256 && cpu.drain_ms == 50,
+	       "options: cpu defaults are the schema's; launch_marker, without one, is NULL");
+	tap_ok(a && a->filter == ~0u && a->enrich == CONF_ENRICH_ALL && a->sample == 1 &&
+		       a->min_duration_us == 0,
+	       "options: a source's stages default to all, every stage, 1 in 1, no minimum");
+	tap_ok(a && conf_actor__options(a, &co, sizeof(co)) == -EINVAL,
+	       "options: a struct of another kind's size is refused");
+	a = conf__find(conf, "s");
+	tap_ok(a && !conf_actor__options(a, &to, sizeof(to)) && !to.dump && !to.crash_after_ms &&
+		       !to.never_ready,
+	       "options: test keys without a default read 0 and NULL");
+	conf__free(conf);
+	conf = NULL;
+
+	ret = load("[correlator]\nttl_ms = 5\nmax_pending = 16\n"
+		   "strategies = correlation_id, timestamp(2ms)\n"
+		   "[source c]\nkind = cpu\nfrequency_hz = 997\nevent = auto\nunwind = dwarf\n"
+		   "kernel_stacks = off\ntarget = pid:12, 34\nlaunch_marker = lib.so\n"
+		   "drain_ms = 7\nfilter = kernel\nenrich = names\nsample = 3\n"
+		   "min_duration_us = 9\n"
+		   "[sink s]\nkind = test\ndump = d.jsonl\ncrash_after_ms = 4\n",
+		   &conf);
+	if (!tap_ok(ret == 0 && conf, "options: a file of values loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	a = conf__find(conf, "correlator.0");
+	tap_ok(a && !conf_actor__options(a, &co, sizeof(co)) && co.ttl_ms == 5 &&
+		       co.max_pending == 16 && co.linger_ms == 200 && co.strategies.exact &&
+		       co.strategies.window_ms == 2,
+	       "options: correlator values as written, the others' defaults");
+	a = conf__find(conf, "c");
+	tap_ok(a && !conf_actor__options(a, &cpu, sizeof(cpu)) && cpu.frequency_hz == 997 &&
+		       cpu.event == EV_AUTO && cpu.unwind == UNWIND_DWARF && !cpu.kernel_stacks &&
+		       cpu.user_stacks && cpu.target.mode == CONF_TARGET_PIDS &&
+		       cpu.target.n_pids == 2 && cpu.target.pids[1] == 34 && cpu.launch_marker &&
+		       !strcmp(cpu.launch_marker, "lib.so") && cpu.drain_ms == 7,
+	       "options: cpu values as written (enum, bool, target, text)");
+	tap_ok(a && (a->filter & 1u << XPU_REC_GPU_KERNEL) &&
+		       !(a->filter & 1u << XPU_REC_CPU_SAMPLE) && a->enrich == CONF_ENRICH_NAMES &&
+		       a->sample == 3 && a->min_duration_us == 9,
+	       "options: a source's stages as written");
+	a = conf__find(conf, "s");
+	tap_ok(a && !conf_actor__options(a, &to, sizeof(to)) && to.dump &&
+		       !strcmp(to.dump, "d.jsonl") && to.crash_after_ms == 4,
+	       "options: test dump and crash_after_ms as written");
+	tap_ok(a && conf_actor__written(a, "crash_after_ms") &&
+		       !conf_actor__written(a, "ready_delay_ms") &&
+		       !strcmp(conf_actor__get(a, "ready_delay_ms"), "0"),
+	       "conf_actor__written: a key written, not one only defaulted");
+	conf__free(conf);
+
+	/* Out of the schema's range: refused at load, naming file and line. */
+	check_error("correlator max_pending below 16", "[correlator]\nmax_pending = 8\n",
+		    "t.conf:2: ",
+		    "bad value '8' for 'max_pending': expected an integer in 16..16777216");
+	check_error("cupti launch_stacks",
+		    "[correlator]\n[source g]\nkind = cupti\nlaunch_stacks = on\n", "t.conf:4: ",
+		    "bad value 'on' for 'launch_stacks': expected one of inproc, marker, no, yes");
+
+	/* The same schema from another source of values (`xpusup subscribe`'s options). */
+	{
+		static const char *const given[] = { "queue", "7", "listen", "tcp://a:1", NULL };
+		static const char *const bad[] = { "queue", "0", NULL };
+		static const char *const none[] = { NULL };
+		struct publish_options po;
+		struct folded_options fo;
+		char why[256] = "";
+
+		tap_ok(!conf_kind__options(&publish_conf_kind, CONF_SINK, pairs_get, (void *)given,
+					   &po, sizeof(po), why, sizeof(why)) &&
+			       po.queue == 7 && po.linger_ms == 200 &&
+			       !strcmp(po.listen, "tcp://a:1") && !po.tls_ca,
+		       "options from a getter: values given, defaults for the rest");
+		tap_ok(conf_kind__options(&publish_conf_kind, CONF_SINK, pairs_get, (void *)bad,
+					  &po, sizeof(po), why, sizeof(why)) == -EINVAL &&
+			       !strcmp(why, "bad queue '0': expected an integer in 1..8192"),
+		       "options from a getter: out of range is refused with why (%s)", why);
+		tap_ok(!conf_kind__options(&folded_conf_kind, CONF_SINK, pairs_get, (void *)none,
+					   &fo, sizeof(fo), why, sizeof(why)) &&
+			       fo.weight == FOLDED_WEIGHT_NS && fo.snapshot_s == 10 &&
+			       fo.max_stacks == 1000000 && !fo.path && !fo.html,
+		       "options from a getter: nothing given is every default");
+	}
+}
+
 int main(void)
 {
+	test_kinds();
+	test_options();
 	test_strategies();
 	test_stages();
 	test_target();

@@ -58,9 +58,12 @@
 #include <nng/supplemental/util/platform.h>
 
 #include "actors/correlator/checkpoint.h"
+#include "actors/correlator/correlator_options.h"
 #include "actors/correlator/join.h"
 #include "actors/correlator/symbolize.h"
 #include "actors/correlator/unwind.h"
+#include "actors/cpu/cpu_options.h"
+#include "actors/inproc/inproc_options.h"
 #include "common/mix.h"
 #include "common/oatab.h"
 #include "common/wire.h"
@@ -830,15 +833,6 @@ static void publish(struct shard *s)
 		actor__count(s->a, s->counters[i], v[i]);
 }
 
-static int get_ms(const struct actor *a, const char *key, unsigned long long def,
-		  unsigned long long *out)
-{
-	const char *v = conf_actor__get(a->self, key);
-
-	*out = def;
-	return v ? conf_parse_uint(v, 0, 16777216ull * 1000, out) : 0;
-}
-
 /* Read ring r up to pos, where the last checkpoint says the previous incarnation got to:
  * what lies before it has gone out (or is counted lost) already. */
 static void ring_skip_to(struct shard *s, struct ring *r, __u64 pos)
@@ -887,27 +881,13 @@ static int resume(struct shard *s, unsigned int shard, __u64 *first_id)
 	return 0;
 }
 
-/* The source's stage keys; the loader has validated them, absent ones take defaults. */
-static int stage__load(struct stage *st, const struct conf_actor *src)
+/* The source's stage keys, as the loader validated them (absent ones took defaults). */
+static void stage__load(struct stage *st, const struct conf_actor *src)
 {
-	const char *v;
-	unsigned long long u;
-	int err = 0;
-
-	*st = (struct stage){ .keep = ~0u, .enrich = CONF_ENRICH_ALL, .sample = 1 };
-	if ((v = conf_actor__get(src, "filter")))
-		err |= conf_parse_filter(v, &st->keep);
-	if ((v = conf_actor__get(src, "enrich")))
-		err |= conf_parse_enrich(v, &st->enrich);
-	if ((v = conf_actor__get(src, "sample")) && !(err |= conf_parse_uint(v, 1, 1000000, &u)))
-		st->sample = u;
-	if ((v = conf_actor__get(src, "min_duration_us")) &&
-	    !(err |= conf_parse_uint(v, 0, 3600000000ull, &u)))
-		st->min_dur_ns = u * 1000;
-	if (err)
-		fprintf(stderr, PROG ": unable to read configuration: bad stage in [%s]\n",
-			src->section);
-	return err ? -EINVAL : 0;
+	*st = (struct stage){ .keep = src->filter,
+			      .enrich = src->enrich,
+			      .sample = src->sample,
+			      .min_dur_ns = src->min_duration_us * 1000 };
 }
 
 /*
@@ -921,76 +901,56 @@ static int stage__load(struct stage *st, const struct conf_actor *src)
  */
 static __u64 launch_wait_ns(const struct conf *conf)
 {
-	unsigned long long drain, longest = 0;
+	unsigned long long longest = 0;
 	bool cpu = false, marker = false;
+	struct inproc_options gpu;
+	struct cpu_options c;
 	unsigned int i;
-	int mode;
 
 	for (i = 0; i < conf->n_actors; i++) {
 		const struct conf_actor *src = &conf->actors[i];
 
 		if (src->role != CONF_ROLE_SOURCE)
 			continue;
-		if (!strcmp(src->kind, "cupti") &&
-		    !conf_parse_launch_stacks(conf_actor__get(src, "launch_stacks"), &mode) &&
-		    mode == CONF_LAUNCH_STACKS_MARKER)
+		if (src->schema == &cupti_conf_kind &&
+		    !conf_actor__options(src, &gpu, sizeof(gpu)) &&
+		    gpu.launch_stacks == LAUNCH_STACKS_MARKER)
 			marker = true;
-		if (strcmp(src->kind, "cpu"))
+		if (src->schema != &cpu_conf_kind || conf_actor__options(src, &c, sizeof(c)))
 			continue;
 		cpu = true;
-		if (conf_parse_uint(conf_actor__get(src, "drain_ms"), 1, 1000, &drain))
-			drain = 50;
-		if (drain > longest)
-			longest = drain;
+		if (c.drain_ms > longest)
+			longest = c.drain_ms;
 	}
 	return cpu && marker ? (longest + 100) * 1000000ull : 0;
 }
 
 static int open_shard(struct shard *s, struct actor *a)
 {
-	unsigned long long ttl, linger, grace, max_pending, max_waiting, max_streams, idle;
+	struct correlator_options c;
 	struct join_opts o = { 0 };
 	char name[4300];
 	unsigned int i;
 	int err = 0;
 
-	err |= get_ms(a, "ttl_ms", 10000, &ttl);
-	err |= get_ms(a, "linger_ms", 200, &linger);
-	err |= get_ms(a, "exit_grace_ms", 1000, &grace);
-	err |= get_ms(a, "max_pending", 1000000, &max_pending);
-	err |= get_ms(a, "max_waiting", 65536, &max_waiting);
-	err |= get_ms(a, "max_streams", 16384, &max_streams);
-	err |= get_ms(a, "stream_idle_ms", 60000, &idle);
-	if (err) {
+	if (conf_actor__options(a->self, &c, sizeof(c))) {
 		fprintf(stderr, PROG ": unable to read configuration: bad value in [%s]\n",
 			a->self->section);
 		return -EINVAL;
 	}
-	o.ttl_ns = ttl * 1000000ull;
-	o.linger_ns = linger * 1000000ull;
-	o.exit_grace_ns = grace * 1000000ull;
-	o.max_pending = (__u32)max_pending;
-	o.max_waiting = (__u32)max_waiting;
-	o.max_streams = (__u32)max_streams;
-	o.stream_idle_ns = idle * 1000000ull;
+	o.ttl_ns = c.ttl_ms * 1000000ull;
+	o.linger_ns = c.linger_ms * 1000000ull;
+	o.exit_grace_ns = c.exit_grace_ms * 1000000ull;
+	o.max_pending = (__u32)c.max_pending;
+	o.max_waiting = (__u32)c.max_waiting;
+	o.max_streams = (__u32)c.max_streams;
+	o.stream_idle_ns = c.stream_idle_ms * 1000000ull;
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
 	o.shard = a->self->shard;
 	o.launch_wait_ns = launch_wait_ns(a->conf);
-	{
-		const char *strategies = conf_actor__get(a->self, "strategies");
-		unsigned long long window_ms = 0;
-		int exact = 1;
-
-		if (strategies && conf_parse_strategies(strategies, &exact, &window_ms)) {
-			fprintf(stderr,
-				PROG ": unable to read configuration: bad strategies in [%s]\n",
-				a->self->section);
-			return -EINVAL;
-		}
-		o.no_exact = !exact;
-		o.time_window_ns = window_ms * 1000000ull;
-	}
+	o.no_exact = !c.strategies.exact;
+	o.time_window_ns = c.strategies.window_ms * 1000000ull;
 	for (i = 0; i < a->conf->n_actors; i++) {
 		struct ring_stats rs;
 
@@ -1004,11 +964,7 @@ static int open_shard(struct shard *s, struct actor *a)
 				strerror(errno));
 			return -errno;
 		}
-		err = stage__load(&s->stages[s->n_rings], &a->conf->actors[i]);
-		if (err) {
-			ring__close(s->rings[s->n_rings]);
-			return err;
-		}
+		stage__load(&s->stages[s->n_rings], &a->conf->actors[i]);
 		ring__hold(s->rings[s->n_rings], true);
 		ring__stats(s->rings[s->n_rings], &rs);
 		s->ring_quarter[s->n_rings] = rs.capacity / 4;

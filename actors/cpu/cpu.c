@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "actors/actor.h"
+#include "actors/cpu/cpu_options.h"
 #include "actors/proctree.h"
 #include "actors/cpu/profile.h"
 #include "common/paths.h"
@@ -48,11 +49,8 @@ _Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
 		       (int)CONF_TARGET_CGROUP == (int)PROFILE_TARGET_CGROUP,
 	       "config target modes are the BPF program's");
 
-enum cpu_event { EV_CPU_CLOCK, EV_CYCLES, EV_AUTO };
-
-/* How user stacks are taken (docs/cpu.md, "User stacks"). dwarf copies the stack for the
- * correlator's CFI unwinder, which knows x86-64's registers only. */
-enum cpu_unwind { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
+/* How user stacks are taken (enum cpu_unwind, docs/cpu.md, "User stacks"). dwarf copies the
+ * stack for the correlator's CFI unwinder, which knows x86-64's registers only. */
 #if defined(__x86_64__)
 #define DWARF_HERE 1
 #else
@@ -143,17 +141,6 @@ static int fail(struct cpu_src *c, const char *fmt, ...)
 	return ACTOR_EXIT_PERMANENT;
 }
 
-/* Whether key is written in the actor's own section (not the schema's default). */
-static bool key_written(const struct conf_actor *self, const char *key)
-{
-	unsigned int i;
-
-	for (i = 0; i < self->n_keys; i++)
-		if (!strcmp(self->keys[i].key, key))
-			return true;
-	return false;
-}
-
 /*
  * The BPF programs' wake-up threshold. wakeup_kb's default (256) is sized for samples of
  * frames alone (0.2 to 2 KiB: hundreds a wake-up, so the actor mostly drains every
@@ -167,31 +154,28 @@ static __u64 wakeup_bytes(const struct cpu_src *c)
 {
 	__u64 quarter = c->k.ringbuf_kb * 1024 / 4;
 
-	if (c->k.unwind != UNWIND_DWARF || key_written(c->a->self, "wakeup_kb"))
+	if (c->k.unwind != UNWIND_DWARF || conf_actor__written(c->a->self, "wakeup_kb"))
 		return c->k.wakeup_kb * 1024;
 	return quarter > 256 * 1024 ? quarter : 256 * 1024;
 }
 
 static int load_keys(struct actor *a, struct cpu_keys *k)
 {
-	const char *v;
-	int err = 0;
+	struct cpu_options o;
+	int err;
 
 	memset(k, 0, sizeof(*k));
-	err |= conf_parse_uint(conf_actor__get(a->self, "frequency_hz"), 1, 100000, &k->hz);
-	err |= conf_parse_uint(conf_actor__get(a->self, "ringbuf_kb"), 64, 1048576, &k->ringbuf_kb);
-	err |= conf_parse_uint(conf_actor__get(a->self, "wakeup_kb"), 0, 1048576, &k->wakeup_kb);
-	err |= conf_parse_uint(conf_actor__get(a->self, "drain_ms"), 1, 1000, &k->drain_ms);
-	err |= conf_parse_bool(conf_actor__get(a->self, "kernel_stacks"), &k->kernel_stacks);
-	err |= conf_parse_bool(conf_actor__get(a->self, "user_stacks"), &k->user_stacks);
-	err |= conf_parse_target(conf_actor__get(a->self, "target"), &k->target);
-	err |= conf_parse_uint(conf_actor__get(a->self, "stack_bytes"), 1024, XPU_STACK_COPY_MAX,
-			       &k->stack_bytes);
-	err |= k->stack_bytes % 8 != 0; /* the config check said so already */
-	v = conf_actor__get(a->self, "event");
-	k->event = !strcmp(v, "cycles") ? EV_CYCLES : !strcmp(v, "auto") ? EV_AUTO : EV_CPU_CLOCK;
-	v = conf_actor__get(a->self, "unwind");
-	k->unwind = !strcmp(v, "fp") ? UNWIND_FP : !strcmp(v, "dwarf") ? UNWIND_DWARF : UNWIND_AUTO;
+	err = conf_actor__options(a->self, &o, sizeof(o));
+	k->hz = o.frequency_hz;
+	k->ringbuf_kb = o.ringbuf_kb;
+	k->wakeup_kb = o.wakeup_kb;
+	k->drain_ms = o.drain_ms;
+	k->kernel_stacks = o.kernel_stacks;
+	k->user_stacks = o.user_stacks;
+	k->target = o.target;
+	k->stack_bytes = o.stack_bytes;
+	k->event = (enum cpu_event)o.event;
+	k->unwind = (enum cpu_unwind)o.unwind;
 	/* Not written: the CUPTI injection library, the very file `record` and `run` inject
 	 * (a uprobe is on an inode), when it is there; when it is not, nothing to attach. */
 	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker))) {

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "actors/actor.h"
+#include "actors/inproc/inproc_options.h"
 #include "common/config.h"
 #include "shm/inproc.h"
 #include "common/status.h"
@@ -105,28 +106,18 @@ struct inproc {
 
 static int load_keys(struct inproc *p)
 {
-	int err = 0;
+	struct inproc_options o;
+	int err;
 
-	err |= conf_parse_uint(conf_actor__get(p->a->self, "ring_kib"), 4, 1048576, &p->ring_kib);
-	err |= conf_parse_uint(conf_actor__get(p->a->self, "max_processes"), 1, 65536,
-			       &p->max_processes);
-	if (p->ring_kib & (p->ring_kib - 1))
-		err = 1;
+	err = conf_actor__options(p->a->self, &o, sizeof(o));
+	p->ring_kib = o.ring_kib;
+	p->max_processes = o.max_processes;
 #ifdef INPROC_KIND_CUPTI
-	{
-		unsigned int activities = 0;
-		int stacks = CONF_LAUNCH_STACKS_NO;
-
-		err |= conf_parse_activities(conf_actor__get(p->a->self, "activities"),
-					     &activities);
-		err |= conf_parse_launch_stacks(conf_actor__get(p->a->self, "launch_stacks"),
-						&stacks);
-		p->cupti_options = XPU_INPROC_OPT_SET | activities;
-		if (stacks == CONF_LAUNCH_STACKS_INPROC)
-			p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_INPROC;
-		else if (stacks == CONF_LAUNCH_STACKS_MARKER)
-			p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_STACKS;
-	}
+	p->cupti_options = XPU_INPROC_OPT_SET | o.activities;
+	if (o.launch_stacks == LAUNCH_STACKS_INPROC)
+		p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_INPROC;
+	else if (o.launch_stacks == LAUNCH_STACKS_MARKER)
+		p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_STACKS;
 #endif
 	return err ? -EINVAL : 0;
 }

@@ -31,6 +31,7 @@
 #include "actors/actor.h"
 #include "actors/proctree.h"
 #include "actors/pmu/events.h"
+#include "actors/pmu/pmu_options.h"
 #include "actors/pmu/scale.h"
 #include "common/hash.h"
 #include "common/status.h"
@@ -148,14 +149,15 @@ static int fail(struct pmu_src *p, const char *fmt, ...)
 
 static int load_keys(struct actor *a, struct pmu_keys *k)
 {
-	const char *events = conf_actor__get(a->self, "events");
-	int err = 0;
+	struct pmu_options o;
+	int err;
 
 	memset(k, 0, sizeof(*k));
-	snprintf(k->events, sizeof(k->events), "%s", events ? events : "");
-	err |= conf_parse_uint(conf_actor__get(a->self, "interval_ms"), 10, 60000, &k->interval_ms);
-	err |= conf_parse_uint(conf_actor__get(a->self, "group_size"), 1, 16, &k->group_size);
-	err |= conf_parse_target(conf_actor__get(a->self, "target"), &k->target);
+	err = conf_actor__options(a->self, &o, sizeof(o));
+	snprintf(k->events, sizeof(k->events), "%s", o.events ? o.events : "");
+	k->interval_ms = o.interval_ms;
+	k->group_size = o.group_size;
+	k->target = o.target;
 	return err ? -EINVAL : 0;
 }
 

@@ -13,6 +13,7 @@
  * find the next record, replay stops there, having sent everything before it.
  */
 #include "actors/actor.h"
+#include "actors/replay/replay_options.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -125,7 +126,8 @@ int main(int argc, char **argv)
 {
 	struct replay r = { 0 };
 	struct xpu_replay_hdr fh;
-	const char *path = NULL, *speed;
+	struct replay_options o;
+	const char *path = NULL;
 	char path_buf[4096];
 	char shown[4400];
 	int code = ACTOR_EXIT_PERMANENT, err;
@@ -138,8 +140,7 @@ int main(int argc, char **argv)
 	r.a = &a;
 	if (!conf_actor__path(a.conf, a.self, "path", path_buf, sizeof(path_buf)))
 		path = path_buf;
-	speed = conf_actor__get(a.self, "speed");
-	r.original = speed && !strcmp(speed, "original");
+	r.original = !conf_actor__options(a.self, &o, sizeof(o)) && o.speed == REPLAY_ORIGINAL;
 	r.shards = a.conf->shards;
 	if (!path) {
 		fprintf(stderr, PROG ": unable to start [%s]: the key 'path' is required\n",

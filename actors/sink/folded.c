@@ -45,6 +45,7 @@
 
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
+#include "actors/sink/sink_options.h"
 #include "common/config.h"
 #include "common/mix.h"
 #include "xpusup/event.h"
@@ -887,8 +888,7 @@ static int preload(struct folded *f)
 static int folded_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
 {
 	struct folded *f = calloc(1, sizeof(*f));
-	unsigned long long u;
-	const char *v;
+	struct folded_options o;
 	char *dot;
 	int err;
 
@@ -900,10 +900,13 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 		err = -EINVAL;
 		goto fail;
 	}
-	v = env->get(env->ctx, "html");
-	if (v && !strcmp(v, "none")) {
+	err = conf_kind__options(&folded_conf_kind, CONF_SINK, env->get, env->ctx, &o, sizeof(o),
+				 why, why_len);
+	if (err)
+		goto fail;
+	if (o.html && !strcmp(o.html, "none")) {
 		f->html[0] = 0;
-	} else if (v) {
+	} else if (o.html) {
 		env->path(env->ctx, "html", f->html, sizeof(f->html));
 	} else {
 		/* beside the folded file: flame.folded -> flame.html */
@@ -914,24 +917,9 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 		if (strlen(f->html) + 5 < sizeof(f->html))
 			strcat(f->html, ".html");
 	}
-	v = env->get(env->ctx, "weight");
-	f->samples = v && !strcmp(v, "samples");
-	v = env->get(env->ctx, "snapshot_s");
-	u = 10;
-	if (v && conf_parse_uint(v, 0, 86400, &u)) {
-		snprintf(why, why_len, "bad snapshot_s '%s'", v);
-		err = -EINVAL;
-		goto fail;
-	}
-	f->snapshot_ns = u * 1000000000ull;
-	v = env->get(env->ctx, "max_stacks");
-	u = 1000000;
-	if (v && conf_parse_uint(v, 16, 1u << 26, &u)) {
-		snprintf(why, why_len, "bad max_stacks '%s'", v);
-		err = -EINVAL;
-		goto fail;
-	}
-	f->max_stacks = (__u32)u;
+	f->samples = o.weight == FOLDED_WEIGHT_SAMPLES;
+	f->snapshot_ns = o.snapshot_s * 1000000000ull;
+	f->max_stacks = (__u32)o.max_stacks;
 	for (f->mask = 16; f->mask < 2 * f->max_stacks; f->mask <<= 1)
 		;
 	f->mask--;

@@ -25,6 +25,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "actors/sink/fmt.h"
+#include "actors/sink/sink_options.h"
 #include "common/config.h"
 
 #define PUBLISH_PATH_MAX 4096
@@ -237,17 +238,19 @@ static void publish_free(void *st)
 
 static int publish_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
 {
-	static const char *const tls_keys[] = { "tls_cert", "tls_key", "tls_ca" };
 	struct publish *pb = calloc(1, sizeof(*pb));
-	unsigned long long queue = 32, linger = 200;
+	struct publish_options o;
 	size_t scheme_len = 0;
-	const char *url, *v;
-	unsigned int i;
+	const char *url;
 	int rv, err, s;
 
 	if (!pb)
 		return -ENOMEM;
-	url = env->get(env->ctx, "listen");
+	err = conf_kind__options(&publish_conf_kind, CONF_SINK, env->get, env->ctx, &o, sizeof(o),
+				 why, why_len);
+	if (err)
+		goto free_pb;
+	url = o.listen;
 	if (!url) {
 		snprintf(why, why_len, "no address: set 'listen', e.g. tcp://0.0.0.0:7878");
 		err = -EINVAL;
@@ -270,25 +273,15 @@ static int publish_open(void **out, const struct fmt_env *env, char *why, size_t
 		err = -EINVAL;
 		goto free_pb;
 	}
-	for (i = 0; i < sizeof(tls_keys) / sizeof(tls_keys[0]) && !schemes[s].tls; i++)
-		if (env->get(env->ctx, tls_keys[i])) {
-			snprintf(why, why_len, "%s is only for tls+tcp:// addresses", tls_keys[i]);
-			err = -EINVAL;
-			goto free_pb;
-		}
-	v = env->get(env->ctx, "queue");
-	if (v && conf_parse_uint(v, 1, 8192, &queue)) {
-		snprintf(why, why_len, "bad queue '%s'", v);
+	if (!schemes[s].tls && (o.tls_cert || o.tls_key || o.tls_ca)) {
+		snprintf(why, why_len, "%s is only for tls+tcp:// addresses",
+			 o.tls_cert ? "tls_cert" :
+			 o.tls_key  ? "tls_key" :
+				      "tls_ca");
 		err = -EINVAL;
 		goto free_pb;
 	}
-	v = env->get(env->ctx, "linger_ms");
-	if (v && conf_parse_uint(v, 0, 10000, &linger)) {
-		snprintf(why, why_len, "bad linger_ms '%s'", v);
-		err = -EINVAL;
-		goto free_pb;
-	}
-	pb->linger_ms = linger;
+	pb->linger_ms = o.linger_ms;
 	rv = nng_pub0_open(&pb->pub);
 	if (rv) {
 		snprintf(why, why_len, "unable to open a PUB socket: %s", nng_strerror(rv));
@@ -296,7 +289,7 @@ static int publish_open(void **out, const struct fmt_env *env, char *why, size_t
 		goto free_pb;
 	}
 	pb->open = true;
-	rv = nng_socket_set_int(pb->pub, NNG_OPT_SENDBUF, (int)queue);
+	rv = nng_socket_set_int(pb->pub, NNG_OPT_SENDBUF, (int)o.queue);
 	if (!rv)
 		rv = nng_pipe_notify(pb->pub, NNG_PIPE_EV_ADD_POST, on_pipe, pb);
 	if (!rv)

@@ -51,6 +51,7 @@
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sink.h"
+#include "actors/sink/sink_options.h"
 #include "actors/sink/sketch.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
@@ -2693,24 +2694,10 @@ static int beside(char *buf, size_t size, const char *path, const char *ext)
 	return 0;
 }
 
-static int get_uint(const struct fmt_env *env, const char *key, unsigned long long min,
-		    unsigned long long max, unsigned long long def, unsigned long long *out,
-		    char *why, size_t why_len)
+/* key's file (v its value, NULL when not given): "none", the name given, or beside path. */
+static int file_option(const struct fmt_env *env, const char *key, const char *v, char *buf,
+		       size_t size, const char *path, const char *ext, char *why, size_t why_len)
 {
-	const char *v = env->get(env->ctx, key);
-
-	*out = def;
-	if (v && conf_parse_uint(v, min, max, out)) {
-		snprintf(why, why_len, "bad %s '%s'", key, v);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int file_option(const struct fmt_env *env, const char *key, char *buf, size_t size,
-		       const char *path, const char *ext, char *why, size_t why_len)
-{
-	const char *v = env->get(env->ctx, key);
 	int err;
 
 	if (v && !strcmp(v, "none")) {
@@ -2729,7 +2716,7 @@ static int file_option(const struct fmt_env *env, const char *key, char *buf, si
 static int stats_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
 {
 	struct stats *st = calloc(1, sizeof(*st));
-	unsigned long long u;
+	struct stats_options o;
 	int err;
 
 	if (!st)
@@ -2745,32 +2732,26 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 		err = -EINVAL;
 		goto fail;
 	}
-	err = file_option(env, "text", st->text, sizeof(st->text), st->path, ".txt", why, why_len);
+	err = conf_kind__options(&stats_conf_kind, CONF_SINK, env->get, env->ctx, &o, sizeof(o),
+				 why, why_len);
 	if (!err)
-		err = file_option(env, "intervals", st->intervals, sizeof(st->intervals), st->path,
-				  ".intervals.jsonl", why, why_len);
+		err = file_option(env, "text", o.text, st->text, sizeof(st->text), st->path, ".txt",
+				  why, why_len);
 	if (!err)
-		err = get_uint(env, "interval_s", 0, 86400, 0, &u, why, why_len);
+		err = file_option(env, "intervals", o.intervals, st->intervals,
+				  sizeof(st->intervals), st->path, ".intervals.jsonl", why,
+				  why_len);
 	if (err)
 		goto fail;
-	st->interval_ns = u * 1000000000ull;
+	st->interval_ns = o.interval_s * 1000000000ull;
 	if (st->interval_ns && !st->intervals[0]) {
 		snprintf(why, why_len, "interval_s needs an 'intervals' file (it is none)");
 		err = -EINVAL;
 		goto fail;
 	}
-	err = get_uint(env, "window_ms", 1, 3600000, 1000, &u, why, why_len);
-	if (err)
-		goto fail;
-	st->window_ns = u * 1000000ull;
-	err = get_uint(env, "lateness_ms", 0, 3600000, 10000, &u, why, why_len);
-	if (err)
-		goto fail;
-	st->lateness_ns = u * 1000000ull;
-	err = get_uint(env, "max_kernels", 16, 1u << 20, 10000, &u, why, why_len);
-	if (err)
-		goto fail;
-	st->max_kernels = (__u32)u;
+	st->window_ns = o.window_ms * 1000000ull;
+	st->lateness_ns = o.lateness_ms * 1000000ull;
+	st->max_kernels = (__u32)o.max_kernels;
 	for (st->mask = 16; st->mask < 2 * st->max_kernels; st->mask <<= 1)
 		;
 	st->mask--;

@@ -44,6 +44,7 @@
 
 #include "actors/sink/clock_sync.h"
 #include "actors/sink/out.h"
+#include "actors/sink/sink_options.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
 #include "common/mix.h"
@@ -1641,8 +1642,7 @@ static unsigned int timeline_counters(void *st, const char **names, __u64 *value
 static int timeline_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
 {
 	struct timeline *t = calloc(1, sizeof(*t));
-	unsigned long long u;
-	const char *v;
+	struct timeline_options o;
 	__u32 i;
 	int err;
 
@@ -1654,30 +1654,13 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = -EINVAL;
 		goto fail;
 	}
-	v = env->get(env->ctx, "sm_window_ms");
-	u = 100;
-	if (v && conf_parse_uint(v, 1, 60000, &u)) {
-		snprintf(why, why_len, "bad sm_window_ms '%s'", v);
-		err = -EINVAL;
+	err = conf_kind__options(&timeline_conf_kind, CONF_SINK, env->get, env->ctx, &o, sizeof(o),
+				 why, why_len);
+	if (err)
 		goto fail;
-	}
-	t->window_ns = u * 1000000ull;
-	v = env->get(env->ctx, "sm_lateness_ms");
-	u = 2000;
-	if (v && conf_parse_uint(v, 0, 3600000, &u)) {
-		snprintf(why, why_len, "bad sm_lateness_ms '%s'", v);
-		err = -EINVAL;
-		goto fail;
-	}
-	t->lateness_ns = u * 1000000ull;
-	v = env->get(env->ctx, "max_launches");
-	u = 262144;
-	if (v && conf_parse_uint(v, 1024, 1u << 24, &u)) {
-		snprintf(why, why_len, "bad max_launches '%s'", v);
-		err = -EINVAL;
-		goto fail;
-	}
-	err = launches__init(&t->launches, (__u32)u);
+	t->window_ns = o.sm_window_ms * 1000000ull;
+	t->lateness_ns = o.sm_lateness_ms * 1000000ull;
+	err = launches__init(&t->launches, (__u32)o.max_launches);
 	if (!err)
 		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
 	if (!err)

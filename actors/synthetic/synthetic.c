@@ -25,6 +25,7 @@
  * its CPU samples have no kernel frames (a made-up kernel address has no name on this host).
  */
 #include "actors/actor.h"
+#include "actors/synthetic/synthetic_options.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -131,39 +132,24 @@ struct synth {
 	int c_launches, c_records, c_dropped, c_gpu, c_missing;
 };
 
-static int get_uint(const struct actor *a, const char *key, unsigned long long def,
-		    unsigned long long max, unsigned long long *out)
-{
-	const char *v = conf_actor__get(a->self, key);
-
-	*out = def;
-	return v ? conf_parse_uint(v, 0, max, out) : 0;
-}
-
 static int load_keys(const struct actor *a, struct keys *k)
 {
-	int err = 0;
+	struct synthetic_options o;
+	int err;
 
-	err |= get_uint(a, "processes", 4, 4096, &k->processes);
-	err |= get_uint(a, "threads", 2, 64, &k->threads);
-	err |= get_uint(a, "launches_per_s", 10000, 100000000, &k->rate);
-	err |= get_uint(a, "count", 0, 1000000000000ull, &k->count);
-	err |= get_uint(a, "missing_launch_pct", 0, 100, &k->missing_pct);
-	err |= get_uint(a, "reorder", 64, 65536, &k->reorder);
-	err |= get_uint(a, "pid_base", 1000000, 4000000000ull, &k->pid_base);
-	{
-		const char *v = conf_actor__get(a->self, "answer_frame");
-
-		k->answer_frame = 1;
-		if (v)
-			err |= conf_parse_bool(v, &k->answer_frame);
-		v = conf_actor__get(a->self, "story");
-		if (v)
-			err |= conf_parse_bool(v, &k->story);
-		if (k->story)
-			k->answer_frame = 0; /* its innermost frame would have no name */
-	}
-	return err || !k->processes || !k->threads ? -EINVAL : 0;
+	err = conf_actor__options(a->self, &o, sizeof(o));
+	k->processes = o.processes;
+	k->threads = o.threads;
+	k->rate = o.launches_per_s;
+	k->count = o.count;
+	k->missing_pct = o.missing_launch_pct;
+	k->reorder = o.reorder;
+	k->pid_base = o.pid_base;
+	k->answer_frame = o.answer_frame;
+	k->story = o.story;
+	if (k->story)
+		k->answer_frame = 0; /* its innermost frame would have no name */
+	return err ? -EINVAL : 0;
 }
 
 /* Write one record into shard's ring; flat out waits for room, paced drops (and the ring

@@ -20,6 +20,7 @@
 #include <nng/protocol/pipeline0/pull.h>
 
 #include "actors/sink/sink.h"
+#include "actors/test/test_options.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -27,44 +28,18 @@
 #define PROG "xpusup-test"
 
 struct test_keys {
-	unsigned long long ready_delay_ms, crash_after_ms, crash_times, exit_after_ms, exit_code;
-	unsigned long long hang_after_ms, produce_per_s;
-	int never_ready, ignore_sigterm;
-	int crash, exit, hang;
+	struct test_options o;
+	/* crash_after_ms, exit_after_ms and hang_after_ms have no default: written or not is
+	 * the switch */
+	bool crash, exit, hang;
 };
-
-static int get_ms(const struct actor *a, const char *key, unsigned long long *out, int *present)
-{
-	const char *v = conf_actor__get(a->self, key);
-
-	if (present)
-		*present = v != NULL;
-	if (!v)
-		return 0;
-	return conf_parse_uint(v, 0, 3600000, out);
-}
 
 static int load_keys(const struct actor *a, struct test_keys *k)
 {
-	const char *v;
-	int err = 0;
-
-	memset(k, 0, sizeof(*k));
-	err |= get_ms(a, "ready_delay_ms", &k->ready_delay_ms, NULL);
-	err |= get_ms(a, "crash_after_ms", &k->crash_after_ms, &k->crash);
-	err |= get_ms(a, "exit_after_ms", &k->exit_after_ms, &k->exit);
-	err |= get_ms(a, "hang_after_ms", &k->hang_after_ms, &k->hang);
-	if ((v = conf_actor__get(a->self, "crash_times")))
-		err |= conf_parse_uint(v, 0, 1000000, &k->crash_times);
-	if ((v = conf_actor__get(a->self, "exit_code")))
-		err |= conf_parse_uint(v, 0, 255, &k->exit_code);
-	if ((v = conf_actor__get(a->self, "produce_per_s")))
-		err |= conf_parse_uint(v, 0, 10000000, &k->produce_per_s);
-	if ((v = conf_actor__get(a->self, "never_ready")))
-		err |= conf_parse_bool(v, &k->never_ready);
-	if ((v = conf_actor__get(a->self, "ignore_sigterm")))
-		err |= conf_parse_bool(v, &k->ignore_sigterm);
-	return err ? -EINVAL : 0;
+	k->crash = conf_actor__written(a->self, "crash_after_ms");
+	k->exit = conf_actor__written(a->self, "exit_after_ms");
+	k->hang = conf_actor__written(a->self, "hang_after_ms");
+	return conf_actor__options(a->self, &k->o, sizeof(k->o));
 }
 
 struct mesh {
@@ -391,8 +366,8 @@ static void mesh__step(struct mesh *m, struct actor *a, const struct test_keys *
 	__u64 due, i;
 	unsigned int r;
 
-	if (a->self->role == CONF_ROLE_SOURCE && k->produce_per_s && m->n) {
-		due = (xpu_now_ns() - since_ns) * k->produce_per_s / 1000000000ull;
+	if (a->self->role == CONF_ROLE_SOURCE && k->o.produce_per_s && m->n) {
+		due = (xpu_now_ns() - since_ns) * k->o.produce_per_s / 1000000000ull;
 		for (i = m->seq; i < due; i++) {
 			r = (unsigned int)(i % m->n);
 			xpu_string__build(rec, sizeof(rec), xpu_now_ns(), (__u32)getpid(),
@@ -448,38 +423,38 @@ int main(int argc, char **argv)
 		actor__fini(&a);
 		return ACTOR_EXIT_PERMANENT;
 	}
-	if (k.ignore_sigterm)
+	if (k.o.ignore_sigterm)
 		actor__ignore_sigterm(&a);
 	if (mesh__open(&m, &a)) {
 		mesh__close(&m);
 		actor__fini(&a);
 		return ACTOR_EXIT_RESTART;
 	}
-	if (k.never_ready) {
+	if (k.o.never_ready) {
 		while (!actor__stopping(&a))
 			actor__sleep_ms(&a, 1000);
 		mesh__close(&m);
 		actor__fini(&a);
 		return 0;
 	}
-	actor__sleep_ms(&a, (unsigned int)k.ready_delay_ms);
+	actor__sleep_ms(&a, (unsigned int)k.o.ready_delay_ms);
 	actor__ready(&a);
 	ready_ns = since = xpu_now_ns();
 	/* The supervisor counts restarts in our slot: crash (or exit) only on the first
 	 * crash_times starts, so a test can fail an actor exactly once. */
-	misbehave = !k.crash_times || status_load(&a.slot->restarts) < k.crash_times;
+	misbehave = !k.o.crash_times || status_load(&a.slot->restarts) < k.o.crash_times;
 	crash_now = k.crash && misbehave;
 
-	while (!actor__stopping(&a) || k.ignore_sigterm) {
+	while (!actor__stopping(&a) || k.o.ignore_sigterm) {
 		now = xpu_now_ns();
-		if (crash_now && now - ready_ns >= k.crash_after_ms * 1000000ull)
+		if (crash_now && now - ready_ns >= k.o.crash_after_ms * 1000000ull)
 			abort();
-		if (k.exit && misbehave && now - ready_ns >= k.exit_after_ms * 1000000ull) {
+		if (k.exit && misbehave && now - ready_ns >= k.o.exit_after_ms * 1000000ull) {
 			mesh__close(&m);
 			actor__fini(&a);
-			return (int)k.exit_code;
+			return (int)k.o.exit_code;
 		}
-		if (k.hang && misbehave && now - ready_ns >= k.hang_after_ms * 1000000ull)
+		if (k.hang && misbehave && now - ready_ns >= k.o.hang_after_ms * 1000000ull)
 			for (;;) /* frozen: alive, no heartbeat */
 				pause();
 		mesh__step(&m, &a, &k, since);

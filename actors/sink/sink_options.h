@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* The sink kinds' configuration schemas (docs/sinks.md): one table and one options struct
+ * per format. A format reads them through conf_kind__options() from its fmt_env, so that
+ * the options of `xpusup subscribe` pass the same checks as a pipeline.conf's. */
+#ifndef XPUSUP_ACTORS_SINK_OPTIONS_H
+#define XPUSUP_ACTORS_SINK_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "common/config.h"
+
+/* kind = stats: one member per key of stats_keys (sink_options.c). */
+struct stats_options {
+	const char *path;
+	const char *text; /* NULL: beside path, .txt; "none": no text file */
+	unsigned long long interval_s;
+	const char *intervals; /* NULL: beside path, .intervals.jsonl; "none": none */
+	unsigned long long window_ms;
+	unsigned long long lateness_ms;
+	unsigned long long max_kernels;
+};
+
+/* folded's `weight`: in the order of the schema's names. */
+enum folded_weight { FOLDED_WEIGHT_NS, FOLDED_WEIGHT_SAMPLES };
+
+/* kind = folded: one member per key of folded_keys. */
+struct folded_options {
+	const char *path;
+	const char *html; /* NULL: beside path, .html; "none": no page */
+	int weight; /* enum folded_weight */
+	unsigned long long snapshot_s;
+	unsigned long long max_stacks;
+};
+
+/* kind = publish: one member per key of publish_keys. */
+struct publish_options {
+	const char *listen;
+	const char *tls_cert;
+	const char *tls_key;
+	const char *tls_ca;
+	unsigned long long queue;
+	unsigned long long linger_ms;
+};
+
+/* kind = timeline: one member per key of timeline_keys. */
+struct timeline_options {
+	const char *path;
+	unsigned long long sm_window_ms;
+	unsigned long long sm_lateness_ms;
+	unsigned long long max_launches;
+};
+
+extern const struct conf_kind stats_conf_kind;
+extern const struct conf_kind folded_conf_kind;
+extern const struct conf_kind publish_conf_kind;
+extern const struct conf_kind timeline_conf_kind;
+
+#endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */
