@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/topology.h"
 #include "shm/ring.h"
 
 static volatile sig_atomic_t stop_requested;

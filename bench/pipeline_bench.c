@@ -27,6 +27,7 @@
 #include "common/config.h"
 #include "bench/bench_util.h"
 #include "common/status.h"
+#include "common/topology.h"
 #include "shm/ring.h"
 
 static __u64 counter(const struct xpu_actor_slot *slot, const char *name)

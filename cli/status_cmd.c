@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/topology.h"
 #include "shm/ring.h"
 #include "supervisor/supervisor.h"
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/topology.h"
 #include "shm/ring.h"
 
 #define PID_FILE "supervisor.pid"

@@ -66,6 +66,7 @@
 #include "actors/inproc/inproc_options.h"
 #include "common/mix.h"
 #include "common/oatab.h"
+#include "common/topology.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 

@@ -34,6 +34,7 @@
 #include "actors/cpu/profile.h"
 #include "common/paths.h"
 #include "common/status.h"
+#include "common/topology.h"
 #include "profile.skel.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"

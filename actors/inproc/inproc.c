@@ -34,6 +34,7 @@
 #include "actors/actor.h"
 #include "actors/inproc/inproc_options.h"
 #include "common/config.h"
+#include "common/topology.h"
 #include "shm/inproc.h"
 #include "common/status.h"
 #include "shm/ring.h"

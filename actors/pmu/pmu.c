@@ -35,6 +35,7 @@
 #include "actors/pmu/scale.h"
 #include "common/hash.h"
 #include "common/status.h"
+#include "common/topology.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 

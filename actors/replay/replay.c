@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/topology.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 

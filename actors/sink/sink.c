@@ -14,6 +14,7 @@
 #include <nng/protocol/pipeline0/pull.h>
 
 #include "actors/actor.h"
+#include "common/topology.h"
 
 #define SINK_MAX_EVENTS 16384 /* a correlator batch is at most 4096 events and a few */
 #define SINK_POOL_FRAMES (1u << 21) /* stack frames of one batch; touched as used */

@@ -20,6 +20,7 @@
 
 #include "actors/actor.h"
 #include "actors/sink/fmt.h"
+#include "common/topology.h"
 
 /*
  * sink__listen - the socket every sink receives on: PULL listening on its ipc endpoint in

@@ -36,6 +36,7 @@
 
 #include "actors/synthetic/symfile.h"
 #include "common/mix.h"
+#include "common/topology.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 

@@ -21,6 +21,7 @@
 
 #include "actors/sink/sink.h"
 #include "actors/test/test_options.h"
+#include "common/topology.h"
 #include "common/wire.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The topology of a session: where its rings and endpoints are, and which correlator shard a
+ * process's records go to. Every source, the correlators, the sinks, the supervisor and
+ * `xpusup status` must agree on these, so they are defined once, here.
+ */
+#ifndef XPUSUP_COMMON_TOPOLOGY_H
+#define XPUSUP_COMMON_TOPOLOGY_H
+
+#include <linux/types.h>
+
+/* The ring from source NAME to correlator shard N: session-dir/ring.NAME.N. */
+#define XPU_RING_NAME_FMT "ring.%s.%u"
+
+/* The endpoint where sink NAME receives the correlators' wire batches (nng PULL; every
+ * correlator shard pushes every batch to every sink). */
+#define XPU_SINK_URL_FMT "ipc://%s/sink.%s.ipc"
+
+/* The correlator shard that owns pid: every source routes a process's records there, so one
+ * shard holds all of a process's join state. */
+static inline __u32 xpu_shard_of(__u32 pid, __u32 shards)
+{
+	__u32 h = pid * 0x9e3779b1u; /* Fibonacci hashing: consecutive pids spread evenly */
+
+	return shards ? (__u32)(((__u64)(h ^ (h >> 15)) * shards) >> 32) : 0;
+}
+
+#endif /* XPUSUP_COMMON_TOPOLOGY_H */
