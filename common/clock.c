@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Clock alignment from bracketed paired readings (seed 004); the model and its error bound
+ * Clock alignment from bracketed paired readings (docs/clock.md); the model and its error bound
  * are explained in docs/clock.md.
  *
  * Why the bound holds: the true target time T_i of reading i lies in [before_i, after_i],

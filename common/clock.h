@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Clock alignment (seed 004): a model `target = slope * source + intercept` of a source clock
+ * Clock alignment (docs/clock.md): a model `target = slope * source + intercept` of a source clock
  * that cannot stamp CLOCK_MONOTONIC itself (CUPTI without its timestamp callback, a remote
  * host), fitted to bracketed paired readings: ref_before <= (source read) <= ref_after on
  * the target (reference) clock. The true target time of a reading lies somewhere in its
@@ -27,7 +27,7 @@
 
 /* error_ns of a model that knows nothing: no samples. */
 #define CLOCK_ERROR_UNKNOWN UINT64_MAX
-/* The margin seed 004 asks for when a reading could not be taken: 1000 us. */
+/* The margin docs/clock.md gives a model when a reading could not be taken: 1000 us. */
 #define CLOCK_FAILED_QUERY_MARGIN_NS 1000000ull
 /* The drift a lone sample's model assumes beyond its instant (a crystal's tolerance). */
 #define CLOCK_ASSUMED_DRIFT_PPM 100.0

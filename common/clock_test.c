@@ -2,7 +2,7 @@
 /* The clock module against synthetic clocks whose truth is known exactly: calibration from
  * noisy brackets recovers offsets and slopes within its own error bound; tighter brackets
  * give a smaller bound and the tightest are kept; drift is followed across recalibrations;
- * seed 004's error table; the sync metadata's JSON. */
+ * docs/clock.md's error table; the sync metadata's JSON. */
 #include "common/clock.h"
 
 #include <errno.h>

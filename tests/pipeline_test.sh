@@ -68,7 +68,7 @@ EOF
 run_answer_key "$PREFIX-join" 64
 run_answer_key "$PREFIX-order" 4096
 
-# ---- seed 000's composites: filter, sample, enrich per source ------------------------------
+# ---- the source stages: filter, sample, enrich per source ----------------------------------
 s="$PREFIX-stages"
 cat >"$WORK/stages.conf" <<EOF
 [sink out]

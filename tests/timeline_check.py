@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Check a trace.json written by the timeline sink (docs/timeline.md) against the rules of the
-Chrome Trace Event format and the invariants xpusup promises (seed 004), independently of the
+Chrome Trace Event format and the invariants xpusup promises (docs/check.md), independently of the
 C code that wrote it.
 
 Usage: timeline_check.py TRACE [--nesting] [--sm exact|bound] [--expect KEY=N ...]
@@ -10,7 +10,7 @@ exits 1 when there is any problem.
 
   --nesting     every slice on a CPU thread nests properly (X and B/E together): true of real
                 programs, and of the synthetic source when it is paced
-  --sm exact    the SM-active counters equal what the kernels in the file give (seed 002:
+  --sm exact    the SM-active counters equal what the kernels in the file give (docs/timeline.md:
                 merged intervals, fixed windows, 100 % cap); bound: at least that (the
                 windows may fill short gaps when a window holds very many kernels)
   --expect K=N  the summary's K is N (kernel, memcpy, memset, flows, ...)
@@ -221,7 +221,7 @@ def main():
         if not inside((f[1], f[2]), f[0]):
             bad(f"flow {fid}: its end is on no slice of ({f[1]}, {f[2]})")
 
-    # SM active %: recompute from the kernels in the file (seed 002)
+    # SM active %: recompute from the kernels in the file (docs/timeline.md)
     if sm_mode:
         win = other.get("sm_active", {}).get("window_ns")
         by_entity = collections.defaultdict(list)

@@ -13,7 +13,7 @@
  *     With launch_wait_ns, a kernel whose CUDA_API is known but not its LAUNCH (the stack,
  *     through the CPU source's slower ring) waits for the LAUNCH up to that long, then goes
  *     out with the API call alone;
- *   - per thread, RANGE push/pop keep a stack of open ranges (seed 001): CUDA_API and LAUNCH
+ *   - per thread, RANGE push/pop keep a stack of open ranges: CUDA_API and LAUNCH
  *     get parent_id = the innermost range, root_id = the outermost, an inside_range link
  *     (corr_type NESTING); a pop links `completes` to its push; a GPU record links
  *     inside_range to its launch's range and takes its root. CPU samples come through the
@@ -26,7 +26,7 @@
  *     creation (exact); without one it keeps the graph launch's stack, corr_type
  *     APPROXIMATE, confidence 0.5. Kept for max_graph_nodes nodes (the newest), dropped
  *     after the process's exit grace;
- *   - per (pid, device, stream), the last few activities by start time (seed 002): a kernel,
+ *   - per (pid, device, stream), the last few activities by start time: a kernel,
  *     copy or memset links same_stream_prev to the one before it on its stream, whatever the
  *     arrival order within that window; overlaps on a stream are counted. Stream state is
  *     dropped after the process's exit grace or stream_idle_ns without activity;

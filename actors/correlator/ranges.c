@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Range nesting (seed 001's call stacks) and per-thread range history. Tables, all allocated
+ * Range nesting (docs/correlator.md, Nesting) and per-thread range history. Tables, all allocated
  * in ranges__init:
  *
  *   threads[]   per thread (pid, tid) with ranges, open-addressed (linear probing, deletion

@@ -84,7 +84,7 @@ __u64 recent__find_call(struct recent_calls *rc, __u32 pid, __u64 ts)
 
 /*
  * A CPU sample taken inside a CUDA API call of its thread (the API call's enter/exit
- * interval, seed 001's entry/exit) is that call's child: sampled_in link, parent the call.
+ * interval: its entry and exit) is that call's child: sampled_in link, parent the call.
  * Only calls whose record has already arrived can be found; CUPTI sends a call at its exit,
  * so a sample read before it stays without the link.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Per-(pid, device, stream) state (seed 002's stream handlers): the last STREAM_K activities
+ * Per-(pid, device, stream) state (docs/correlator.md, Streams): the last STREAM_K activities
  * of each stream by start time, for same_stream_prev links and overlap checks. Tables, all
  * allocated in streams__init:
  *
