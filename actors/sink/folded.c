@@ -46,6 +46,7 @@
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "common/config.h"
+#include "common/json_escape.h"
 #include "common/mix.h"
 #include "xpusup/event.h"
 
@@ -720,28 +721,18 @@ static const char html_tail[] =
 	"window.onresize = draw; draw();\n"
 	"</script></body></html>\n";
 
-/* A folded line as a JavaScript string literal: the line's bytes, escaped. */
+static void out_write(void *o, const char *p, size_t len)
+{
+	out__write(o, p, len);
+}
+
+/* A folded line as a JavaScript string literal: a JSON string by common/json_escape.h's rule
+ * (UTF-8 names stay as they are: the page is UTF-8), with '<' and '>' escaped too, as
+ * "</script>" inside a name must not end the page's script. */
 static void js_string(struct out *o, const char *s, size_t n)
 {
-	char buf[8];
-	size_t i;
-
 	out__write(o, "\"", 1);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			buf[0] = '\\';
-			buf[1] = (char)c;
-			out__write(o, buf, 2);
-		} else if (c < 0x20 || c == '<' || c == '>' || c >= 0x7f) {
-			/* "<" too: "</script>" inside a name must not end the page's script */
-			snprintf(buf, sizeof(buf), "\\u%04x", c);
-			out__write(o, buf, 6);
-		} else {
-			out__write(o, &s[i], 1);
-		}
-	}
+	xpu_json_escape_to(s, n, XPU_JSON_ESCAPE_SCRIPT, out_write, o);
 	out__write(o, "\"", 1);
 }
 

@@ -12,67 +12,18 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/json_escape.h"
 
-/* The length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+static void text_write(void *t, const char *p, size_t len)
 {
-	size_t len, i;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0; /* no overlong forms */
-	else if (s[0] == 0xed)
-		hi = 0x9f; /* no surrogates */
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f; /* nothing past U+10FFFF */
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
+	text__bytes(t, p, len);
 }
 
-/* A name's characters inside a JSON string. Names are bytes (docs/wire.md): well-formed
- * UTF-8 is kept, and any other byte is written as the code point of the same value (Latin-1),
- * so the file is always valid JSON and no byte is silently lost. */
+/* A name's characters inside a JSON string: common/json_escape.h's policy, the one of every
+ * JSON file we write. */
 static void put_json_chars(struct text *t, const char *s, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, len;
-
-	while (i < n) {
-		if (u[i] == '"' || u[i] == '\\') {
-			text__put(t, "\\%c", u[i]);
-			i++;
-		} else if (u[i] < 0x20 || u[i] == 0x7f) {
-			text__put(t, "\\u%04x", u[i]);
-			i++;
-		} else if (u[i] < 0x80) {
-			for (len = 1; i + len < n && u[i + len] >= 0x20 && u[i + len] < 0x7f &&
-				      u[i + len] != '"' && u[i + len] != '\\';
-			     len++)
-				;
-			text__bytes(t, u + i, len);
-			i += len;
-		} else if ((len = utf8_len(u + i, n - i))) {
-			text__bytes(t, u + i, len);
-			i += len;
-		} else {
-			text__put(t, "\\u%04x", u[i]);
-			i++;
-		}
-	}
+	xpu_json_escape_to(s, n, 0, text_write, t);
 }
 
 /* A name as a JSON string. */

@@ -46,6 +46,7 @@
 #include "actors/sink/out.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
+#include "common/json_escape.h"
 #include "common/mix.h"
 #include "common/wire.h"
 #include "xpusup/event.h"
@@ -315,79 +316,18 @@ static void put_us(struct timeline *t, __u64 ns)
 	put_raw(t, frac, sizeof(frac));
 }
 
-/* Bytes of one well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	__u32 c;
-	size_t k, i;
-
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		k = 2;
-		c = p[0] & 0x1f;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		k = 3;
-		c = p[0] & 0x0f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		k = 4;
-		c = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < k)
-		return 0;
-	for (i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((k == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-	    (k == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	return k;
-}
-
-/* A JSON string of n bytes. Names are bytes (docs/wire.md): JSON must be UTF-8, so a byte
- * that does not start a well-formed sequence becomes U+FFFD. */
+/* A JSON string of n bytes, escaped by common/json_escape.h's rule (the one of stats.json). */
 static void put_str(struct timeline *t, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, k;
 	char *d;
 
-	if (t->overflow || EV_MAX - t->len < 6 * n + 3) {
+	if (t->overflow || EV_MAX - t->len < XPU_JSON_ESCAPED_MAX(n) + 3) {
 		t->overflow = true;
 		return;
 	}
 	d = t->ev + t->len;
 	*d++ = '"';
-	while (i < n) {
-		unsigned char c = p[i];
-
-		if (c == '"' || c == '\\') {
-			*d++ = '\\';
-			*d++ = (char)c;
-			i++;
-		} else if (c < 0x20) {
-			memcpy(d, "\\u00", 4);
-			d[4] = hex[c >> 4];
-			d[5] = hex[c & 15];
-			d += 6;
-			i++;
-		} else if (c < 0x80) {
-			*d++ = (char)c;
-			i++;
-		} else if ((k = utf8_len(p + i, n - i))) {
-			memcpy(d, p + i, k);
-			d += k;
-			i += k;
-		} else {
-			memcpy(d, "\\ufffd", 6);
-			d += 6;
-			i++;
-		}
-	}
+	d += xpu_json_escape(d, XPU_JSON_ESCAPED_MAX(n), s, n, NULL, 0);
 	*d++ = '"';
 	t->len = (size_t)(d - t->ev);
 }
