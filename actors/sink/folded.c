@@ -46,6 +46,7 @@
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "common/config.h"
+#include "common/hash.h"
 #include "common/json_escape.h"
 #include "common/mix.h"
 #include "xpusup/event.h"
@@ -143,16 +144,6 @@ static const char *const counter_names[] = {
 	"stacks", "cpu_samples", "gpu_events", "stacks_overflow", "files_written", "events_in_range"
 };
 
-static __u64 hash_bytes(__u64 h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static struct comm *comm_slot(struct folded *f, __u32 pid, bool create)
 {
 	__u32 mask = 2 * COMMS_MAX - 1, i = (__u32)xpu_mix64(pid) & mask;
@@ -183,7 +174,7 @@ static void learn_comm(struct folded *f, const struct xpu_cevent *ev)
 
 static __u64 name_hash(const char *s, size_t n)
 {
-	return hash_bytes(0xcbf29ce484222325ull, s, n);
+	return xpu_hash_bytes(s, n);
 }
 
 /* The kept copy of name, made when it is new; NULL when there is no room (the frame stays
@@ -388,8 +379,8 @@ static void add(struct folded *f, struct stack *key, const char *const *names, _
 	size_t nf = (size_t)key->n_user + key->n_kernel;
 	struct stack *s;
 
-	key->hash = hash_bytes(0xcbf29ce484222325ull ^ key->pid, key->frames, nf * 8);
-	key->hash = hash_bytes(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
+	key->hash = xpu_fnv1a64(XPU_FNV1A64_BASIS ^ key->pid, key->frames, nf * 8);
+	key->hash = xpu_fnv1a64(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
 	if (key->scope) /* interned: the pointer stands for the text */
 		key->hash = xpu_mix64(key->hash ^ (__u64)(uintptr_t)key->scope);
 	s = find(f, key);

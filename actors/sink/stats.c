@@ -283,8 +283,7 @@ static void stats_free(void *state)
 	sketch__free(&st->cur.queue);
 	free(st->kernels);
 	free(st->slots);
-	free(st->launches.slots);
-	free(st->launches.fifo);
+	launch_map__free(&st->launches);
 	sm_active__free(st->sm);
 	sink_clocks__free(&st->clocks);
 	text__free(&st->pending);
@@ -411,10 +410,9 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 	st->mask--;
 	st->slots = calloc((size_t)st->mask + 1, sizeof(*st->slots));
 	st->kernels = calloc(st->max_kernels, sizeof(*st->kernels));
-	st->launches.slots = calloc(LAUNCH_SLOTS, sizeof(*st->launches.slots));
-	st->launches.fifo = calloc(LAUNCH_MAP_MAX, sizeof(*st->launches.fifo));
 	st->sm = sm_active__new(st->window_ns, st->lateness_ns);
-	if (!st->slots || !st->kernels || !st->launches.slots || !st->launches.fifo || !st->sm) {
+	if (!st->slots || !st->kernels || launch_map__init(&st->launches, LAUNCH_MAP_MAX) ||
+	    !st->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;

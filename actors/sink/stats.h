@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "actors/sink/clock_sync.h"
+#include "actors/sink/launch_map.h"
 #include "actors/sink/sketch.h"
 #include "actors/sink/sm_active.h"
 #include "common/status.h"
@@ -26,7 +27,6 @@
 #define COPY_OTHER 11 /* enum xpu_copy_kind ends at 10; later kinds are counted here */
 #define COPY_SLOTS 12
 #define LAUNCH_MAP_MAX (1u << 16) /* launch-side events remembered for the queue delay */
-#define LAUNCH_SLOTS (2 * LAUNCH_MAP_MAX)
 #define TEXT_ROWS_MAX 50 /* kernels, devices, processes shown in stats.txt */
 #define CPU_FUNCTIONS_MAX (1u << 16) /* functions kept apart; frames of others go to "(other)" */
 #define CPU_NAME_BYTES_MAX (64u << 20) /* the bytes of their names, all together */
@@ -86,27 +86,6 @@ struct kstat {
 	__u64 hash;
 	struct sketch run, cur;
 	struct kctr ctr_run, ctr_cur;
-};
-
-/* Recent CUDA_API and LAUNCH events by (producer, id): linear probing, the oldest entry
- * evicted first (a FIFO of keys), deletion by backward shift so probes stay short. */
-struct launch_slot {
-	__u64 id, ts;
-	__u32 producer;
-	__u16 kind;
-	__u16 used;
-};
-
-struct launch_key {
-	__u64 id;
-	__u32 producer;
-};
-
-struct launch_map {
-	struct launch_slot *slots;
-	struct launch_key *fifo;
-	__u32 head, n;
-	__u64 evicted;
 };
 
 struct cpu_fn_time {
@@ -266,15 +245,6 @@ struct ctr_prow {
 	__u32 pid;
 	double rank; /* the total of the rank_by counter, -1 without it */
 };
-
-/* Ratios derived from pairs of counters, and rates per second of the span. */
-#define STATS_CTR_DERIVED 5
-struct stats_ctr_derived {
-	const char *key, *text;
-	const char *const *num, *const *den; /* den NULL: num per second */
-	double mult;
-};
-extern const struct stats_ctr_derived stats_ctr_derived[STATS_CTR_DERIVED];
 
 __u64 stats_round_ns(double v);
 __u64 stats_mean(__u64 sum, __u64 count);

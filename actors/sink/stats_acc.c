@@ -4,6 +4,8 @@
  * run. stats.h says what is kept. */
 #include "actors/sink/stats.h"
 
+#include "actors/sink/derived.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,88 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/mix.h"
 
-/* ---- launch map ---------------------------------------------------------------------- */
-
-static __u32 launch_home(__u32 producer, __u64 id)
-{
-	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48)) & (LAUNCH_SLOTS - 1);
-}
-
-static struct launch_slot *launch_find(struct launch_map *m, __u32 producer, __u64 id)
-{
-	__u32 i = launch_home(producer, id);
-
-	for (; m->slots[i].used; i = (i + 1) & (LAUNCH_SLOTS - 1))
-		if (m->slots[i].id == id && m->slots[i].producer == producer)
-			return &m->slots[i];
-	return NULL;
-}
-
-static void launch_delete(struct launch_map *m, struct launch_slot *slot)
-{
-	__u32 i = (__u32)(slot - m->slots), j = i, home;
-
-	m->slots[i].used = 0;
-	for (;;) {
-		j = (j + 1) & (LAUNCH_SLOTS - 1);
-		if (!m->slots[j].used)
-			return;
-		home = launch_home(m->slots[j].producer, m->slots[j].id);
-		/* the entry at j may move into the hole at i unless its home lies in (i, j] */
-		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
-			m->slots[i] = m->slots[j];
-			m->slots[j].used = 0;
-			i = j;
-		}
-	}
-}
-
-static void launch_put(struct launch_map *m, __u32 producer, __u64 id, __u64 ts, __u16 kind)
-{
-	struct launch_slot *s = launch_find(m, producer, id);
-	struct launch_key old;
-	__u32 i;
-
-	if (s) { /* a batch delivered twice: the same event again */
-		s->ts = ts;
-		s->kind = kind;
-		return;
-	}
-	if (m->n == LAUNCH_MAP_MAX) {
-		old = m->fifo[m->head];
-		m->head = (m->head + 1) % LAUNCH_MAP_MAX;
-		m->n--;
-		m->evicted++;
-		s = launch_find(m, old.producer, old.id);
-		if (s)
-			launch_delete(m, s);
-	}
-	m->fifo[(m->head + m->n++) % LAUNCH_MAP_MAX] = (struct launch_key){ id, producer };
-	for (i = launch_home(producer, id); m->slots[i].used; i = (i + 1) & (LAUNCH_SLOTS - 1))
-		;
-	m->slots[i] = (struct launch_slot){
-		.id = id, .ts = ts, .producer = producer, .kind = kind, .used = 1
-	};
-}
-
 /* ---- counting ------------------------------------------------------------------------ */
-
-static __u64 hash_name(const char *name, __u32 len)
-{
-	__u64 h = 0xcbf29ce484222325ull;
-	__u32 i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-	return h;
-}
 
 /* The kernel's entry: found, made, or the shared one past max_kernels. */
 static struct kstat *kernel_of(struct stats *st, const char *name, __u32 len)
 {
-	__u64 h = hash_name(name, len);
+	__u64 h = xpu_hash_bytes(name, len);
 	__u32 i = (__u32)h & st->mask;
 	struct kstat *k;
 
@@ -156,14 +85,14 @@ static void gpu_record(struct stats *st, const struct xpu_cevent *e)
  * marker, inside that call, when the API record is not known) to the kernel's start. */
 static void queue_delay(struct stats *st, __u32 producer, const struct xpu_cevent *e)
 {
-	struct launch_slot *s, *api = NULL, *marker = NULL;
+	const struct recent_launch *s, *api = NULL, *marker = NULL;
 	struct period *p = &st->cur;
 	__u32 i;
 
 	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
-		s = launch_find(&st->launches, producer, e->links[i].target);
+		s = launch_map__find(&st->launches, producer, e->links[i].target);
 		if (s && s->kind == XPU_REC_CUDA_API)
 			api = s;
 		else if (s)
@@ -185,19 +114,10 @@ static void queue_delay(struct stats *st, __u32 producer, const struct xpu_ceven
 
 /* ---- counters ------------------------------------------------------------------------ */
 
-/* "cycles:u" counts cycles: the part of a name before ':' says what it counts. */
-static bool ctr_is(const char *name, __u32 len, const char *what)
-{
-	const char *colon = memchr(name, ':', len);
-	size_t n = colon ? (size_t)(colon - name) : len;
-
-	return n == strlen(what) && !memcmp(name, what, n);
-}
-
 /* The index + 1 of a counter name, made when new; 0 past CTR_NAMES_MAX or without memory. */
 static __u32 ctr_name_of(struct counters *c, const char *name, __u32 len)
 {
-	__u64 h = hash_name(name, len);
+	__u64 h = xpu_hash_bytes(name, len);
 	__u32 i;
 
 	for (i = 0; i < c->n_names; i++)
@@ -293,7 +213,8 @@ static void kernel_counters(struct kstat *k, const struct xpu_cevent *e)
 		k->ctr_cur.ipc_sum += e->ipc;
 	}
 	for (i = 0; i < e->n_counters && i < XPU_WIRE_COUNTERS_MAX; i++) {
-		if (!ctr_is(e->counters[i].name, e->counters[i].name_len, "instructions"))
+		if (!derived__is(e->counters[i].name, e->counters[i].name_len,
+				 derived_instructions))
 			continue;
 		k->ctr_cur.insn_runs++;
 		k->ctr_cur.insn_sum += e->counters[i].delta;
@@ -351,7 +272,7 @@ static int cpu__grow_functions(struct cpu *c)
  * (with a copy of the name), or the shared "(other)" past the limits. */
 static struct cpu_fn *cpu__function(struct cpu *c, const char *name, __u32 len, bool kernel)
 {
-	__u64 h = hash_name(name, len) ^ (kernel ? 0x9e3779b97f4a7c15ull : 0);
+	__u64 h = xpu_hash_bytes(name, len) ^ (kernel ? 0x9e3779b97f4a7c15ull : 0);
 	struct cpu_fn *f;
 	__u32 i;
 
@@ -529,6 +450,7 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 {
 	struct stats *st = state;
 	struct period *p = &st->cur;
+	struct recent_launch *l;
 	struct volume *v;
 	__u32 i;
 
@@ -544,7 +466,9 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 		switch (e->kind) {
 		case XPU_REC_CUDA_API:
 		case XPU_REC_LAUNCH:
-			launch_put(&st->launches, b->producer, e->id, e->ts_ns, e->kind);
+			l = launch_map__put(&st->launches, b->producer, e->id);
+			l->ts = e->ts_ns;
+			l->kind = e->kind;
 			break;
 		case XPU_REC_GPU_KERNEL:
 			gpu_record(st, e);

@@ -2,6 +2,8 @@
 /* stats.json and the interval lines from the accumulators (docs/stats.md). */
 #include "actors/sink/stats.h"
 
+#include "actors/sink/derived.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -199,10 +201,9 @@ static void put_ctr_derived(struct text *t, const struct stats *st, __u32 owner,
 	int n = 0;
 
 	text__put(t, "{");
-	for (i = 0; i < sizeof(stats_ctr_derived) / sizeof(stats_ctr_derived[0]); i++)
+	for (i = 0; i < DERIVED_RATIOS; i++)
 		if (stats__ctr_ratio(st, i, owner, run, span, &v))
-			text__put(t, "%s\"%s\": %.6f", n++ ? ", " : "", stats_ctr_derived[i].key,
-				  v);
+			text__put(t, "%s\"%s\": %.6f", n++ ? ", " : "", derived_ratios[i].key, v);
 	text__put(t, "}");
 }
 

@@ -3,6 +3,8 @@
  * text buffer, rows sorted as both show them, counter ratios. */
 #include "actors/sink/stats.h"
 
+#include "actors/sink/derived.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -264,25 +266,6 @@ __u32 frows__sort(struct frow *rows, __u32 n, bool self)
 
 /* ---- counters section ---------------------------------------------------------------- */
 
-/* Ratios derived from pairs of counters (the first of each list of perf's aliases that was
- * counted), and rates per second of the span. */
-static const char *const ctr_insn[] = { "instructions", NULL };
-static const char *const ctr_cycles[] = { "cycles", "cpu-cycles", NULL };
-static const char *const ctr_cache_misses[] = { "cache-misses", NULL };
-static const char *const ctr_cache_refs[] = { "cache-references", NULL };
-static const char *const ctr_branch_misses[] = { "branch-misses", NULL };
-static const char *const ctr_branches[] = { "branch-instructions", "branches", NULL };
-static const char *const ctr_faults[] = { "page-faults", "faults", NULL };
-static const char *const ctr_switches[] = { "context-switches", "cs", NULL };
-
-const struct stats_ctr_derived stats_ctr_derived[STATS_CTR_DERIVED] = {
-	{ "ipc", "IPC", ctr_insn, ctr_cycles, 1 },
-	{ "cache_miss_pct", "cache misses %", ctr_cache_misses, ctr_cache_refs, 100 },
-	{ "branch_miss_pct", "branch misses %", ctr_branch_misses, ctr_branches, 100 },
-	{ "page_faults_per_s", "page faults/s", ctr_faults, NULL, 1 },
-	{ "context_switches_per_s", "context switches/s", ctr_switches, NULL, 1 },
-};
-
 /* Counters are ranked processes by the first of these they have, else by the first name. */
 static const char *const ctr_rank_names[] = { "cycles",	   "cpu-cycles",   "task-clock",
 					      "cpu-clock", "instructions", NULL };
@@ -335,15 +318,15 @@ bool stats__ctr_ratio(const struct stats *st, size_t i, __u32 owner, bool run, _
 {
 	double num, den;
 
-	if (!ctr_total(st, stats_ctr_derived[i].num, owner, run, &num))
+	if (!ctr_total(st, derived_ratios[i].num, owner, run, &num))
 		return false;
-	if (!stats_ctr_derived[i].den) {
+	if (!derived_ratios[i].den) {
 		*v = span ? num * 1e9 / (double)span : 0;
 		return true;
 	}
-	if (!ctr_total(st, stats_ctr_derived[i].den, owner, run, &den) || !(den > 0))
+	if (!ctr_total(st, derived_ratios[i].den, owner, run, &den) || !(den > 0))
 		return false;
-	*v = num / den * stats_ctr_derived[i].mult;
+	*v = num / den * derived_ratios[i].mult;
 	return true;
 }
 

@@ -1072,6 +1072,43 @@ static void test_counters(void)
 	}
 }
 
+/* derived.h's rule: a counter with modifiers pairs with nothing, on a kernel nor system-wide
+ * (it used to count as instructions on a kernel). */
+static void test_derived_rule(void)
+{
+	static const struct xpu_wire_counter kc[2] = {
+		{ .name = "instructions:u", .name_len = 14, .delta = 4000 },
+		{ .name = "cycles", .name_len = 6, .delta = 2000 },
+	};
+	struct xpu_cevent ev[5];
+	struct stats *st = cpu_open();
+	const char *json;
+	char why[256];
+
+	ev[0] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "cycles", S1, 1000, 1.0);
+	ev[1] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "instructions:u", S1, 3000, 1.0);
+	ev[2] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "cycles", 2 * S1, 1000, 1.0);
+	ev[3] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "instructions:u", 2 * S1, 3000, 1.0);
+	ev[4] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+				     .pid = 20,
+				     .ts_ns = S1,
+				     .end_ns = S1 + 100,
+				     .name = "axpy",
+				     .name_len = 4,
+				     .n_counters = 2 };
+	memcpy(ev[4].counters, kc, sizeof(kc));
+	cpu_feed(st, ev, 5);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish");
+	json = file_text("mem/stats.json");
+	tap_ok(has(json, "\"system_derived\": {}") &&
+		       has(json, "{\"name\": \"axpy\", \"runs\": 1, \"with_counters\": 1, "
+				 "\"estimated\": 0, \"ipc_runs\": 0, \"ipc_mean\": 0.000000, "
+				 "\"instructions_runs\": 0,"),
+	       "instructions:u is not instructions: no system IPC, no kernel instructions");
+	fmt_stats.free(st);
+	files_free();
+}
+
 int main(void)
 {
 	test_sketch_bound();
@@ -1087,5 +1124,6 @@ int main(void)
 	test_cpu_processes();
 	test_counters();
 	test_clock_sync();
+	test_derived_rule();
 	return tap_done();
 }

@@ -2,6 +2,8 @@
 /* stats.txt from the accumulators: the run for people, the tables cut to TEXT_ROWS_MAX. */
 #include "actors/sink/stats.h"
 
+#include "actors/sink/derived.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -300,10 +302,9 @@ static void put_text_ctr_owner(struct text *t, const struct stats *st, __u32 own
 		text__put(t, "%s\n",
 			  a->counted < a->readings ? " (some readings not counted)" : "");
 	}
-	for (d = 0; d < sizeof(stats_ctr_derived) / sizeof(stats_ctr_derived[0]); d++)
+	for (d = 0; d < DERIVED_RATIOS; d++)
 		if (stats__ctr_ratio(st, d, owner, true, span, &v))
-			text__put(t, "%s%s %.3f", any++ ? ", " : "  ", stats_ctr_derived[d].text,
-				  v);
+			text__put(t, "%s%s %.3f", any++ ? ", " : "  ", derived_ratios[d].text, v);
 	if (any)
 		text__put(t, "\n");
 }

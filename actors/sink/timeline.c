@@ -43,9 +43,12 @@
 #include <string.h>
 
 #include "actors/sink/clock_sync.h"
+#include "actors/sink/derived.h"
+#include "actors/sink/launch_map.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
+#include "common/hash.h"
 #include "common/json_escape.h"
 #include "common/mix.h"
 #include "common/wire.h"
@@ -199,27 +202,6 @@ struct open_range {
 	bool used;
 };
 
-/*
- * Recent CUDA_API and LAUNCH events, where flow arrows start: a FIFO of max entries (the
- * oldest goes when a new one needs its place) with a chained hash index. A GPU activity's
- * launched_by links name these events by id; ids are unique per producer.
- */
-struct launch {
-	__u64 id;
-	__u64 ts;
-	__u32 producer, pid;
-	__u32 tid; /* the track its slice went to: the thread's, or an overlap lane */
-	__u32 gen; /* the file its event is in (timeline.gen), 0: none */
-	__u32 next; /* next in its hash chain: index + 1, 0 none */
-	bool api; /* CUDA_API (an X slice the arrow can start from), else LAUNCH */
-};
-
-struct launches {
-	struct launch *e;
-	__u32 *bucket; /* index + 1 of a chain's first entry */
-	__u32 cap, mask, head, n;
-};
-
 struct sync_reading {
 	__u32 pid, clock;
 	__u64 ref_before, other, ref_after;
@@ -242,7 +224,7 @@ struct timeline {
 	struct table procs, threads, gpus, streams, devices, pmu;
 	struct open_range *ranges;
 	__u32 free_range; /* index + 1 */
-	struct launches launches;
+	struct launch_map launches; /* recent launches, where flow arrows start */
 	struct sm_active *sm; /* SM-active windows of devices and processes (seed 002) */
 	__u64 sm_next; /* ordinal of the first closed window not yet written */
 	__u64 sm_missed; /* closed windows that left sm_active's ring before they were written */
@@ -650,62 +632,17 @@ static const char *clock_name(__u32 c)
 
 /* ---- flows: launches ---- */
 
-static int launches__init(struct launches *l, __u32 cap)
+/* tid: the track the event went to (its thread's, or an overlap lane); gen: its file. */
+static void launches__add(struct launch_map *m, __u32 producer, const struct xpu_cevent *e,
+			  __u32 tid, __u32 gen)
 {
-	__u32 buckets = 16;
+	struct recent_launch *l = launch_map__put(m, producer, e->id);
 
-	while (buckets < 2 * cap)
-		buckets <<= 1;
-	l->e = calloc(cap, sizeof(*l->e));
-	l->bucket = calloc(buckets, sizeof(*l->bucket));
-	if (!l->e || !l->bucket)
-		return -ENOMEM;
-	l->cap = cap;
-	l->mask = buckets - 1;
-	return 0;
-}
-
-static __u32 launch_hash(const struct launches *l, __u32 producer, __u64 id)
-{
-	return (__u32)xpu_mix64(id ^ (__u64)producer << 48) & l->mask;
-}
-
-/* tid: the track the event went to (its thread's, or an overlap lane). */
-static void launches__add(struct launches *l, __u32 producer, const struct xpu_cevent *e, __u32 tid,
-			  __u32 gen)
-{
-	__u32 i = l->head, *p;
-	struct launch *x = &l->e[i];
-
-	if (l->n == l->cap) { /* the oldest goes: unlink it from its chain */
-		p = &l->bucket[launch_hash(l, x->producer, x->id)];
-		while (*p != i + 1)
-			p = &l->e[*p - 1].next;
-		*p = x->next;
-		l->n--;
-	}
-	*x = (struct launch){ .id = e->id,
-			      .ts = e->ts_ns,
-			      .producer = producer,
-			      .pid = e->pid,
-			      .tid = tid,
-			      .gen = gen,
-			      .api = e->kind == XPU_REC_CUDA_API };
-	p = &l->bucket[launch_hash(l, producer, e->id)];
-	x->next = *p;
-	*p = i + 1;
-	l->head = (i + 1) % l->cap;
-	l->n++;
-}
-
-static const struct launch *launches__find(const struct launches *l, __u32 producer, __u64 id)
-{
-	__u32 i = l->bucket[launch_hash(l, producer, id)];
-
-	for (; i; i = l->e[i - 1].next)
-		if (l->e[i - 1].id == id && l->e[i - 1].producer == producer)
-			return &l->e[i - 1];
-	return NULL;
+	l->ts = e->ts_ns;
+	l->pid = e->pid;
+	l->tid = tid;
+	l->gen = gen;
+	l->kind = e->kind;
 }
 
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
@@ -713,7 +650,7 @@ static const struct launch *launches__find(const struct launches *l, __u32 produ
  * together, so every flow in the file has both ends. */
 static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
 {
-	const struct launch *from = NULL, *l;
+	const struct recent_launch *from = NULL, *l;
 	bool linked = false;
 	__u32 i;
 
@@ -721,14 +658,14 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
 		linked = true;
-		l = launches__find(&t->launches, producer, e->links[i].target);
+		l = launch_map__find(&t->launches, producer, e->links[i].target);
 		if (l && l->gen != t->gen)
 			l = NULL; /* not in this file: written before it, or not at all */
 		/* Only an API call: an arrow must start on a slice, and a LAUNCH is an instant
 		 * whose thread track may hold no slice around it (its call can sit on an
 		 * overlap track, or be unknown). Without the call the arrow is counted as
 		 * unknown. */
-		if (l && l->api)
+		if (l && l->kind == XPU_REC_CUDA_API)
 			from = l;
 	}
 	if (!linked)
@@ -1108,18 +1045,7 @@ static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
 
 static __u64 pmu_hash(const char *name, __u32 len, __u32 scope)
 {
-	__u64 h = 0xcbf29ce484222325ull;
-	__u32 i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-	return h ^ scope;
-}
-
-/* Whether the counter is exactly what: "cycles:u" (with modifiers) pairs with nothing. */
-static bool pmu_is(const struct xpu_cevent *e, const char *what)
-{
-	return e->name_len == strlen(what) && !memcmp(e->name, what, e->name_len);
+	return xpu_hash_bytes(name, len) ^ scope;
 }
 
 /* The last interval of the same owner's counter `other` (scope and owner key as tr's),
@@ -1150,8 +1076,6 @@ static const struct pmu_track *pmu_pair(struct timeline *t, const struct pmu_tra
  */
 static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 {
-	static const char *const cycles[] = { "cycles", "cpu-cycles", NULL };
-	static const char *const insn[] = { "instructions", NULL };
 	char name[XPU_STRING_MAX + 32], suffix[32] = "";
 	__u32 pid = cpu_pid(t, e->pid), owner = 0;
 	const struct pmu_track *pair = NULL;
@@ -1189,12 +1113,12 @@ static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 	tr->end = tr->prev_ts = e->ts_ns;
 	tr->count = count;
 	/* IPC once both of the pair have the interval: when the second of them comes */
-	if (pmu_is(e, "instructions")) {
-		pair = pmu_pair(t, tr, e->sub_kind, cycles);
+	if (derived__is(e->name, e->name_len, derived_instructions)) {
+		pair = pmu_pair(t, tr, e->sub_kind, derived_cycles);
 		insn_count = tr->count;
 		cycles_count = pair ? pair->count : 0;
-	} else if (pmu_is(e, "cycles") || pmu_is(e, "cpu-cycles")) {
-		pair = pmu_pair(t, tr, e->sub_kind, insn);
+	} else if (derived__is(e->name, e->name_len, derived_cycles)) {
+		pair = pmu_pair(t, tr, e->sub_kind, derived_instructions);
 		insn_count = pair ? pair->count : 0;
 		cycles_count = tr->count;
 	}
@@ -1540,8 +1464,7 @@ static void timeline_free(void *st)
 		for (l = 0; l < LANES; l++)
 			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
 	free(t->ranges);
-	free(t->launches.e);
-	free(t->launches.bucket);
+	launch_map__free(&t->launches);
 	free(t->procs.slots);
 	free(t->threads.slots);
 	free(t->gpus.slots);
@@ -1617,7 +1540,7 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = -EINVAL;
 		goto fail;
 	}
-	err = launches__init(&t->launches, (__u32)u);
+	err = launch_map__init(&t->launches, (__u32)u);
 	if (!err)
 		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
 	if (!err)

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recent launches of the sinks: the last max CUDA_API and LAUNCH events by (producer, id),
+ * which a GPU activity's launched_by links name (ids are unique per producer). The stats
+ * format takes the queue delay from them, the timeline format the start of its flow arrows.
+ *
+ * Bounded: a FIFO of keys, the oldest forgotten when a new one needs its place (counted in
+ * evicted). The index is open addressing at most half full, deletion by backward shift
+ * (common/oatab.h), so lookups stay short however long the session runs.
+ */
+#ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
+#define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
+
+#include <linux/types.h>
+
+/* One launch-side event: what either format needs of it. */
+struct recent_launch {
+	__u64 id, ts;
+	__u32 producer;
+	__u32 pid;
+	__u32 tid; /* timeline: the track its slice went to (its thread's or an overlap lane) */
+	__u32 gen; /* timeline: the file its event is in, 0 none */
+	__u16 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
+	__u16 used;
+};
+
+struct launch_key {
+	__u64 id;
+	__u32 producer;
+};
+
+struct launch_map {
+	struct recent_launch *slots; /* mask + 1 */
+	struct launch_key *fifo; /* max, oldest at head */
+	__u32 mask, max, head, n;
+	__u64 evicted; /* launches forgotten to make room */
+};
+
+/* Room for max launches (1 or more). 0 or -ENOMEM (then launch_map__free it). */
+int launch_map__init(struct launch_map *m, __u32 max);
+void launch_map__free(struct launch_map *m);
+
+/*
+ * launch_map__put - the entry of (producer, id) for the caller to fill: the one already
+ * there (a batch delivered twice: the same event again), or a new one, zeroed but for its
+ * key, after the oldest was forgotten if the map was full. Never NULL.
+ */
+struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id);
+
+/* The entry of (producer, id), or NULL. Valid until the next put. */
+const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id);
+
+#endif /* XPUSUP_ACTORS_SINK_LAUNCH_MAP_H */
