@@ -56,6 +56,18 @@ static void put_text_name(struct text *t, const char *name, __u32 len)
 		text__put(t, "...");
 }
 
+/* A kernel's name at the end of a line of the report, and the line's end. */
+static void put_text_kernel_name(struct text *t, const struct stats *st, const struct kstat *k)
+{
+	if (k == &st->other)
+		text__put(t, "[other kernels]");
+	else if (!k->len)
+		text__put(t, "[unnamed kernel]");
+	else
+		put_text_name(t, k->name, k->len);
+	text__put(t, "\n");
+}
+
 static void put_text_sm(struct text *t, const struct stats *st, __u64 span)
 {
 	char a[32], b[32];
@@ -210,13 +222,7 @@ static void put_text_gpu(struct text *t, const struct stats *st, bool final)
 			  human_ns(c, sizeof(c), sketch__quantile(s, 0.50)),
 			  human_ns(d, sizeof(d), sketch__quantile(s, 0.95)),
 			  human_ns(e, sizeof(e), sketch__quantile(s, 0.99)));
-		if (rows[i].k == &st->other)
-			text__put(t, "[other kernels]");
-		else if (!rows[i].k->len)
-			text__put(t, "[unnamed kernel]");
-		else
-			put_text_name(t, rows[i].k->name, rows[i].k->len);
-		text__put(t, "\n");
+		put_text_kernel_name(t, st, rows[i].k);
 	}
 	if (n > TEXT_ROWS_MAX)
 		text__put(t, "  ... %u more in stats.json\n", n - TEXT_ROWS_MAX);
@@ -367,13 +373,7 @@ static void put_text_counters(struct text *t, const struct stats *st)
 			  (uint64_t)k->estimated,
 			  k->ipc_runs ? k->ipc_sum / (double)k->ipc_runs : 0.0,
 			  k->insn_runs ? k->insn_sum / (double)k->insn_runs : 0.0);
-		if (rows[i].k == &st->other)
-			text__put(t, "[other kernels]");
-		else if (!rows[i].k->len)
-			text__put(t, "[unnamed kernel]");
-		else
-			put_text_name(t, rows[i].k->name, rows[i].k->len);
-		text__put(t, "\n");
+		put_text_kernel_name(t, st, rows[i].k);
 	}
 	free(rows);
 }
