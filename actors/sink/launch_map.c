@@ -22,8 +22,8 @@ int launch_map__init(struct launch_map *m, __u32 max)
 	while (slots < 2 * max)
 		slots <<= 1;
 	m->slots = calloc(slots, sizeof(*m->slots));
-	m->fifo = calloc(max, sizeof(*m->fifo));
-	if (!m->slots || !m->fifo)
+	m->e = calloc(max, sizeof(*m->e));
+	if (!m->slots || !m->e)
 		return -ENOMEM;
 	m->mask = slots - 1;
 	m->max = max;
@@ -33,51 +33,56 @@ int launch_map__init(struct launch_map *m, __u32 max)
 void launch_map__free(struct launch_map *m)
 {
 	free(m->slots);
-	free(m->fifo);
+	free(m->e);
 	m->slots = NULL;
-	m->fifo = NULL;
+	m->e = NULL;
 }
 
+/* The slot of (producer, id), or the empty slot that ends its probe. */
 static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id)
 {
 	__u32 i = launch_home(producer, id) & m->mask;
+	const struct recent_launch *l;
 
-	for (; m->slots[i].used; i = (i + 1) & m->mask)
-		if (m->slots[i].id == id && m->slots[i].producer == producer)
+	for (; m->slots[i]; i = (i + 1) & m->mask) {
+		l = &m->e[m->slots[i] - 1];
+		if (l->id == id && l->producer == producer)
 			return i;
-	return i; /* the empty slot that ends the probe */
+	}
+	return i;
 }
 
 const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id)
 {
-	const struct recent_launch *s = &m->slots[slot_of(m, producer, id)];
+	__u32 s = m->slots[slot_of(m, producer, id)];
 
-	return s->used ? s : NULL;
+	return s ? &m->e[s - 1] : NULL;
 }
 
 static bool slot_empty(const void *tab, uint32_t slot)
 {
-	return !((const struct recent_launch *)tab)[slot].used;
+	return !((const struct launch_map *)tab)->slots[slot];
 }
 
 static uint32_t slot_home(const void *tab, uint32_t slot)
 {
-	const struct recent_launch *s = &((const struct recent_launch *)tab)[slot];
+	const struct launch_map *m = tab;
+	const struct recent_launch *l = &m->e[m->slots[slot] - 1];
 
-	return launch_home(s->producer, s->id);
+	return launch_home(l->producer, l->id);
 }
 
 static void slot_move(void *tab, uint32_t to, uint32_t from)
 {
-	struct recent_launch *s = tab;
+	struct launch_map *m = tab;
 
-	s[to] = s[from];
-	s[from].used = 0;
+	m->slots[to] = m->slots[from];
+	m->slots[from] = 0;
 }
 
 static void slot_clear(void *tab, uint32_t slot)
 {
-	((struct recent_launch *)tab)[slot].used = 0;
+	((struct launch_map *)tab)->slots[slot] = 0;
 }
 
 static const struct oatab_ops slot_ops = { .empty = slot_empty,
@@ -87,20 +92,22 @@ static const struct oatab_ops slot_ops = { .empty = slot_empty,
 
 struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id)
 {
-	__u32 i = slot_of(m, producer, id);
-	struct launch_key old;
+	__u32 i = slot_of(m, producer, id), k;
+	struct recent_launch *old;
 
-	if (m->slots[i].used)
-		return &m->slots[i];
-	if (m->n == m->max) { /* the oldest goes; the probe is made again after the shift */
-		old = m->fifo[m->head];
+	if (m->slots[i])
+		return &m->e[m->slots[i] - 1];
+	k = (m->head + m->n) % m->max; /* the entry after the newest */
+	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
+		old = &m->e[m->head];
+		oatab__delete(m, m->mask, slot_of(m, old->producer, old->id), &slot_ops);
 		m->head = (m->head + 1) % m->max;
 		m->n--;
 		m->evicted++;
-		oatab__delete(m->slots, m->mask, slot_of(m, old.producer, old.id), &slot_ops);
 		i = slot_of(m, producer, id);
 	}
-	m->fifo[(m->head + m->n++) % m->max] = (struct launch_key){ id, producer };
-	m->slots[i] = (struct recent_launch){ .id = id, .producer = producer, .used = 1 };
-	return &m->slots[i];
+	m->n++;
+	m->e[k] = (struct recent_launch){ .id = id, .producer = producer };
+	m->slots[i] = k + 1;
+	return &m->e[k];
 }

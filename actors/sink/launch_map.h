@@ -4,9 +4,11 @@
  * which a GPU activity's launched_by links name (ids are unique per producer). The stats
  * format takes the queue delay from them, the timeline format the start of its flow arrows.
  *
- * Bounded: a FIFO of keys, the oldest forgotten when a new one needs its place (counted in
- * evicted). The index is open addressing at most half full, deletion by backward shift
- * (common/oatab.h), so lookups stay short however long the session runs.
+ * Bounded: the entries are a ring of max in arrival order, the oldest forgotten when a new one
+ * needs its place (counted in evicted). The index is open addressing over 4-byte slots (an
+ * entry's index + 1), at most half full, deletion by backward shift (common/oatab.h): lookups
+ * stay short however long the session runs, and the part probed stays small enough for the
+ * cache (the entries are touched once per lookup).
  */
 #ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
 #define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
@@ -20,18 +22,12 @@ struct recent_launch {
 	__u32 pid;
 	__u32 tid; /* timeline: the track its slice went to (its thread's or an overlap lane) */
 	__u32 gen; /* timeline: the file its event is in, 0 none */
-	__u16 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
-	__u16 used;
-};
-
-struct launch_key {
-	__u64 id;
-	__u32 producer;
+	__u32 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
 };
 
 struct launch_map {
-	struct recent_launch *slots; /* mask + 1 */
-	struct launch_key *fifo; /* max, oldest at head */
+	__u32 *slots; /* mask + 1: index + 1 in e, 0 empty */
+	struct recent_launch *e; /* max, the oldest at head */
 	__u32 mask, max, head, n;
 	__u64 evicted; /* launches forgotten to make room */
 };

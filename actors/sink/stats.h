@@ -246,24 +246,46 @@ struct ctr_prow {
 	double rank; /* the total of the rank_by counter, -1 without it */
 };
 
+/* Rounding: a double of ns to whole ns; a mean rounded to nearest (0 for no count); a
+ * percentage of whole, 0 when whole is 0, never above 100. */
 __u64 stats_round_ns(double v);
 __u64 stats_mean(__u64 sum, __u64 count);
 double stats_pct(__u64 part, __u64 whole);
+
+/* Rows of a period (run, else the interval) for the caller to free: kernels sorted (most
+ * time, then launches, then name), functions unsorted (frows__sort), processes sorted (most
+ * time, then pid, "(other)" last); NULL and *n = 0 without memory. */
 struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n);
 struct frow *cpu__function_rows(const struct cpu *c, bool run, __u32 *n);
 struct prow *cpu__process_rows(const struct cpu *c, bool run, __u32 *n);
+/* The threads seen in the period. */
 __u32 cpu__threads_seen(const struct cpu *c, bool run);
+/* Sort by self (else total) time; returns how many to list (by self: those with self time). */
 __u32 frows__sort(struct frow *rows, __u32 n, bool self);
+
+/* A group's accumulator of the period; owner's of name index + 1 `name`, NULL without
+ * readings. */
 const struct ctr_acc *ctr_group__acc(const struct ctr_group *g, bool run);
 const struct ctr_acc *stats__ctr_get(const struct stats *st, __u32 name, __u32 owner, bool run);
+/* Ratio i of derived.h's derived_ratios for owner: false when a counter of it is missing. */
 bool stats__ctr_ratio(const struct stats *st, size_t i, __u32 owner, bool run, __u64 span,
 		      double *v);
+/* The total per second of span (0 for none); the mean time_running / time_enabled. */
 double ctr_acc__rate(const struct ctr_acc *a, __u64 span);
 double ctr_acc__running_mean(const struct ctr_acc *a);
+/* The name indices + 1 owner has readings of, in byte order of the names, into out
+ * (CTR_NAMES_MAX); returns their count. */
 __u32 stats__ctr_names_of(const struct stats *st, __u32 owner, bool run, __u32 *out);
+/* The processes with readings, ranked by *rank_by's total (name index + 1, 0 none), then
+ * pid; for the caller to free; NULL and *n = 0 without memory. */
 struct ctr_prow *stats__ctr_processes(const struct stats *st, bool run, __u32 *n, __u32 *rank_by);
+/* The counters the correlator attached to the kernel's runs in the period. */
 const struct kctr *kstat__ctr(const struct kstat *k, bool run);
+/* Where in the pipeline records of a loss cause were dropped: "source", "correlator",
+ * "unknown". */
 const char *stats_loss_stage(__u32 cause);
+/* The part of window [start, start + len) inside [first, last], len when none: the
+ * denominator of its SM-active. */
 __u64 stats_window_len(__u64 start, __u64 len, __u64 first, __u64 last);
 
 /* ---- rendering (stats_json.c, stats_text.c) ------------------------------------------ */
