@@ -38,14 +38,16 @@ void launch_map__free(struct launch_map *m)
 	m->e = NULL;
 }
 
-/* The slot of (producer, id), or the empty slot that ends its probe. */
-static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id)
+/* The slot of (producer, id) whose hash is h, or the empty slot that ends its probe. */
+static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id, __u32 h)
 {
-	__u32 i = launch_home(producer, id) & m->mask;
+	__u32 i = h & m->mask;
 	const struct recent_launch *l;
 
-	for (; m->slots[i]; i = (i + 1) & m->mask) {
-		l = &m->e[m->slots[i] - 1];
+	for (; m->slots[i].idx1; i = (i + 1) & m->mask) {
+		if (m->slots[i].hash != h)
+			continue;
+		l = &m->e[m->slots[i].idx1 - 1];
 		if (l->id == id && l->producer == producer)
 			return i;
 	}
@@ -54,22 +56,19 @@ static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id)
 
 const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id)
 {
-	__u32 s = m->slots[slot_of(m, producer, id)];
+	__u32 s = m->slots[slot_of(m, producer, id, launch_home(producer, id))].idx1;
 
 	return s ? &m->e[s - 1] : NULL;
 }
 
 static bool slot_empty(const void *tab, uint32_t slot)
 {
-	return !((const struct launch_map *)tab)->slots[slot];
+	return !((const struct launch_map *)tab)->slots[slot].idx1;
 }
 
 static uint32_t slot_home(const void *tab, uint32_t slot)
 {
-	const struct launch_map *m = tab;
-	const struct recent_launch *l = &m->e[m->slots[slot] - 1];
-
-	return launch_home(l->producer, l->id);
+	return ((const struct launch_map *)tab)->slots[slot].hash;
 }
 
 static void slot_move(void *tab, uint32_t to, uint32_t from)
@@ -77,12 +76,12 @@ static void slot_move(void *tab, uint32_t to, uint32_t from)
 	struct launch_map *m = tab;
 
 	m->slots[to] = m->slots[from];
-	m->slots[from] = 0;
+	m->slots[from].idx1 = 0;
 }
 
 static void slot_clear(void *tab, uint32_t slot)
 {
-	((struct launch_map *)tab)->slots[slot] = 0;
+	((struct launch_map *)tab)->slots[slot].idx1 = 0;
 }
 
 static const struct oatab_ops slot_ops = { .empty = slot_empty,
@@ -92,22 +91,25 @@ static const struct oatab_ops slot_ops = { .empty = slot_empty,
 
 struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id)
 {
-	__u32 i = slot_of(m, producer, id), k;
+	__u32 h = launch_home(producer, id), i = slot_of(m, producer, id, h), k;
 	struct recent_launch *old;
 
-	if (m->slots[i])
-		return &m->e[m->slots[i] - 1];
+	if (m->slots[i].idx1)
+		return &m->e[m->slots[i].idx1 - 1];
 	k = (m->head + m->n) % m->max; /* the entry after the newest */
 	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
 		old = &m->e[m->head];
-		oatab__delete(m, m->mask, slot_of(m, old->producer, old->id), &slot_ops);
+		oatab__delete(m, m->mask,
+			      slot_of(m, old->producer, old->id,
+				      launch_home(old->producer, old->id)),
+			      &slot_ops);
 		m->head = (m->head + 1) % m->max;
 		m->n--;
 		m->evicted++;
-		i = slot_of(m, producer, id);
+		i = slot_of(m, producer, id, h);
 	}
 	m->n++;
 	m->e[k] = (struct recent_launch){ .id = id, .producer = producer };
-	m->slots[i] = k + 1;
+	m->slots[i] = (struct launch_slot){ .idx1 = k + 1, .hash = h };
 	return &m->e[k];
 }

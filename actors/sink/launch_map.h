@@ -5,10 +5,10 @@
  * format takes the queue delay from them, the timeline format the start of its flow arrows.
  *
  * Bounded: the entries are a ring of max in arrival order, the oldest forgotten when a new one
- * needs its place (counted in evicted). The index is open addressing over 4-byte slots (an
- * entry's index + 1), at most half full, deletion by backward shift (common/oatab.h): lookups
- * stay short however long the session runs, and the part probed stays small enough for the
- * cache (the entries are touched once per lookup).
+ * needs its place (counted in evicted). The index is open addressing over 8-byte slots (an
+ * entry's index + 1 and its key's hash), at most half full, deletion by backward shift
+ * (common/oatab.h): lookups stay short however long the session runs, and a probe or a shift
+ * reads the entries only where the hash matches, so the part it touches stays in the cache.
  */
 #ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
 #define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
@@ -25,8 +25,13 @@ struct recent_launch {
 	__u32 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
 };
 
+struct launch_slot {
+	__u32 idx1; /* index + 1 in launch_map.e, 0: empty */
+	__u32 hash; /* of the entry's key: its home is hash & mask */
+};
+
 struct launch_map {
-	__u32 *slots; /* mask + 1: index + 1 in e, 0 empty */
+	struct launch_slot *slots; /* mask + 1 */
 	struct recent_launch *e; /* max, the oldest at head */
 	__u32 mask, max, head, n;
 	__u64 evicted; /* launches forgotten to make room */
