@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json_escape.h"
 #include "common/topology.h"
 #include "shm/ring.h"
 #include "supervisor/supervisor.h"
@@ -59,19 +60,16 @@ static void fmt_exit(char *buf, size_t len, const struct xpu_actor_slot *slot)
 		snprintf(buf, len, "-");
 }
 
+static void file_write(void *out, const char *p, size_t len)
+{
+	fwrite(p, 1, len, out);
+}
+
+/* A string of ours as JSON: common/json_escape.h's rule, the sinks' one. */
 static void json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
+	xpu_json_escape_to(s, strlen(s), 0, file_write, out);
 	fputc('"', out);
 }
 

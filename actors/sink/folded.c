@@ -47,6 +47,8 @@
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
 #include "common/config.h"
+#include "common/hash.h"
+#include "common/json_escape.h"
 #include "common/mix.h"
 #include "xpusup/event.h"
 
@@ -143,16 +145,6 @@ static const char *const counter_names[] = {
 	"stacks", "cpu_samples", "gpu_events", "stacks_overflow", "files_written", "events_in_range"
 };
 
-static __u64 hash_bytes(__u64 h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static struct comm *comm_slot(struct folded *f, __u32 pid, bool create)
 {
 	__u32 mask = 2 * COMMS_MAX - 1, i = (__u32)xpu_mix64(pid) & mask;
@@ -183,7 +175,7 @@ static void learn_comm(struct folded *f, const struct xpu_cevent *ev)
 
 static __u64 name_hash(const char *s, size_t n)
 {
-	return hash_bytes(0xcbf29ce484222325ull, s, n);
+	return xpu_hash_bytes(s, n);
 }
 
 /* The kept copy of name, made when it is new; NULL when there is no room (the frame stays
@@ -388,8 +380,8 @@ static void add(struct folded *f, struct stack *key, const char *const *names, _
 	size_t nf = (size_t)key->n_user + key->n_kernel;
 	struct stack *s;
 
-	key->hash = hash_bytes(0xcbf29ce484222325ull ^ key->pid, key->frames, nf * 8);
-	key->hash = hash_bytes(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
+	key->hash = xpu_fnv1a64(XPU_FNV1A64_BASIS ^ key->pid, key->frames, nf * 8);
+	key->hash = xpu_fnv1a64(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
 	if (key->scope) /* interned: the pointer stands for the text */
 		key->hash = xpu_mix64(key->hash ^ (__u64)(uintptr_t)key->scope);
 	s = find(f, key);
@@ -721,28 +713,18 @@ static const char html_tail[] =
 	"window.onresize = draw; draw();\n"
 	"</script></body></html>\n";
 
-/* A folded line as a JavaScript string literal: the line's bytes, escaped. */
+static void out_write(void *o, const char *p, size_t len)
+{
+	out__write(o, p, len);
+}
+
+/* A folded line as a JavaScript string literal: a JSON string by common/json_escape.h's rule
+ * (UTF-8 names stay as they are: the page is UTF-8), with '<' and '>' escaped too, as
+ * "</script>" inside a name must not end the page's script. */
 static void js_string(struct out *o, const char *s, size_t n)
 {
-	char buf[8];
-	size_t i;
-
 	out__write(o, "\"", 1);
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\') {
-			buf[0] = '\\';
-			buf[1] = (char)c;
-			out__write(o, buf, 2);
-		} else if (c < 0x20 || c == '<' || c == '>' || c >= 0x7f) {
-			/* "<" too: "</script>" inside a name must not end the page's script */
-			snprintf(buf, sizeof(buf), "\\u%04x", c);
-			out__write(o, buf, 6);
-		} else {
-			out__write(o, &s[i], 1);
-		}
-	}
+	xpu_json_escape_to(s, n, XPU_JSON_ESCAPE_SCRIPT, out_write, o);
 	out__write(o, "\"", 1);
 }
 

@@ -16,11 +16,15 @@
  *   intervals merged into the run, the cap on functions and its "(other)" bucket, and
  *   stats.txt with the CPU section first and one line for a run without GPU work.
  *
- * The CPU section is tested through stats.c itself, included here: its tables are static,
- * and the meson target links neither the sink library nor io_uring, so the three out.h
- * calls stats.c makes are replaced below by ones that keep the files in memory.
+ * The CPU and counters sections are tested through the accumulator's interface (stats.h):
+ * the format's own open and batch, then its tables and renderers. The meson target links
+ * neither the sink library nor io_uring, so the three out.h calls stats.c makes are replaced
+ * below by ones that keep the files in memory.
  */
-#include "actors/sink/stats.c"
+#include "actors/sink/stats.h"
+
+#include "actors/sink/fmt.h"
+#include "actors/sink/out.h"
 
 #include "actors/sink/sketch.h"
 #include "actors/sink/sm_active.h"
@@ -467,7 +471,7 @@ int out__open(struct out **o, const char *path, char *why, size_t why_len)
 
 int out__write(struct out *o, const void *data, size_t len)
 {
-	put_bytes(&o->t, data, len);
+	text__bytes(&o->t, data, len);
 	return o->t.failed ? -ENOMEM : 0;
 }
 
@@ -721,17 +725,17 @@ static void test_cpu_intervals(void)
 	char why[256];
 
 	cpu_feed(st, &a, 1);
-	period_merge(st); /* the end of an interval */
+	stats__merge(st); /* the end of an interval */
 	cpu_feed(st, &b, 1);
 	cpu_feed(st, &k, 1);
 	f = fn_named(st, "recurse", false);
 	tap_ok(f && f->run.total.ns == 300 && f->cur.total.ns == 100 && f->cur.self.ns == 100,
 	       "an interval counts its own samples; the run has the earlier ones");
-	put_cpu(&t, st, &st->cur, false);
+	stats__put_cpu(&t, st, &st->cur, false);
 	tap_ok(t.p && has(t.p, "\"cpu\": {\"samples\": 1, \"sampled_ns\": 100, \"without_stack\": "
 			       "0, \"processes\": 1, \"threads\": 1, \"functions\": 2,"),
 	       "the interval's line: its samples, processes, threads and functions");
-	text_free(&t);
+	text__free(&t);
 	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
 		       !strcmp(fn_times(st, "recurse", false), "400/2 400/2") &&
 		       has(file_text("mem/stats.json"),
@@ -958,14 +962,14 @@ static void test_counters(void)
 	char why[256];
 
 	cpu_feed(st, ev, n);
-	put_counters(&t, st, &st->cur, false);
+	stats__put_counters(&t, st, &st->cur, false);
 	tap_ok(t.p && has(t.p,
 			  "\"counters\": {\"readings\": 24, \"not_counted\": 1, \"names\": 10, "
 			  "\"processes\": 2,"),
 	       "an interval's counters: readings, those of a counter that never ran, names");
 	if (tap_failed_)
 		tap_diag("%s", t.p);
-	text_free(&t);
+	text__free(&t);
 	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish");
 	json = file_text("mem/stats.json");
 	txt = file_text("mem/stats.txt");
@@ -1027,15 +1031,15 @@ static void test_counters(void)
 	/* intervals: the interval's own, merged into the run */
 	st = cpu_open();
 	cpu_feed(st, ev, 11); /* the first round */
-	period_merge(st);
+	stats__merge(st);
 	cpu_feed(st, ev + 11, 11);
 	t = (struct text){ 0 };
-	put_counters(&t, st, &st->cur, false);
+	stats__put_counters(&t, st, &st->cur, false);
 	tap_ok(t.p && has(t.p, "\"readings\": 11,") &&
 		       has(t.p, "{\"name\": \"cycles\", \"readings\": 2, \"not_counted\": 0, "
 				"\"total\": 3000.000,"),
 	       "an interval has its own readings");
-	text_free(&t);
+	text__free(&t);
 	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
 		       has(file_text("mem/stats.json"),
 			   "{\"name\": \"cycles\", \"readings\": 4, \"not_counted\": 0, \"total\": "
@@ -1068,6 +1072,43 @@ static void test_counters(void)
 	}
 }
 
+/* derived.h's rule: a counter with modifiers pairs with nothing, on a kernel nor system-wide
+ * (it used to count as instructions on a kernel). */
+static void test_derived_rule(void)
+{
+	static const struct xpu_wire_counter kc[2] = {
+		{ .name = "instructions:u", .name_len = 14, .delta = 4000 },
+		{ .name = "cycles", .name_len = 6, .delta = 2000 },
+	};
+	struct xpu_cevent ev[5];
+	struct stats *st = cpu_open();
+	const char *json;
+	char why[256];
+
+	ev[0] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "cycles", S1, 1000, 1.0);
+	ev[1] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "instructions:u", S1, 3000, 1.0);
+	ev[2] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "cycles", 2 * S1, 1000, 1.0);
+	ev[3] = pmu(0, 0, XPU_PMU_SCOPE_CPU, "instructions:u", 2 * S1, 3000, 1.0);
+	ev[4] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+				     .pid = 20,
+				     .ts_ns = S1,
+				     .end_ns = S1 + 100,
+				     .name = "axpy",
+				     .name_len = 4,
+				     .n_counters = 2 };
+	memcpy(ev[4].counters, kc, sizeof(kc));
+	cpu_feed(st, ev, 5);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish");
+	json = file_text("mem/stats.json");
+	tap_ok(has(json, "\"system_derived\": {}") &&
+		       has(json, "{\"name\": \"axpy\", \"runs\": 1, \"with_counters\": 1, "
+				 "\"estimated\": 0, \"ipc_runs\": 0, \"ipc_mean\": 0.000000, "
+				 "\"instructions_runs\": 0,"),
+	       "instructions:u is not instructions: no system IPC, no kernel instructions");
+	fmt_stats.free(st);
+	files_free();
+}
+
 int main(void)
 {
 	test_sketch_bound();
@@ -1083,5 +1124,6 @@ int main(void)
 	test_cpu_processes();
 	test_counters();
 	test_clock_sync();
+	test_derived_rule();
 	return tap_done();
 }

@@ -43,10 +43,14 @@
 #include <string.h>
 
 #include "actors/sink/clock_sync.h"
+#include "actors/sink/derived.h"
+#include "actors/sink/launch_map.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
+#include "common/hash.h"
+#include "common/json_escape.h"
 #include "common/mix.h"
 #include "common/wire.h"
 #include "xpusup/event.h"
@@ -199,27 +203,6 @@ struct open_range {
 	bool used;
 };
 
-/*
- * Recent CUDA_API and LAUNCH events, where flow arrows start: a FIFO of max entries (the
- * oldest goes when a new one needs its place) with a chained hash index. A GPU activity's
- * launched_by links name these events by id; ids are unique per producer.
- */
-struct launch {
-	__u64 id;
-	__u64 ts;
-	__u32 producer, pid;
-	__u32 tid; /* the track its slice went to: the thread's, or an overlap lane */
-	__u32 gen; /* the file its event is in (timeline.gen), 0: none */
-	__u32 next; /* next in its hash chain: index + 1, 0 none */
-	bool api; /* CUDA_API (an X slice the arrow can start from), else LAUNCH */
-};
-
-struct launches {
-	struct launch *e;
-	__u32 *bucket; /* index + 1 of a chain's first entry */
-	__u32 cap, mask, head, n;
-};
-
 struct sync_reading {
 	__u32 pid, clock;
 	__u64 ref_before, other, ref_after;
@@ -242,7 +225,7 @@ struct timeline {
 	struct table procs, threads, gpus, streams, devices, pmu;
 	struct open_range *ranges;
 	__u32 free_range; /* index + 1 */
-	struct launches launches;
+	struct launch_map launches; /* recent launches, where flow arrows start */
 	struct sm_active *sm; /* SM-active windows of devices and processes (seed 002) */
 	__u64 sm_next; /* ordinal of the first closed window not yet written */
 	__u64 sm_missed; /* closed windows that left sm_active's ring before they were written */
@@ -316,79 +299,18 @@ static void put_us(struct timeline *t, __u64 ns)
 	put_raw(t, frac, sizeof(frac));
 }
 
-/* Bytes of one well-formed UTF-8 sequence at p (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	__u32 c;
-	size_t k, i;
-
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		k = 2;
-		c = p[0] & 0x1f;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		k = 3;
-		c = p[0] & 0x0f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		k = 4;
-		c = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < k)
-		return 0;
-	for (i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((k == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-	    (k == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	return k;
-}
-
-/* A JSON string of n bytes. Names are bytes (docs/wire.md): JSON must be UTF-8, so a byte
- * that does not start a well-formed sequence becomes U+FFFD. */
+/* A JSON string of n bytes, escaped by common/json_escape.h's rule (the one of stats.json). */
 static void put_str(struct timeline *t, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, k;
 	char *d;
 
-	if (t->overflow || EV_MAX - t->len < 6 * n + 3) {
+	if (t->overflow || EV_MAX - t->len < XPU_JSON_ESCAPED_MAX(n) + 3) {
 		t->overflow = true;
 		return;
 	}
 	d = t->ev + t->len;
 	*d++ = '"';
-	while (i < n) {
-		unsigned char c = p[i];
-
-		if (c == '"' || c == '\\') {
-			*d++ = '\\';
-			*d++ = (char)c;
-			i++;
-		} else if (c < 0x20) {
-			memcpy(d, "\\u00", 4);
-			d[4] = hex[c >> 4];
-			d[5] = hex[c & 15];
-			d += 6;
-			i++;
-		} else if (c < 0x80) {
-			*d++ = (char)c;
-			i++;
-		} else if ((k = utf8_len(p + i, n - i))) {
-			memcpy(d, p + i, k);
-			d += k;
-			i += k;
-		} else {
-			memcpy(d, "\\ufffd", 6);
-			d += 6;
-			i++;
-		}
-	}
+	d += xpu_json_escape(d, XPU_JSON_ESCAPED_MAX(n), s, n, NULL, 0);
 	*d++ = '"';
 	t->len = (size_t)(d - t->ev);
 }
@@ -711,62 +633,17 @@ static const char *clock_name(__u32 c)
 
 /* ---- flows: launches ---- */
 
-static int launches__init(struct launches *l, __u32 cap)
+/* tid: the track the event went to (its thread's, or an overlap lane); gen: its file. */
+static void launches__add(struct launch_map *m, __u32 producer, const struct xpu_cevent *e,
+			  __u32 tid, __u32 gen)
 {
-	__u32 buckets = 16;
+	struct recent_launch *l = launch_map__put(m, producer, e->id);
 
-	while (buckets < 2 * cap)
-		buckets <<= 1;
-	l->e = calloc(cap, sizeof(*l->e));
-	l->bucket = calloc(buckets, sizeof(*l->bucket));
-	if (!l->e || !l->bucket)
-		return -ENOMEM;
-	l->cap = cap;
-	l->mask = buckets - 1;
-	return 0;
-}
-
-static __u32 launch_hash(const struct launches *l, __u32 producer, __u64 id)
-{
-	return (__u32)xpu_mix64(id ^ (__u64)producer << 48) & l->mask;
-}
-
-/* tid: the track the event went to (its thread's, or an overlap lane). */
-static void launches__add(struct launches *l, __u32 producer, const struct xpu_cevent *e, __u32 tid,
-			  __u32 gen)
-{
-	__u32 i = l->head, *p;
-	struct launch *x = &l->e[i];
-
-	if (l->n == l->cap) { /* the oldest goes: unlink it from its chain */
-		p = &l->bucket[launch_hash(l, x->producer, x->id)];
-		while (*p != i + 1)
-			p = &l->e[*p - 1].next;
-		*p = x->next;
-		l->n--;
-	}
-	*x = (struct launch){ .id = e->id,
-			      .ts = e->ts_ns,
-			      .producer = producer,
-			      .pid = e->pid,
-			      .tid = tid,
-			      .gen = gen,
-			      .api = e->kind == XPU_REC_CUDA_API };
-	p = &l->bucket[launch_hash(l, producer, e->id)];
-	x->next = *p;
-	*p = i + 1;
-	l->head = (i + 1) % l->cap;
-	l->n++;
-}
-
-static const struct launch *launches__find(const struct launches *l, __u32 producer, __u64 id)
-{
-	__u32 i = l->bucket[launch_hash(l, producer, id)];
-
-	for (; i; i = l->e[i - 1].next)
-		if (l->e[i - 1].id == id && l->e[i - 1].producer == producer)
-			return &l->e[i - 1];
-	return NULL;
+	l->ts = e->ts_ns;
+	l->pid = e->pid;
+	l->tid = tid;
+	l->gen = gen;
+	l->kind = e->kind;
 }
 
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
@@ -774,7 +651,7 @@ static const struct launch *launches__find(const struct launches *l, __u32 produ
  * together, so every flow in the file has both ends. */
 static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
 {
-	const struct launch *from = NULL, *l;
+	const struct recent_launch *from = NULL, *l;
 	bool linked = false;
 	__u32 i;
 
@@ -782,14 +659,14 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
 		linked = true;
-		l = launches__find(&t->launches, producer, e->links[i].target);
+		l = launch_map__find(&t->launches, producer, e->links[i].target);
 		if (l && l->gen != t->gen)
 			l = NULL; /* not in this file: written before it, or not at all */
 		/* Only an API call: an arrow must start on a slice, and a LAUNCH is an instant
 		 * whose thread track may hold no slice around it (its call can sit on an
 		 * overlap track, or be unknown). Without the call the arrow is counted as
 		 * unknown. */
-		if (l && l->api)
+		if (l && l->kind == XPU_REC_CUDA_API)
 			from = l;
 	}
 	if (!linked)
@@ -1169,18 +1046,7 @@ static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
 
 static __u64 pmu_hash(const char *name, __u32 len, __u32 scope)
 {
-	__u64 h = 0xcbf29ce484222325ull;
-	__u32 i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
-	return h ^ scope;
-}
-
-/* Whether the counter is exactly what: "cycles:u" (with modifiers) pairs with nothing. */
-static bool pmu_is(const struct xpu_cevent *e, const char *what)
-{
-	return e->name_len == strlen(what) && !memcmp(e->name, what, e->name_len);
+	return xpu_hash_bytes(name, len) ^ scope;
 }
 
 /* The last interval of the same owner's counter `other` (scope and owner key as tr's),
@@ -1211,8 +1077,6 @@ static const struct pmu_track *pmu_pair(struct timeline *t, const struct pmu_tra
  */
 static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 {
-	static const char *const cycles[] = { "cycles", "cpu-cycles", NULL };
-	static const char *const insn[] = { "instructions", NULL };
 	char name[XPU_STRING_MAX + 32], suffix[32] = "";
 	__u32 pid = cpu_pid(t, e->pid), owner = 0;
 	const struct pmu_track *pair = NULL;
@@ -1250,12 +1114,12 @@ static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 	tr->end = tr->prev_ts = e->ts_ns;
 	tr->count = count;
 	/* IPC once both of the pair have the interval: when the second of them comes */
-	if (pmu_is(e, "instructions")) {
-		pair = pmu_pair(t, tr, e->sub_kind, cycles);
+	if (derived__is(e->name, e->name_len, derived_instructions)) {
+		pair = pmu_pair(t, tr, e->sub_kind, derived_cycles);
 		insn_count = tr->count;
 		cycles_count = pair ? pair->count : 0;
-	} else if (pmu_is(e, "cycles") || pmu_is(e, "cpu-cycles")) {
-		pair = pmu_pair(t, tr, e->sub_kind, insn);
+	} else if (derived__is(e->name, e->name_len, derived_cycles)) {
+		pair = pmu_pair(t, tr, e->sub_kind, derived_instructions);
 		insn_count = pair ? pair->count : 0;
 		cycles_count = tr->count;
 	}
@@ -1601,8 +1465,7 @@ static void timeline_free(void *st)
 		for (l = 0; l < LANES; l++)
 			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
 	free(t->ranges);
-	free(t->launches.e);
-	free(t->launches.bucket);
+	launch_map__free(&t->launches);
 	free(t->procs.slots);
 	free(t->threads.slots);
 	free(t->gpus.slots);
@@ -1660,7 +1523,7 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		goto fail;
 	t->window_ns = o.sm_window_ms * 1000000ull;
 	t->lateness_ns = o.sm_lateness_ms * 1000000ull;
-	err = launches__init(&t->launches, (__u32)o.max_launches);
+	err = launch_map__init(&t->launches, (__u32)o.max_launches);
 	if (!err)
 		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
 	if (!err)

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "actors/sink/launch_map.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mix.h"
+#include "common/oatab.h"
+
+static __u32 launch_home(__u32 producer, __u64 id)
+{
+	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48));
+}
+
+int launch_map__init(struct launch_map *m, __u32 max)
+{
+	__u32 slots = 16;
+
+	memset(m, 0, sizeof(*m));
+	while (slots < 2 * max)
+		slots <<= 1;
+	m->slots = calloc(slots, sizeof(*m->slots));
+	m->e = calloc(max, sizeof(*m->e));
+	if (!m->slots || !m->e)
+		return -ENOMEM;
+	m->mask = slots - 1;
+	m->max = max;
+	return 0;
+}
+
+void launch_map__free(struct launch_map *m)
+{
+	free(m->slots);
+	free(m->e);
+	m->slots = NULL;
+	m->e = NULL;
+}
+
+/* The slot of (producer, id) whose hash is h, or the empty slot that ends its probe. */
+static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id, __u32 h)
+{
+	__u32 i = h & m->mask;
+	const struct recent_launch *l;
+
+	for (; m->slots[i].idx1; i = (i + 1) & m->mask) {
+		if (m->slots[i].hash != h)
+			continue;
+		l = &m->e[m->slots[i].idx1 - 1];
+		if (l->id == id && l->producer == producer)
+			return i;
+	}
+	return i;
+}
+
+const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id)
+{
+	__u32 s = m->slots[slot_of(m, producer, id, launch_home(producer, id))].idx1;
+
+	return s ? &m->e[s - 1] : NULL;
+}
+
+static bool slot_empty(const void *tab, uint32_t slot)
+{
+	return !((const struct launch_map *)tab)->slots[slot].idx1;
+}
+
+static uint32_t slot_home(const void *tab, uint32_t slot)
+{
+	return ((const struct launch_map *)tab)->slots[slot].hash;
+}
+
+static void slot_move(void *tab, uint32_t to, uint32_t from)
+{
+	struct launch_map *m = tab;
+
+	m->slots[to] = m->slots[from];
+	m->slots[from].idx1 = 0;
+}
+
+static void slot_clear(void *tab, uint32_t slot)
+{
+	((struct launch_map *)tab)->slots[slot].idx1 = 0;
+}
+
+static const struct oatab_ops slot_ops = { .empty = slot_empty,
+					   .home = slot_home,
+					   .move = slot_move,
+					   .clear = slot_clear };
+
+struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id)
+{
+	__u32 h = launch_home(producer, id), i = slot_of(m, producer, id, h), k;
+	struct recent_launch *old;
+
+	if (m->slots[i].idx1)
+		return &m->e[m->slots[i].idx1 - 1];
+	k = (m->head + m->n) % m->max; /* the entry after the newest */
+	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
+		old = &m->e[m->head];
+		oatab__delete(m, m->mask,
+			      slot_of(m, old->producer, old->id,
+				      launch_home(old->producer, old->id)),
+			      &slot_ops);
+		m->head = (m->head + 1) % m->max;
+		m->n--;
+		m->evicted++;
+		i = slot_of(m, producer, id, h);
+	}
+	m->n++;
+	m->e[k] = (struct recent_launch){ .id = id, .producer = producer };
+	m->slots[i] = (struct launch_slot){ .idx1 = k + 1, .hash = h };
+	return &m->e[k];
+}

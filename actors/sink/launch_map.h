@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recent launches of the sinks: the last max CUDA_API and LAUNCH events by (producer, id),
+ * which a GPU activity's launched_by links name (ids are unique per producer). The stats
+ * format takes the queue delay from them, the timeline format the start of its flow arrows.
+ *
+ * Bounded: the entries are a ring of max in arrival order, the oldest forgotten when a new one
+ * needs its place (counted in evicted). The index is open addressing over 8-byte slots (an
+ * entry's index + 1 and its key's hash), at most half full, deletion by backward shift
+ * (common/oatab.h): lookups stay short however long the session runs, and a probe or a shift
+ * reads the entries only where the hash matches, so the part it touches stays in the cache.
+ */
+#ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
+#define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
+
+#include <linux/types.h>
+
+/* One launch-side event: what either format needs of it. */
+struct recent_launch {
+	__u64 id, ts;
+	__u32 producer;
+	__u32 pid;
+	__u32 tid; /* timeline: the track its slice went to (its thread's or an overlap lane) */
+	__u32 gen; /* timeline: the file its event is in, 0 none */
+	__u32 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
+};
+
+struct launch_slot {
+	__u32 idx1; /* index + 1 in launch_map.e, 0: empty */
+	__u32 hash; /* of the entry's key: its home is hash & mask */
+};
+
+struct launch_map {
+	struct launch_slot *slots; /* mask + 1 */
+	struct recent_launch *e; /* max, the oldest at head */
+	__u32 mask, max, head, n;
+	__u64 evicted; /* launches forgotten to make room */
+};
+
+/* Room for max launches (1 or more). 0 or -ENOMEM (then launch_map__free it). */
+int launch_map__init(struct launch_map *m, __u32 max);
+void launch_map__free(struct launch_map *m);
+
+/*
+ * launch_map__put - the entry of (producer, id) for the caller to fill: the one already
+ * there (a batch delivered twice: the same event again), or a new one, zeroed but for its
+ * key, after the oldest was forgotten if the map was full. Never NULL.
+ */
+struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id);
+
+/* The entry of (producer, id), or NULL. Valid until the next put. */
+const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id);
+
+#endif /* XPUSUP_ACTORS_SINK_LAUNCH_MAP_H */
