@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sync metadata of a sink's files (seed 004): the CLOCK_SYNC events a sink receives are
+ * The sync metadata of a sink's files (docs/clock.md): the CLOCK_SYNC events a sink receives are
  * fed into one clock fit (common/clock.h) per other clock, and each fit's model is written
  * into trace.json's otherData and stats.json as "clock_sync". Both sinks write the same
  * object, so the two files of a session agree on it.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SM-active time from kernel intervals (seed 002): the share of a window during which at
+ * SM-active time from kernel intervals (docs/stats.md, SM active): the share of a window during which at
  * least one kernel of an entity (a process, or a device) ran. Kernels overlap (streams run
  * concurrently), so durations are not summed: each entity's intervals are merged, clamped
  * to fixed windows of event time, and the merged length over the window's length, capped

@@ -17,7 +17,7 @@
  *	losses         LOSS records by cause and stage, and the sequence gaps of the batches
  *		       this sink received
  *	sm_active      per device and per process, the merged kernel time over the run and
- *		       per window (sm_active.h, seed 002)
+ *		       per window (sm_active.h)
  *	counters       PMU counter readings: per counter name, system-wide (summed over CPUs)
  *		       and for the top processes, the scaled total, its rate, how much of the
  *		       time it really counted (multiplexing) and the ratios derived from pairs

@@ -498,7 +498,7 @@ static void put_limits(struct text *t, const struct stats *st)
 		  (uint64_t)st->sketch_nomem);
 }
 
-/* The sync metadata (seed 004, docs/clock.md): a model per other clock, or the statement
+/* The sync metadata (docs/clock.md): a model per other clock, or the statement
  * that every source stamps CLOCK_MONOTONIC. */
 static void put_clock_sync(struct text *t, struct stats *st)
 {

@@ -94,7 +94,7 @@ double stats_pct(__u64 part, __u64 whole)
 {
 	double v = whole ? 100.0 * (double)part / (double)whole : 0;
 
-	return v > 100 ? 100 : v; /* seed 002: clamping errors never show as more than 100 % */
+	return v > 100 ? 100 : v; /* clamping: rounding never shows as more than 100 % */
 }
 
 /* Most time first; then most launches; then by name, so equal rows keep one order. */

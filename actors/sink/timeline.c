@@ -226,7 +226,7 @@ struct timeline {
 	struct open_range *ranges;
 	__u32 free_range; /* index + 1 */
 	struct launch_map launches; /* recent launches, where flow arrows start */
-	struct sm_active *sm; /* SM-active windows of devices and processes (seed 002) */
+	struct sm_active *sm; /* SM-active windows of devices and processes (sm_active.h) */
 	__u64 sm_next; /* ordinal of the first closed window not yet written */
 	__u64 sm_missed; /* closed windows that left sm_active's ring before they were written */
 	__u32 next_vpid, sys_vpid;
@@ -1348,7 +1348,7 @@ static void write_tail(struct timeline *t)
 	}
 }
 
-/* The end of the array and the sync metadata (seed 004): the clock and its readings. */
+/* The end of the array and the sync metadata (docs/clock.md): the clock and its readings. */
 static void write_other(struct timeline *t)
 {
 	struct sm_counts c;
