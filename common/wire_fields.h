@@ -62,7 +62,8 @@
 	X("ts",       UINT,     ts_ns,          REQ, NONE,       WIRE_K_ALL)                      \
 	X("pid",      UINT,     pid,            OPT, NONE,       WIRE_K_ALL)                      \
 	X("tid",      UINT,     tid,            OPT, NONE,       WIRE_K_ALL)                      \
-	X("cpu",      UINT,     cpu,            OPT, NONE,       WIRE_K_ALL)                      \
+	X("cpu",      UINT,     cpu,            OPT, NONE,       WIRE_K(CPU_SAMPLE) |             \
+	  WIRE_K(PMU_COUNTER))                                                                    \
 	X("end",      UINT,     end_ns,         OPT, NONE,       WIRE_K_ALL)                      \
 	X("flags",    UINT,     flags,          OPT, NONE,       WIRE_K_ALL)                      \
 	X("corr",     UINT,     correlation_id, OPT, NONE,       WIRE_K(LAUNCH) |                 \
