@@ -261,58 +261,59 @@ static inline int mp_reader__float(struct mp_reader *r, double *out)
 	return mp_reader__fail(r, at, "expected a float");
 }
 
-/* A length-prefixed body: hdr bytes of header (tag included) whose last width bytes are the
- * length; *s points at the body, checked to lie inside the span. */
-static inline int mp_reader__body(struct mp_reader *r, size_t hdr, size_t width, const __u8 **s,
-				  __u32 *len, const char *too_long)
-{
-	const __u8 *at = r->p;
-
-	if (mp_reader__left(r) < hdr)
-		return mp_reader__fail(r, at, "truncated");
-	if (width)
-		*len = (__u32)mp_load_be(at + hdr - width, width);
-	if (mp_reader__left(r) - hdr < *len)
-		return mp_reader__fail(r, at, too_long);
-	*s = at + hdr;
-	r->p += hdr + *len;
-	return 0;
-}
-
 /* mp_reader__str - a str of any width (fixstr, str8..32); *s points into the span. 0 or
  * -EBADMSG (not_str when the value is not a str, "truncated", "string longer than the
  * message"). The bytes are not checked (UTF-8 or not is the caller's business). */
 static inline int mp_reader__str(struct mp_reader *r, const __u8 **s, __u32 *len,
 				 const char *not_str)
 {
+	const __u8 *at = r->p;
+	size_t hdr;
 	__u8 b;
 
 	if (!mp_reader__left(r))
-		return mp_reader__fail(r, r->p, "truncated");
-	b = *r->p;
+		return mp_reader__fail(r, at, "truncated");
+	b = *at;
 	if ((b & 0xe0) == 0xa0) {
+		hdr = 1;
 		*len = b & 0x1f;
-		return mp_reader__body(r, 1, 0, s, len, "string longer than the message");
+	} else if (b >= 0xd9 && b <= 0xdb) {
+		hdr = 1 + ((size_t)1 << (b - 0xd9)); /* str8, str16, str32 */
+		if (mp_reader__left(r) < hdr)
+			return mp_reader__fail(r, at, "truncated");
+		*len = (__u32)mp_load_be(at + 1, hdr - 1);
+	} else {
+		return mp_reader__fail(r, at, not_str);
 	}
-	if (b >= 0xd9 && b <= 0xdb) /* str8, str16, str32 */
-		return mp_reader__body(r, 1 + ((size_t)1 << (b - 0xd9)), (size_t)1 << (b - 0xd9), s,
-				       len, "string longer than the message");
-	return mp_reader__fail(r, r->p, not_str);
+	if (mp_reader__left(r) - hdr < *len)
+		return mp_reader__fail(r, at, "string longer than the message");
+	*s = at + hdr;
+	r->p += hdr + *len;
+	return 0;
 }
 
 /* mp_reader__bin - a bin8..32; *s points into the span. 0 or -EBADMSG ("expected a bin",
  * "truncated", "bin or ext longer than the message"). */
 static inline int mp_reader__bin(struct mp_reader *r, const __u8 **s, __u32 *len)
 {
+	const __u8 *at = r->p;
+	size_t hdr;
 	__u8 b;
 
 	if (!mp_reader__left(r))
-		return mp_reader__fail(r, r->p, "truncated");
-	b = *r->p;
+		return mp_reader__fail(r, at, "truncated");
+	b = *at;
 	if (b < 0xc4 || b > 0xc6)
-		return mp_reader__fail(r, r->p, "expected a bin");
-	return mp_reader__body(r, 1 + ((size_t)1 << (b - 0xc4)), (size_t)1 << (b - 0xc4), s, len,
-			       "bin or ext longer than the message");
+		return mp_reader__fail(r, at, "expected a bin");
+	hdr = 1 + ((size_t)1 << (b - 0xc4));
+	if (mp_reader__left(r) < hdr)
+		return mp_reader__fail(r, at, "truncated");
+	*len = (__u32)mp_load_be(at + 1, hdr - 1);
+	if (mp_reader__left(r) - hdr < *len)
+		return mp_reader__fail(r, at, "bin or ext longer than the message");
+	*s = at + hdr;
+	r->p += hdr + *len;
+	return 0;
 }
 
 /* An array or map header (map: is_map); *n is its count, checked against the bytes left. */

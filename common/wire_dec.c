@@ -39,17 +39,20 @@ enum {
 
 /*
  * Key -> field. A key of at most 8 bytes is one integer (its bytes, zero-padded) and its
- * length, so that "pid" and "pid\0" differ; the table's keys go into an open-addressed index
- * of 128 slots (at most half full: WIRE_F_COUNT <= 64) keyed by a multiplicative hash of the
- * two, built once from the table on the first decode. A key costs one load, a multiply and
- * about one probe whatever its position in the table, as the switch this replaced did.
+ * length, so that "pid" and "pid\0" differ. The table's keys go into an index of 256 slots by
+ * a multiplicative hash of the code; key_index__build() tries multipliers until no two keys
+ * share a slot, so a key of ours is found by one load, a multiply and one comparison (the
+ * switch this replaced took a similar binary search). Slots are open-addressed all the same,
+ * so the index stays right should no multiplier separate some future set of keys. An empty
+ * slot names the sentinel entry WIRE_F_COUNT, whose length no key has.
  */
-#define KEY_SLOTS 128
+#define KEY_SLOTS 256
 
-struct key_slot {
+struct key_code {
 	__u64 code;
+	__u64 bit; /* the field's bit in decode_event()'s seen keys; 0 for the sentinel */
 	__u32 len;
-	__u32 field; /* enum wire_field; WIRE_F_COUNT: an empty slot */
+	__u32 field; /* enum wire_field */
 };
 
 /* The table's keys, padded with zeros to 8 bytes (a longer key does not compile: its
@@ -64,59 +67,91 @@ static const struct {
 #undef KEY_ENTRY
 };
 
-static struct key_slot key_index[KEY_SLOTS];
+static struct key_code key_codes[WIRE_F_COUNT + 1];
+static __u8 key_slot[KEY_SLOTS]; /* enum wire_field; WIRE_F_COUNT: empty */
+static __u64 key_mult;
 static pthread_once_t key_index_once = PTHREAD_ONCE_INIT;
 
-static __u32 key_hash(__u64 code, __u32 len)
+_Static_assert(WIRE_F_COUNT < KEY_SLOTS && WIRE_F_COUNT <= UINT8_MAX,
+	       "the key index has room for every field and a free slot");
+
+/* The code alone: keys that differ only in length ("pid", "pid\0") share a slot, which the
+ * comparison of lengths tells apart; no two keys of the table do. */
+static __u32 key_hash(__u64 code, __u64 mult)
 {
-	return (__u32)(((code ^ len) * 0x9e3779b97f4a7c15ull) >> 57) & (KEY_SLOTS - 1);
+	return (__u32)((code * mult) >> 56);
+}
+
+/* Lay the keys out with mult; true if no two wanted the same slot. */
+static bool key_index__place(__u64 mult)
+{
+	bool perfect = true;
+	__u32 f, i;
+
+	memset(key_slot, WIRE_F_COUNT, sizeof(key_slot));
+	for (f = 0; f < WIRE_F_COUNT; f++) {
+		for (i = key_hash(key_codes[f].code, mult); key_slot[i] != WIRE_F_COUNT;
+		     i = (i + 1) & (KEY_SLOTS - 1))
+			perfect = false;
+		key_slot[i] = (__u8)f;
+	}
+	key_mult = mult;
+	return perfect;
 }
 
 /* Run once through pthread_once(), whose return orders these stores before every decoder's
- * reads of key_index. */
+ * reads of the index. About 14 tries for 37 keys; the last try stands if none is perfect. */
 static void key_index__build(void)
 {
-	__u32 f, i;
+	__u64 mult = 0x9e3779b97f4a7c15ull;
+	__u32 f, tries;
 
-	for (i = 0; i < KEY_SLOTS; i++)
-		key_index[i].field = WIRE_F_COUNT;
 	for (f = 0; f < WIRE_F_COUNT; f++) {
-		__u64 code;
-
-		memcpy(&code, field_keys[f].key, 8);
-		i = key_hash(code, field_keys[f].len);
-		while (key_index[i].field != WIRE_F_COUNT)
-			i = (i + 1) & (KEY_SLOTS - 1);
-		key_index[i] = (struct key_slot){ code, field_keys[f].len, f };
+		memcpy(&key_codes[f].code, field_keys[f].key, 8);
+		key_codes[f].bit = 1ull << f;
+		key_codes[f].len = field_keys[f].len;
+		key_codes[f].field = f;
 	}
+	key_codes[WIRE_F_COUNT] = (struct key_code){ 0, 0, UINT32_MAX, WIRE_F_COUNT };
+	for (tries = 0; tries < 4096 && !key_index__place(mult); tries++)
+		mult += 0x2545f4914f6cdd1eull; /* stays odd */
 }
 
-_Static_assert(2 * WIRE_F_COUNT <= KEY_SLOTS, "the key index stays at most half full");
-
-/* room: how many bytes may be read from s (to the end of the message), at least len.
- * WIRE_F_COUNT: not a key of ours. */
-static enum wire_field event_field(const __u8 *s, __u32 len, size_t room)
+/* room: how many bytes may be read from s (to the end of the message), at least len. The
+ * key's entry; the sentinel (field WIRE_F_COUNT, bit 0) for a key that is not ours. */
+static const struct key_code *event_field(const __u8 *s, __u32 len, size_t room)
 {
+	/* the low len bytes of 8: a table, not a shift, because len may be 0 or 8 */
+	static const __u64 masks[9] = {
+		0,
+		0xff,
+		0xffff,
+		0xffffff,
+		0xffffffff,
+		0xffffffffffull,
+		0xffffffffffffull,
+		0xffffffffffffffull,
+		~0ull,
+	};
 	__u64 code = 0;
 	__u32 i;
 
 	if (len > 8)
-		return WIRE_F_COUNT;
+		return &key_codes[WIRE_F_COUNT];
 	if (room >= 8) {
 		/* one load instead of a loop whose length changes from key to key (and
 		 * mispredicts); the key's value follows it, so 8 bytes are nearly always there */
 		memcpy(&code, s, 8);
-		if (len < 8)
-			code &= ((__u64)1 << (8 * len)) - 1;
+		code &= masks[len];
 	} else {
 		for (i = 0; i < len; i++)
 			code |= (__u64)s[i] << (8 * i);
 	}
-	for (i = key_hash(code, len);; i = (i + 1) & (KEY_SLOTS - 1)) {
-		const struct key_slot *k = &key_index[i];
+	for (i = key_hash(code, key_mult);; i = (i + 1) & (KEY_SLOTS - 1)) {
+		const struct key_code *k = &key_codes[key_slot[i]];
 
-		if (k->field == WIRE_F_COUNT || (k->code == code && k->len == len))
-			return (enum wire_field)k->field;
+		if ((k->code == code && k->len == len) || k->field == WIRE_F_COUNT)
+			return k;
 	}
 }
 
@@ -429,27 +464,22 @@ __attribute__((flatten)) static int decode_event(struct mp_reader *r, struct roo
 	memset(ev, 0, sizeof(*ev));
 	for (i = 0; i < n; i++) {
 		const __u8 *key_at = r->p, *key, *at;
-		enum wire_field f;
+		const struct key_code *k;
 		__u32 len;
 
 		ret = mp_reader__str(r, &key, &len, "event key is not a string");
 		if (ret)
 			return ret;
-		f = event_field(key, len, (size_t)(r->end - key));
-		if (f == WIRE_F_COUNT) {
-			/* a key from a newer minor revision of the format */
-			ret = mp_reader__skip(r, DEPTH_FIELD);
-			if (ret)
-				return ret;
-			continue;
-		}
-		if (seen & (1ull << f))
+		k = event_field(key, len, (size_t)(r->end - key));
+		if (seen & k->bit) /* 0 for unknown keys, which may repeat */
 			return mp_reader__fail(r, key_at, "duplicate key");
-		seen |= 1ull << f;
+		seen |= k->bit;
 		at = r->p;
-		switch (f) {
+		switch ((enum wire_field)k->field) {
 			XPU_WIRE_EVENT_FIELDS(DEC_CASE)
 		case WIRE_F_COUNT:
+			/* a key from a newer minor revision of the format */
+			ret = mp_reader__skip(r, DEPTH_FIELD);
 			break;
 		}
 		if (ret)
