@@ -16,8 +16,8 @@
  * straight up. Where the cursor is after a failure is not specified (a value out of range has
  * been read past), except that it never leaves the span.
  *
- * The hot reads are static inline here so that a decoder's per-key loop inlines them (a call
- * per integer cost the wire decoder a third of its time); skip, rare, is in msgpack_reader.c.
+ * The hot reads are static inline here so that a decoder's per-key loop can inline them
+ * (common/wire_dec.c flattens its event loop for that); skip, rare, is in msgpack_reader.c.
  */
 #ifndef XPUSUP_COMMON_MSGPACK_READER_H
 #define XPUSUP_COMMON_MSGPACK_READER_H
