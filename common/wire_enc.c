@@ -520,7 +520,7 @@ static void pack_frames(msgpack_packer *pk, const struct xpu_cevent *ev, const _
 
 #define ENC_NONZERO_UINT(m) (ev->m != 0)
 #define ENC_NONZERO_ENUM(m) (ev->m != 0)
-#define ENC_NONZERO_FLOAT(m) (ev->m != 0.0) /* -0.0 too is absent */
+#define ENC_NONZERO_FLOAT(m) (ev->m != 0) /* -0.0 too is absent; a float compared as a float */
 #define ENC_NONZERO_LINKS(m) (ev->n_links != 0)
 #define ENC_NONZERO_TRIPLE(m) (!triple__zero(ev->m))
 #define ENC_NONZERO_NAME(m) (ev->name_len != 0)

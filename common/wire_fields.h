@@ -110,8 +110,9 @@
 #define WIRE_VALID_NONE(v) true
 #define WIRE_VALID_KIND(v) ((v) >= XPU_REC_CPU_SAMPLE && (v) < XPU_REC_EVENT_END)
 #define WIRE_VALID_CORR_TYPE(v) ((v) < XPU_CORR_TYPE_MAX)
-/* written this way round so that NaN fails too */
-#define WIRE_VALID_CONFIDENCE(v) ((v) >= 0.0 && (v) <= 1.0)
+/* written this way round so that NaN fails too; integer bounds so that a float member is
+ * compared as a float, a double as a double */
+#define WIRE_VALID_CONFIDENCE(v) ((v) >= 0 && (v) <= 1)
 #define WIRE_VALID_DELTA(v) wire_delta__valid(v)
 
 /* A counter delta or an ipc: finite and not negative. Written this way round so that NaN
