@@ -105,12 +105,23 @@ static inline __u64 mp_load_be(const __u8 *p, size_t n)
 	}
 }
 
-/* mp_reader__nil - a nil. 0 or -EBADMSG ("expected nil", "truncated"). */
-static inline int mp_reader__nil(struct mp_reader *r)
+/* The type byte of the next value, not consumed. 0 or -EBADMSG ("truncated"). */
+static inline int mp_reader__peek(struct mp_reader *r, __u8 *b)
 {
 	if (!mp_reader__left(r))
 		return mp_reader__fail(r, r->p, "truncated");
-	if (*r->p != 0xc0)
+	*b = *r->p;
+	return 0;
+}
+
+/* mp_reader__nil - a nil. 0 or -EBADMSG ("expected nil", "truncated"). */
+static inline int mp_reader__nil(struct mp_reader *r)
+{
+	__u8 b;
+
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
+	if (b != 0xc0)
 		return mp_reader__fail(r, r->p, "expected nil");
 	r->p++;
 	return 0;
@@ -119,11 +130,13 @@ static inline int mp_reader__nil(struct mp_reader *r)
 /* mp_reader__bool - a true or a false. 0 or -EBADMSG ("expected a boolean", "truncated"). */
 static inline int mp_reader__bool(struct mp_reader *r, bool *v)
 {
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, r->p, "truncated");
-	if (*r->p != 0xc2 && *r->p != 0xc3)
+	__u8 b;
+
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
+	if (b != 0xc2 && b != 0xc3)
 		return mp_reader__fail(r, r->p, "expected a boolean");
-	*v = *r->p == 0xc3;
+	*v = b == 0xc3;
 	r->p++;
 	return 0;
 }
@@ -140,9 +153,8 @@ static inline int mp_reader__int(struct mp_reader *r, __u64 *v, bool *neg)
 	size_t n;
 	__u8 b;
 
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, at, "truncated");
-	b = *at;
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
 	if (b <= 0x7f || b >= 0xe0) {
 		*v = (__u64)(__s64)(__s8)b;
 		*neg = b >= 0xe0;
@@ -239,10 +251,11 @@ static inline int mp_reader__float(struct mp_reader *r, double *out)
 		__u64 u;
 		double d;
 	} f64;
+	__u8 b;
 
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, at, "truncated");
-	if (*at == 0xca) {
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
+	if (b == 0xca) {
 		if (mp_reader__left(r) < 5)
 			return mp_reader__fail(r, at, "truncated");
 		f32.u = (__u32)mp_load_be(at + 1, 4);
@@ -250,7 +263,7 @@ static inline int mp_reader__float(struct mp_reader *r, double *out)
 		r->p += 5;
 		return 0;
 	}
-	if (*at == 0xcb) {
+	if (b == 0xcb) {
 		if (mp_reader__left(r) < 9)
 			return mp_reader__fail(r, at, "truncated");
 		f64.u = mp_load_be(at + 1, 8);
@@ -271,9 +284,8 @@ static inline int mp_reader__str(struct mp_reader *r, const __u8 **s, __u32 *len
 	size_t hdr;
 	__u8 b;
 
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, at, "truncated");
-	b = *at;
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
 	if ((b & 0xe0) == 0xa0) {
 		hdr = 1;
 		*len = b & 0x1f;
@@ -300,9 +312,8 @@ static inline int mp_reader__bin(struct mp_reader *r, const __u8 **s, __u32 *len
 	size_t hdr;
 	__u8 b;
 
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, at, "truncated");
-	b = *at;
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
 	if (b < 0xc4 || b > 0xc6)
 		return mp_reader__fail(r, at, "expected a bin");
 	hdr = 1 + ((size_t)1 << (b - 0xc4));
@@ -325,9 +336,8 @@ static inline int mp_reader__container(struct mp_reader *r, bool is_map, __u32 *
 	size_t hdr;
 	__u8 b;
 
-	if (!mp_reader__left(r))
-		return mp_reader__fail(r, at, "truncated");
-	b = *at;
+	if (mp_reader__peek(r, &b))
+		return -EBADMSG;
 	if ((b & 0xf0) == fix) {
 		hdr = 1;
 		*n = b & 0x0f;
