@@ -9,9 +9,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/wire_fields.h"
 #include "tests/tap.h"
 
 /* ---- a tiny independent MessagePack writer: the widths and order are the test's choice ---- */
@@ -2414,8 +2416,188 @@ static void test_seq(void)
 	       "seq: going back is a rewind, not a loss, and numbering goes on from there");
 }
 
-int main(void)
+/* ---- the field table (common/wire_fields.h) says what docs/wire.md says ---- */
+
+struct doc_field {
+	const char *key;
+	const char *type; /* what the "type" column of the key table starts with */
+	unsigned int bits; /* UINT: the member's width */
+	bool required;
+	__u32 kinds;
+};
+
+#define DOC_TYPE_UINT "uint"
+#define DOC_TYPE_ENUM "uint"
+#define DOC_TYPE_FLOAT "float"
+#define DOC_TYPE_LINKS "array"
+#define DOC_TYPE_TRIPLE "array of 3 int32"
+#define DOC_TYPE_NAME "str"
+#define DOC_TYPE_NK "uint"
+#define DOC_TYPE_STACK "array of uint64"
+#define DOC_TYPE_FRAMES "array of uint or nil"
+#define DOC_TYPE_COUNTERS "array"
+#define DOC_BITS_UINT(m) (8 * (unsigned int)sizeof(((struct xpu_cevent *)0)->m))
+#define DOC_BITS_ENUM(m) 0
+#define DOC_BITS_FLOAT(m) 0
+#define DOC_BITS_LINKS(m) 0
+#define DOC_BITS_TRIPLE(m) 0
+#define DOC_BITS_NAME(m) 0
+#define DOC_BITS_NK(m) 0
+#define DOC_BITS_STACK(m) 0
+#define DOC_BITS_FRAMES(m) 0
+#define DOC_BITS_COUNTERS(m) 0
+#define DOC_REQ_REQ true
+#define DOC_REQ_OPT false
+#define DOC_FIELD(key, type, member, presence, check, kinds) \
+	{ key, DOC_TYPE_##type, DOC_BITS_##type(member), DOC_REQ_##presence, kinds },
+
+static const struct doc_field doc_fields[] = { XPU_WIRE_EVENT_FIELDS(DOC_FIELD) };
+#define N_DOC_FIELDS (sizeof(doc_fields) / sizeof(doc_fields[0]))
+
+/* Where the n-th (from 0) cell of a table row "| a | b | ... |" starts, or NULL. */
+static const char *row_at(const char *row, unsigned int n)
 {
+	const char *p = row;
+
+	for (unsigned int i = 0; p && i <= n; i++) {
+		p = strchr(p, '|');
+		if (p)
+			p++;
+	}
+	return p;
+}
+
+/* The n-th (from 0) cell of a table row, trimmed, into cell; false if none. */
+static bool row_cell(const char *row, unsigned int n, char *cell, size_t size)
+{
+	const char *p = row_at(row, n), *end;
+	size_t len;
+
+	if (!p)
+		return false;
+	end = strchr(p, '|');
+	if (!end)
+		end = p + strlen(p);
+	while (p < end && *p == ' ')
+		p++;
+	while (end > p && end[-1] == ' ')
+		end--;
+	len = (size_t)(end - p) < size - 1 ? (size_t)(end - p) : size - 1;
+	memcpy(cell, p, len);
+	cell[len] = 0;
+	return true;
+}
+
+/* Whether text holds `key` (backticked, exactly). */
+static bool mentions(const char *text, const char *key)
+{
+	size_t len = strlen(key);
+	const char *p;
+
+	for (p = strchr(text, '`'); p; p = strchr(p + 1, '`')) {
+		if (!strncmp(p + 1, key, len) && p[1 + len] == '`')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * docs/wire.md's event key table lists the table's keys in the table's order (the order the
+ * encoder writes them), with the type and the required flag the table gives; its "Which
+ * fields each kind uses" table names each field that not every kind carries in exactly the
+ * rows of the kinds the table's kinds column says (frames, parallel to the stack, follows
+ * stack's rows).
+ */
+static void test_field_table_docs(const char *path)
+{
+	char *text = path ? tap_slurp(path) : NULL;
+	char line[8192], cell[4096];
+	__u32 doc_kinds[N_DOC_FIELDS] = { 0 };
+	unsigned int n_keys = 0, i;
+	bool in_event = false, in_kinds = false, order_ok = true, type_ok = true;
+	unsigned int kind_rows = 0;
+	const char *p;
+
+	if (!tap_ok(text != NULL, "docs/wire.md read (%s)", path ? path : "no path given"))
+		return;
+	for (p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		len = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+		memcpy(line, p, len);
+		line[len] = 0;
+		p = nl ? nl + 1 : p + strlen(p);
+		if (!strncmp(line, "#", 1)) {
+			in_event = !strcmp(line, "## Event");
+			in_kinds = !strcmp(line, "### Which fields each kind uses");
+			continue;
+		}
+		if (in_event && !strncmp(line, "| `\"", 4)) {
+			const struct doc_field *f = &doc_fields[n_keys < N_DOC_FIELDS ? n_keys : 0];
+			char want[64];
+
+			row_cell(line, 0, cell, sizeof(cell));
+			snprintf(want, sizeof(want), "`\"%s\"`", f->key);
+			if (n_keys >= N_DOC_FIELDS || strcmp(cell, want)) {
+				tap_diag("docs key #%u is %s, the table's is %s", n_keys, cell,
+					 n_keys < N_DOC_FIELDS ? want : "(none)");
+				order_ok = false;
+			}
+			row_cell(line, 1, cell, sizeof(cell));
+			if (f->bits)
+				snprintf(want, sizeof(want), "%s%u", f->type, f->bits);
+			else
+				snprintf(want, sizeof(want), "%s", f->type);
+			if (strncmp(cell, want, strlen(want)) ||
+			    (strstr(cell, "**required**") != NULL) != f->required) {
+				tap_diag("docs type of %s is \"%s\", the table's \"%s\"%s", f->key,
+					 cell, want, f->required ? ", required" : "");
+				type_ok = false;
+			}
+			n_keys++;
+			continue;
+		}
+		if (in_kinds && line[0] == '|' && line[1] == ' ' && line[2] >= '0' &&
+		    line[2] <= '9') {
+			unsigned int k = (unsigned int)atoi(line + 2);
+			/* the fields column is the rest of the row: it may hold '|' itself */
+			const char *fields = row_at(line, 3);
+
+			if (k >= 32 || !fields)
+				continue;
+			for (i = 0; i < N_DOC_FIELDS; i++) {
+				const char *key = doc_fields[i].key;
+
+				if (!strcmp(key, "frames"))
+					key = "stack";
+				if (mentions(fields, key))
+					doc_kinds[i] |= 1u << k;
+			}
+			kind_rows++;
+		}
+	}
+	tap_ok(order_ok && n_keys == N_DOC_FIELDS,
+	       "docs/wire.md lists the table's %zu keys in its order (%u listed)", N_DOC_FIELDS,
+	       n_keys);
+	tap_ok(type_ok, "docs/wire.md gives each key the table's type, width and required flag");
+	tap_ok(kind_rows == XPU_REC_EVENT_END - XPU_REC_CPU_SAMPLE,
+	       "docs/wire.md has a row for each of the %d kinds (%u)",
+	       XPU_REC_EVENT_END - XPU_REC_CPU_SAMPLE, kind_rows);
+	for (i = 0; i < N_DOC_FIELDS; i++) {
+		if (doc_fields[i].kinds == WIRE_K_ALL)
+			continue;
+		if (!tap_ok(doc_kinds[i] == doc_fields[i].kinds,
+			    "field %s: the kinds docs/wire.md names it for are the table's",
+			    doc_fields[i].key))
+			tap_diag("docs 0x%x, table 0x%x", doc_kinds[i], doc_fields[i].kinds);
+	}
+	free(text);
+}
+
+int main(int argc, char **argv)
+{
+	test_field_table_docs(argc > 1 ? argv[1] : NULL);
 	test_seq();
 	test_names();
 	test_golden();

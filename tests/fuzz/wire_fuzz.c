@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz target for xpu_wire_decode (common/wire.c).
+ * Fuzz target for xpu_wire_decode (common/wire_dec.c).
  *
  * Not only "does not crash": for every input the decoder accepts,
  *   1. every pointer it hands back lies inside the message or the pool, every frame name is
