@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz target for what a correlator shard does with ring records: the record validator
- * (common/event.c) and, for every record it accepts, the join (actors/correlator/join.c)
- * and the wire encoder and decoder of what the join emits. Ring contents come from other
+ * (common/event.c) and, for every record it accepts, the join (actors/correlator/join.c and
+ * its engines) and the wire encoder and decoder of what the join emits. Ring contents come from other
  * processes (the CUPTI library runs inside the user's program), so a shard must survive any
  * bytes that pass validation. Properties beyond "no crash":
  *   - every accepted record goes out as exactly one event, once the join is flushed;
