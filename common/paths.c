@@ -75,3 +75,16 @@ int xpu_mkdir_p(const char *path, mode_t mode)
 		return -errno;
 	return 0;
 }
+
+int xpu_mkdir_parents(const char *path, mode_t mode)
+{
+	char dir[PATH_MAX], *slash;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	return xpu_mkdir_p(dir, mode);
+}

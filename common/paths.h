@@ -29,4 +29,11 @@ int xpu_cupti_lib(char *buf, size_t len);
  */
 int xpu_mkdir_p(const char *path, mode_t mode);
 
+/*
+ * xpu_mkdir_parents - xpu_mkdir_p of the folder that holds file path (users write
+ * `path = out/flame.folded` and expect out/). Nothing to do for a bare file name or a file
+ * at the root. Returns as xpu_mkdir_p.
+ */
+int xpu_mkdir_parents(const char *path, mode_t mode);
+
 #endif /* XPUSUP_COMMON_PATHS_H */

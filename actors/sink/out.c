@@ -51,19 +51,6 @@ static int fail(struct out *o, int err, const char *what)
 	return o->err;
 }
 
-/* mkdir -p of path's folder: users write `path = out/flame.folded` and expect out/. */
-static int make_parents(const char *path)
-{
-	char dir[OUT_PATH_MAX], *p;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return 0;
-	*p = 0;
-	return xpu_mkdir_p(dir, 0755);
-}
-
 /* 0, or the sticky error with nothing in flight: a write that did not reach the kernel
  * must not be waited for, or wait_flight would wait for ever. */
 static int submit(struct out *o)
@@ -160,7 +147,7 @@ int out__open(struct out **out, const char *path, char *why, size_t why_len)
 	err = io_uring_queue_init(4, &o->ring, 0);
 	if (err)
 		goto free_bufs;
-	make_parents(o->partial); /* if it fails, open says why */
+	xpu_mkdir_parents(o->partial, 0755); /* if it fails, open says why */
 	o->fd = open(o->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
 		err = -errno;

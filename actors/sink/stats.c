@@ -61,6 +61,7 @@
 #include "actors/sink/sm_active.h"
 #include "common/config.h"
 #include "common/mix.h"
+#include "common/paths.h"
 #include "common/status.h"
 #include "xpusup/event.h"
 
@@ -107,26 +108,6 @@ static int write_totals(struct stats *st, bool final, char *why, size_t why_len)
 	return err;
 }
 
-/* mkdir -p of path's folder, as out.h does for the other files. */
-static void make_parents(const char *path)
-{
-	char dir[STATS_PATH_MAX], *p;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return;
-	*p = 0;
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		mkdir(dir, 0755); /* if it fails, open says why */
-		*p = '/';
-	}
-	mkdir(dir, 0755);
-}
-
 /* Append the pending interval lines. The file is a plain O_APPEND file, not an out.h
  * one: it grows by a line an interval, and a line must not wait for a rename. A new
  * session's sink truncates it; a restarted one appends (its lines number from 0 again). */
@@ -136,7 +117,7 @@ static int write_pending(struct stats *st, char *why, size_t why_len)
 	ssize_t n;
 
 	if (!st->intervals_opened)
-		make_parents(st->intervals);
+		xpu_mkdir_parents(st->intervals, 0755); /* if it fails, open says why */
 	fd = open(st->intervals,
 		  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (st->intervals_opened ? 0 : O_TRUNC),
 		  0644);
