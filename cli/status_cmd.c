@@ -176,6 +176,7 @@ static void print_text(FILE *out, const struct session *s)
 	for (i = 0; i < n_actors && i < XPU_STATUS_MAX_ACTORS; i++) {
 		const struct xpu_actor_slot *slot = &b->slots[i];
 
+		/* pairs with the release in actor__counter: the names below it are written */
 		n_counters = __atomic_load_n(&slot->n_counters, __ATOMIC_ACQUIRE);
 		if (!n_counters || n_counters > XPU_STATUS_MAX_COUNTERS)
 			continue;
@@ -249,6 +250,7 @@ static void print_json(FILE *out, const struct session *s)
 				fprintf(out, "null");
 		}
 		fprintf(out, ",\"counters\":{");
+		/* pairs with the release in actor__counter: the names below it are written */
 		n_counters = __atomic_load_n(&slot->n_counters, __ATOMIC_ACQUIRE);
 		for (j = 0; j < n_counters && j < XPU_STATUS_MAX_COUNTERS; j++) {
 			char name[XPU_STATUS_COUNTER_NAME_LEN + 1];

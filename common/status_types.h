@@ -17,8 +17,9 @@
  * exact, a set of values is not one instant, which is all a status display needs. Two places
  * publish data that is not one scalar, and pair a release with an acquire:
  *   - counters: actor__counter (actors/actor.c) writes a counter's name and zeroes its value,
- *     then stores n_counters + 1 with release; the reader (cli/status_cmd.c) loads
- *     n_counters with acquire and reads only names below it. The names are plain bytes: a
+ *     then stores n_counters + 1 with release; the readers (cli/status_cmd.c, and the stats
+ *     sink, which reports every actor's counters: actors/sink/stats_json.c) load n_counters
+ *     with acquire and read only names below it. The names are plain bytes: a
  *     restarted actor rewrites them from slot 0 while a reader may still hold the previous
  *     incarnation's count, so a display taken across a restart can show a torn name once;
  *   - the problem text: a seqlock (status__set_problem / status__get_problem in status.c).

@@ -141,6 +141,7 @@ static bool state__open(struct sink *s)
 	if (m == MAP_FAILED)
 		return false;
 	s->state = m;
+	/* pairs with the release in state__commit */
 	gen = __atomic_load_n(&m->gen, __ATOMIC_ACQUIRE);
 	if (m->magic == SINK_STATE_MAGIC && gen) {
 		const struct sink_state_slot *c = &m->slots[gen & 1];
