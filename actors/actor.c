@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/kinds.h"
 #include "common/topology.h"
 #include "shm/ring.h"
 

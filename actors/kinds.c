@@ -8,7 +8,7 @@
  *
  * Adding a kind: its KIND_options.c (table and struct conf_kind) and a line here.
  */
-#include "common/config.h"
+#include "actors/kinds.h"
 
 #include <string.h>
 

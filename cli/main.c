@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actors/kinds.h"
 #include "cli/check.h"
 #include "cli/gpu_env.h"
 #include "cli/record.h"

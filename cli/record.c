@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/kinds.h"
 #include "cli/gpu_env.h"
 #include "cli/session_ctl.h"
 #include "common/config.h"

@@ -113,10 +113,6 @@ struct conf_kind {
 	size_t options_size; /* sizeof its options struct */
 };
 
-/* Every kind this build knows, NULL-terminated, in the order messages list them (defined in
- * actors/kinds.c, linked by every program that loads a configuration). */
-extern const struct conf_kind *const conf_kinds[];
-
 struct conf_kv {
 	char key[CONF_KEY_MAX];
 	char value[CONF_VALUE_MAX]; /* trimmed, comment removed */
@@ -166,21 +162,14 @@ struct conf {
 };
 
 /*
- * conf__load - parse and validate path.
+ * conf__load_file, conf__load_kinds - parse and validate path (or text in memory, name used
+ * in messages) against the kinds given (NULL-terminated). Programs call conf__load and
+ * conf__load_string (actors/kinds.h), which pass the list of every kind: common/ names no
+ * actor kind.
  *
  * On success returns 0 and *out (owned by the caller: conf__free). On a configuration error
  * prints one "PATH:LINE: message" line per error to err (at most 20) and returns -EINVAL;
  * when the file cannot be read, prints "PATH: reason" and returns -errno.
- */
-int conf__load(const char *path, struct conf **out, FILE *err);
-
-/* conf__load_string - as conf__load, from text in memory; name is used in messages. */
-int conf__load_string(const char *name, const char *text, struct conf **out, FILE *err);
-
-/*
- * conf__load_file, conf__load_kinds - conf__load and conf__load_string against the kinds
- * given (NULL-terminated). conf__load and conf__load_string are these with conf_kinds, and
- * are defined beside that list (actors/kinds.c), so that common/ names no actor kind.
  */
 int conf__load_file(const char *path, const struct conf_kind *const *kinds, struct conf **out,
 		    FILE *err);
@@ -224,9 +213,6 @@ int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
  * config_test runs it over every kind; the loader relies on it.
  */
 int conf_kind__check(const struct conf_kind *kind, char *why, size_t why_len);
-
-/* conf_kind__find - the kind named name among conf_kinds, or NULL. */
-const struct conf_kind *conf_kind__find(const char *name);
 
 /*
  * conf_actor__path - the file-name value of key (CONF_T_TEXT) with a relative name taken from

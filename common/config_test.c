@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/kinds.h"
 #include "actors/correlator/correlator_options.h"
 #include "actors/cpu/cpu_options.h"
 #include "actors/inproc/inproc_options.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/kinds.h"
 #include "common/config.h"
 #include "tests/fuzz/fuzz.h"
 
