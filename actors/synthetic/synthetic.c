@@ -44,11 +44,6 @@
 #define GPU_REC_MAX 120
 #define BATCH 256 /* launches per loop step: one flush per ring per step */
 
-struct keys {
-	unsigned long long processes, threads, rate, count, missing_pct, reorder, pid_base;
-	int answer_frame, story;
-};
-
 /* The simulated program's code paths to a kernel launch, outermost first: main, train_step,
  * then forward/conv2d, backward/gemm_grad or optimizer_step, then cudaLaunchKernel in the
  * CUDA runtime. 0 ends a path. */
@@ -115,7 +110,7 @@ struct delayed {
 
 struct synth {
 	struct actor *a;
-	struct keys k;
+	struct synthetic_options k; /* story clears answer_frame (load_keys) */
 	struct ring *rings[CONF_MAX_SHARDS];
 	__u32 shards;
 	/* `story`: the symbol file, as the MODULE records name it */
@@ -133,24 +128,13 @@ struct synth {
 	int c_launches, c_records, c_dropped, c_gpu, c_missing;
 };
 
-static int load_keys(const struct actor *a, struct keys *k)
+static int load_keys(const struct actor *a, struct synthetic_options *k)
 {
-	struct synthetic_options o;
-	int err;
-
-	err = conf_actor__options(a->self, &o, sizeof(o));
-	k->processes = o.processes;
-	k->threads = o.threads;
-	k->rate = o.launches_per_s;
-	k->count = o.count;
-	k->missing_pct = o.missing_launch_pct;
-	k->reorder = o.reorder;
-	k->pid_base = o.pid_base;
-	k->answer_frame = o.answer_frame;
-	k->story = o.story;
+	if (conf_actor__options(a->self, k, sizeof(*k)))
+		return -EINVAL;
 	if (k->story)
-		k->answer_frame = 0; /* its innermost frame would have no name */
-	return err ? -EINVAL : 0;
+		k->answer_frame = false; /* its innermost frame would have no name */
+	return 0;
 }
 
 /* Write one record into shard's ring; flat out waits for room, paced drops (and the ring
@@ -210,7 +194,8 @@ static void flush_delayed(struct synth *s)
 
 static bool launch_missing(const struct synth *s, __u32 pid, __u64 corr)
 {
-	return s->k.missing_pct && xpu_mix64((__u64)pid << 40 ^ corr) % 100 < s->k.missing_pct;
+	return s->k.missing_launch_pct &&
+	       xpu_mix64((__u64)pid << 40 ^ corr) % 100 < s->k.missing_launch_pct;
 }
 
 /* How long launch u's GPU work lasts: a memset in 8, a memcpy in 8, else a kernel. */
@@ -424,7 +409,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	s.shards = a.conf->shards;
-	s.flat_out = s.k.rate == 0;
+	s.flat_out = s.k.launches_per_s == 0;
 	s.delay = calloc(s.k.reorder ? s.k.reorder : 1, sizeof(*s.delay));
 	code = ACTOR_EXIT_RESTART;
 	if (!s.delay)
@@ -448,7 +433,7 @@ int main(int argc, char **argv)
 	start = xpu_now_ns();
 	while (!actor__stopping(&a) && (!s.k.count || s.launches < s.k.count)) {
 		due = s.flat_out ? s.launches + BATCH :
-				   (xpu_now_ns() - start) / 1000 * s.k.rate / 1000000;
+				   (xpu_now_ns() - start) / 1000 * s.k.launches_per_s / 1000000;
 		if (s.k.count && due > s.k.count)
 			due = s.k.count;
 		for (n = 0; s.launches < due && n < BATCH; n++)
