@@ -30,14 +30,17 @@ static const char *const kind_names[XPU_REC_TYPE_MAX] = {
 		sizeof(type), sizeof(type) \
 	}
 
+/* The largest Python stack a CPU_SAMPLE or LAUNCH may carry (XPU_STACK_F_PY). */
+#define PY_MAX (sizeof(struct xpu_py_stack) + sizeof(struct xpu_py_frame) * XPU_PY_MAX_FRAMES)
+
 /* Fixed kinds have min == max. Variable kinds are checked exactly in xpu_rec__check(). */
 const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 	[XPU_REC_PAD] = { 8, 0xfffffff8u },
 	[XPU_REC_CPU_SAMPLE] = { sizeof(struct xpu_cpu_sample),
-				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
+				 sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES + PY_MAX +
 					 sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX },
 	[XPU_REC_LAUNCH] = { sizeof(struct xpu_launch),
-			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES +
+			     sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES + PY_MAX +
 				     sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX },
 	[XPU_REC_CUDA_API] = FIXED(struct xpu_cuda_api),
 	[XPU_REC_GPU_KERNEL] = FIXED(struct xpu_gpu_kernel),
@@ -60,10 +63,11 @@ const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 };
 
 _Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
-					   sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
+					   PY_MAX + sizeof(struct xpu_stack_copy) +
+					   XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest CPU_SAMPLE");
 _Static_assert(XPU_REC_MAX_SIZE >= XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) &&
-		       XPU_REC_MAX_SIZE >= sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES +
+		       XPU_REC_MAX_SIZE >= sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES + PY_MAX +
 						   sizeof(struct xpu_stack_copy) +
 						   XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest kind");

@@ -155,6 +155,45 @@ struct xpu_stack_copy {
 	/* __u8 bytes[len], then padding to 8 */
 };
 
+/*
+ * Python frames (docs/python.md): the interpreter frames a CPython thread was executing,
+ * read by the CPU source's BPF program at the sample or the launch-marker hit.
+ *
+ * A CPU_SAMPLE or LAUNCH with XPU_STACK_F_PY in hdr.flags has, right after its ips[] (and
+ * before a stack copy, when it has one too), a struct xpu_py_stack and its n frames. The
+ * correlator merges them into the user frames (each native activation of the interpreter's
+ * eval function, ips in [eval_start, eval_end), is replaced by the Python frames it ran),
+ * writes them as Python frame addresses (common/pyframe.h) and clears the flag, so nothing
+ * downstream of it ever sees this block.
+ *
+ * Like a stack copy it is untrusted: code addresses are looked up in the process's memory
+ * and checked there before anything is named after them.
+ */
+#define XPU_STACK_F_PY (1u << 9)
+#define XPU_PY_MAX_FRAMES 128u /* Python frames per record at most */
+
+struct xpu_py_stack {
+	__u64 eval_start; /* the interpreter's _PyEval_EvalFrameDefault, [start, end) */
+	__u64 eval_end;
+	__u32 version; /* the interpreter's PY_VERSION_HEX (0x030b02f0: 3.11.2 final) */
+	__u16 n; /* frames that follow, innermost first, at most XPU_PY_MAX_FRAMES */
+	__u16 flags; /* XPU_PY_F_* */
+};
+
+#define XPU_PY_F_TRUNCATED (1u << 0) /* the chain went on past n frames */
+#define XPU_PY_F_BAD_FRAME (1u << 1) /* the chain ended at a frame that could not be read */
+
+struct xpu_py_frame {
+	__u64 code; /* the code object's address in the process */
+	__u32 lasti; /* the instruction it was at, in code units; XPU_PY_LASTI_NONE: unknown */
+	__u32 flags; /* XPU_PY_FRAME_F_* */
+};
+
+#define XPU_PY_LASTI_NONE 0xffffffffu
+/* The outermost Python frame of one activation of the eval function: the next frame out (if
+ * any) runs in another activation, further out on the native stack. */
+#define XPU_PY_FRAME_F_ENTRY (1u << 0)
+
 enum xpu_api_domain {
 	XPU_API_RUNTIME = 1,
 	XPU_API_DRIVER = 2,
@@ -456,6 +495,8 @@ XPU_STATIC_OFFSET(struct xpu_cpu_sample, comm, 40);
 XPU_STATIC_OFFSET(struct xpu_cpu_sample, ips, 56);
 XPU_STATIC_LAYOUT(struct xpu_launch, 40);
 XPU_STATIC_LAYOUT(struct xpu_stack_copy, 32);
+XPU_STATIC_LAYOUT(struct xpu_py_stack, 24);
+XPU_STATIC_LAYOUT(struct xpu_py_frame, 16);
 XPU_STATIC_OFFSET(struct xpu_launch, api_id, 32);
 XPU_STATIC_OFFSET(struct xpu_launch, ips, 40);
 XPU_STATIC_LAYOUT(struct xpu_cuda_api, 56);
@@ -504,22 +545,46 @@ static inline __u32 xpu_stack_copy__size(__u32 len)
 	return (__u32)sizeof(struct xpu_stack_copy) + XPU_ROUND_UP8(len);
 }
 
-/* The copy of a record whose size was validated with its flags, or NULL without one. */
-static inline const struct xpu_stack_copy *xpu_stack_copy__of(const struct xpu_rec *h)
+/* Bytes a Python stack of n frames adds to a CPU_SAMPLE or LAUNCH (XPU_STACK_F_PY). */
+static inline __u32 xpu_py_stack__size(__u32 n)
 {
-	__u32 base;
+	return (__u32)sizeof(struct xpu_py_stack) + (__u32)sizeof(struct xpu_py_frame) * n;
+}
 
-	if (!(h->flags & XPU_STACK_F_COPY))
-		return (const struct xpu_stack_copy *)0;
+/* Where a CPU_SAMPLE's or LAUNCH's frames end (and its Python stack, then its copy, start);
+ * 0 for another kind. */
+static inline __u32 xpu_stack__ips_end(const struct xpu_rec *h)
+{
 	if (h->type == XPU_REC_CPU_SAMPLE) {
 		const struct xpu_cpu_sample *s = (const struct xpu_cpu_sample *)h;
 
-		base = xpu_cpu_sample__size(s->n_kernel, s->n_user);
-	} else if (h->type == XPU_REC_LAUNCH) {
-		base = xpu_launch__size(((const struct xpu_launch *)h)->n_user);
-	} else {
-		return (const struct xpu_stack_copy *)0;
+		return xpu_cpu_sample__size(s->n_kernel, s->n_user);
 	}
+	if (h->type == XPU_REC_LAUNCH)
+		return xpu_launch__size(((const struct xpu_launch *)h)->n_user);
+	return 0;
+}
+
+/* The Python stack of a record whose size was validated with its flags, or NULL. */
+static inline const struct xpu_py_stack *xpu_py_stack__of(const struct xpu_rec *h)
+{
+	__u32 base = xpu_stack__ips_end(h);
+
+	if (!(h->flags & XPU_STACK_F_PY) || !base)
+		return (const struct xpu_py_stack *)0;
+	return (const struct xpu_py_stack *)((const __u8 *)h + base);
+}
+
+/* The copy of a record whose size was validated with its flags, or NULL without one. */
+static inline const struct xpu_stack_copy *xpu_stack_copy__of(const struct xpu_rec *h)
+{
+	const struct xpu_py_stack *py = xpu_py_stack__of(h);
+	__u32 base = xpu_stack__ips_end(h);
+
+	if (!(h->flags & XPU_STACK_F_COPY) || !base)
+		return (const struct xpu_stack_copy *)0;
+	if (py)
+		base += xpu_py_stack__size(py->n);
 	return (const struct xpu_stack_copy *)((const __u8 *)h + base);
 }
 
@@ -545,7 +610,8 @@ static inline __u32 xpu_string__size(__u32 len)
 
 /* The largest valid record of any kind: a CPU_SAMPLE with every frame and the largest stack
  * copy (common/event.c asserts that it is the largest). */
-#define XPU_REC_MAX_SIZE (56u + 8u * 2u * XPU_MAX_FRAMES + 32u + XPU_STACK_COPY_MAX)
+#define XPU_REC_MAX_SIZE                                                                          \
+	(56u + 8u * 2u * XPU_MAX_FRAMES + 24u + 16u * XPU_PY_MAX_FRAMES + 32u + XPU_STACK_COPY_MAX)
 
 /*
  * xpu_rec__init - fill in the common header of a record of size bytes at rec.
@@ -609,6 +675,24 @@ static inline __u64 xpu_rec__copy_size(const void *buf, __u32 size, __u64 base)
 	return base + xpu_stack_copy__size(c->len);
 }
 
+/* The size of a CPU_SAMPLE or LAUNCH whose frames end at base, with what its flags say
+ * follows (a Python stack, a copy); 0 (never a size) when a part does not fit or is out of
+ * bounds. */
+static inline __u64 xpu_rec__stack_size(const void *buf, __u32 size, __u16 flags, __u64 base)
+{
+	if (flags & XPU_STACK_F_PY) {
+		const struct xpu_py_stack *p =
+			(const struct xpu_py_stack *)((const __u8 *)buf + base);
+
+		if (base + sizeof(*p) > size || p->n > XPU_PY_MAX_FRAMES)
+			return 0;
+		base += xpu_py_stack__size(p->n);
+	}
+	if (flags & XPU_STACK_F_COPY)
+		return xpu_rec__copy_size(buf, size, base);
+	return base;
+}
+
 static inline int xpu_rec__check(const void *buf, size_t len)
 {
 	const struct xpu_rec *hdr = (const struct xpu_rec *)buf;
@@ -629,9 +713,8 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 
 		if (s->n_kernel > XPU_MAX_FRAMES || s->n_user > XPU_MAX_FRAMES)
 			return -EBADMSG;
-		want = xpu_cpu_sample__size(s->n_kernel, s->n_user);
-		if (hdr->flags & XPU_STACK_F_COPY)
-			want = xpu_rec__copy_size(buf, size, want);
+		want = xpu_rec__stack_size(buf, size, hdr->flags,
+					   xpu_cpu_sample__size(s->n_kernel, s->n_user));
 		break;
 	}
 	case XPU_REC_LAUNCH: {
@@ -639,9 +722,7 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 
 		if (l->n_user > XPU_MAX_FRAMES)
 			return -EBADMSG;
-		want = xpu_launch__size(l->n_user);
-		if (hdr->flags & XPU_STACK_F_COPY)
-			want = xpu_rec__copy_size(buf, size, want);
+		want = xpu_rec__stack_size(buf, size, hdr->flags, xpu_launch__size(l->n_user));
 		break;
 	}
 	case XPU_REC_RANGE: {
