@@ -187,8 +187,12 @@ static int write_builtin(const char *dir, unsigned long long hz, const char *unw
 	return 0;
 }
 
-/* What a running actor says is wrong (a source counting without some of its events): on the
- * terminal once at start, where the session log would hide it. */
+/* The problems already on the terminal, per status slot. */
+static char shown[XPU_STATUS_MAX_ACTORS][XPU_STATUS_PROBLEM_LEN + 1];
+
+/* What a running actor says is wrong (a source counting without some of its events, a
+ * Python interpreter it cannot read): on the terminal, where the session log would hide it,
+ * at start and again when the command has ended, each text once. */
 static void show_problems(struct session *s)
 {
 	char problem[XPU_STATUS_PROBLEM_LEN + 1];
@@ -199,8 +203,11 @@ static void show_problems(struct session *s)
 	n = s->status->hdr.n_actors;
 	for (i = 0; i < n && i < XPU_STATUS_MAX_ACTORS; i++) {
 		status__get_problem(&s->status->slots[i], problem, sizeof(problem));
-		if (problem[0] && status_load(&s->status->slots[i].state) == XPU_ACTOR_RUNNING)
-			fprintf(stderr, "xpusup: %s: %s\n", s->status->slots[i].name, problem);
+		if (!problem[0] || status_load(&s->status->slots[i].state) != XPU_ACTOR_RUNNING ||
+		    !strcmp(problem, shown[i]))
+			continue;
+		fprintf(stderr, "xpusup: %s: %s\n", s->status->slots[i].name, problem);
+		memcpy(shown[i], problem, sizeof(problem));
 	}
 	session__close(s);
 }
@@ -453,6 +460,7 @@ int record_cmd(int argc, char **argv)
 		;
 	child_pid = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	show_problems(&s);
 	if (WIFSIGNALED(status))
 		fprintf(stderr, "xpusup: %s ended by signal %d after %.2f s\n", argv[optind],
 			WTERMSIG(status),

@@ -62,9 +62,8 @@ const struct xpu_rec_bounds xpu_rec_bounds[XPU_REC_TYPE_MAX] = {
 			     XPU_ROUND_UP8(sizeof(struct xpu_module) + XPU_PATH_MAX) },
 };
 
-_Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES +
-					   PY_MAX + sizeof(struct xpu_stack_copy) +
-					   XPU_STACK_COPY_MAX,
+_Static_assert(XPU_REC_MAX_SIZE == sizeof(struct xpu_cpu_sample) + 8 * 2 * XPU_MAX_FRAMES + PY_MAX +
+					   sizeof(struct xpu_stack_copy) + XPU_STACK_COPY_MAX,
 	       "XPU_REC_MAX_SIZE is the largest CPU_SAMPLE");
 _Static_assert(XPU_REC_MAX_SIZE >= XPU_ROUND_UP8(sizeof(struct xpu_string) + XPU_STRING_MAX) &&
 		       XPU_REC_MAX_SIZE >= sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES + PY_MAX +

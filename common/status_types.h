@@ -30,9 +30,9 @@
 #include <linux/types.h>
 
 #define XPU_STATUS_MAGIC 0x3154415453555058ull /* "XPUSTAT1" */
-#define XPU_STATUS_ABI 4 /* 4: 64 counters a slot (3: 32) */
+#define XPU_STATUS_ABI 5 /* 5: 80 counters a slot (4: 64, 3: 32) */
 #define XPU_STATUS_MAX_ACTORS 64
-#define XPU_STATUS_MAX_COUNTERS 64
+#define XPU_STATUS_MAX_COUNTERS 80
 #define XPU_STATUS_NAME_LEN 32
 #define XPU_STATUS_KIND_LEN 16
 #define XPU_STATUS_COUNTER_NAME_LEN 24
@@ -112,7 +112,7 @@ _Static_assert(sizeof(struct xpu_status_counter) == 32, "status counter layout")
 _Static_assert(sizeof(struct xpu_actor_slot) ==
 		       104 + 16 + 8 + XPU_STATUS_PROBLEM_LEN + 32 * XPU_STATUS_MAX_COUNTERS,
 	       "actor slot layout");
-_Static_assert(sizeof(struct xpu_actor_slot) == 2296, "actor slot size (ABI 4)");
+_Static_assert(sizeof(struct xpu_actor_slot) == 2808, "actor slot size (ABI 5)");
 _Static_assert(sizeof(struct xpu_status_hdr) == 384, "status header layout");
 
 #endif /* XPUSUP_COMMON_STATUS_TYPES_H */

@@ -8,9 +8,11 @@
  *
  *   ring -> on_record: filter, sample (stage__pass)
  *        -> learn: STRING into the names table; the process's maps and MODULE reports into
- *           the symbolizer (symbols__note); a copied stack unwound into frames (unwind.c)
+ *           the symbolizer (symbols__note); a copied stack unwound into frames (unwind.c);
+ *           Python frames merged into the native ones (pystack.c)
  *        -> join (join.c and its engines): the event, its links, the stacks it carries
- *        -> on_event: name the frames (symbols__name), encode, send (finish_batch)
+ *        -> on_event: name the frames (symbols__name, pystack__name), encode, send
+ *           (finish_batch)
  *
  * The symbolizer (symbolize.c) is used on both sides of the join, for two different things:
  * before it, only to learn (read maps, take MODULE reports, give the unwinder the CFI of the
@@ -60,12 +62,14 @@
 #include "actors/correlator/checkpoint.h"
 #include "actors/correlator/correlator_options.h"
 #include "actors/correlator/join.h"
+#include "actors/correlator/pystack.h"
 #include "actors/correlator/symbolize.h"
 #include "actors/correlator/unwind.h"
 #include "actors/cpu/cpu_options.h"
 #include "actors/inproc/inproc_options.h"
 #include "common/mix.h"
 #include "common/oatab.h"
+#include "common/pyframe.h"
 #include "common/topology.h"
 #include "common/wire.h"
 #include "shm/ring.h"
@@ -139,6 +143,15 @@ enum counter {
 	C_CFI_EVICTED,
 	C_MODULES,
 	C_MODULE_FRAMES,
+	C_PY_STACKS,
+	C_PY_UNMATCHED,
+	C_PY_DROPPED,
+	C_PY_NO_LAYOUT,
+	C_PY_NAMED,
+	C_PY_UNNAMED,
+	C_PY_CODES_RESOLVED,
+	C_PY_CODES_FAILED,
+	C_PY_CODES_CACHED,
 	C_N,
 };
 
@@ -206,6 +219,15 @@ static const char *const counter_names[C_N] = {
 	[C_CFI_EVICTED] = "cfi_evicted",
 	[C_MODULES] = "modules",
 	[C_MODULE_FRAMES] = "module_frames",
+	[C_PY_STACKS] = "py_stacks_merged",
+	[C_PY_UNMATCHED] = "py_unmatched",
+	[C_PY_DROPPED] = "py_frames_dropped",
+	[C_PY_NO_LAYOUT] = "py_no_layout",
+	[C_PY_NAMED] = "py_frames_named",
+	[C_PY_UNNAMED] = "py_frames_unnamed",
+	[C_PY_CODES_RESOLVED] = "py_codes_resolved",
+	[C_PY_CODES_FAILED] = "py_codes_failed",
+	[C_PY_CODES_CACHED] = "py_codes_cached",
 };
 
 _Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
@@ -366,6 +388,10 @@ struct shard {
 	unsigned char *unwound; /* one record: a CPU_SAMPLE with every frame */
 	bool sym_failed; /* the symbolizer could not be made for the unwinder */
 	struct stack_unwind_stats uw;
+	/* Python frames (XPU_STACK_F_PY) merged into the native ones before the join */
+	struct pystack *py; /* made on the first record with Python frames */
+	bool py_failed; /* ... and not again after it could not be */
+	unsigned char *merged; /* one record: a CPU_SAMPLE with every frame */
 	__u64 ips[XPU_WIRE_STACK_MAX];
 	const char *frame_names[XPU_WIRE_STACK_MAX];
 };
@@ -461,19 +487,43 @@ static void symbols__note(struct shard *s, const struct xpu_rec *h)
  */
 static void symbols__name(struct shard *s, struct xpu_cevent *ev, bool user)
 {
-	__u32 n = (__u32)ev->n_kernel + ev->n_user, i;
+	__u32 n = (__u32)ev->n_kernel + ev->n_user, i, k, nu = 0;
 	__u32 exact = ev->kind == XPU_REC_CPU_SAMPLE ? 1 : 0;
+	const char *names[XPU_WIRE_STACK_MAX];
 
 	for (i = 0; i < n; i++)
-		s->ips[i] = ev->stack[i] - (i < exact ? 0 : 1);
-	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, user ? ev->n_user : 0,
-			  s->frame_names);
-	for (i = user ? n : ev->n_kernel; i < n; i++)
 		s->frame_names[i] = NULL; /* no map: the address it is */
+	/* Python frames (common/pyframe.h) are no addresses: the symbolizer gets the native
+	 * frames only, packed, and its names go back to where they came from */
+	for (i = 0, k = 0; i < n; i++) {
+		if (i >= ev->n_kernel && xpu_pyframe__is(ev->stack[i]))
+			continue;
+		s->ips[k++] = ev->stack[i] - (i < exact ? 0 : 1);
+		nu += i >= ev->n_kernel;
+	}
+	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, user ? nu : 0, names);
+	for (i = 0, k = 0; i < n; i++) {
+		if (i >= ev->n_kernel && xpu_pyframe__is(ev->stack[i]))
+			continue;
+		if (i < ev->n_kernel || user)
+			s->frame_names[i] = names[k];
+		k++;
+	}
 	for (i = 0; i < n; i++)
 		if (s->frame_names[i] && !strcmp(s->frame_names[i], SYMBOLIZER_UNKNOWN))
 			s->frames_unknown++;
 	ev->frames = s->frame_names;
+}
+
+/* Whether any of ev's user frames is a Python frame. */
+static bool has_pyframes(const struct xpu_cevent *ev)
+{
+	__u32 i;
+
+	for (i = ev->n_kernel; i < (__u32)ev->n_kernel + ev->n_user; i++)
+		if (xpu_pyframe__is(ev->stack[i]))
+			return true;
+	return false;
 }
 
 /* Send one batch to every sink, waiting (and beating) while a sink cannot take it. A
@@ -554,6 +604,9 @@ static void finish_batch(struct shard *s)
 	}
 	for (i = 0; i < s->n_rings; i++)
 		ring__release(s->rings[i]);
+	/* the batch is out: no name of a code object is in use */
+	if (s->py)
+		pystack__collect(s->py);
 	s->seq += n;
 	xpu_wire_enc__begin(s->enc, s->seq);
 }
@@ -564,15 +617,23 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 	struct shard *s = ctx;
 	struct xpu_cevent named;
 
-	if (s->sym && ev->stack && ev->n_kernel + ev->n_user && !ev->frames &&
+	if (ev->stack && ev->n_kernel + ev->n_user && !ev->frames &&
 	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX) {
 		bool user = pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS;
+		bool py = s->py && has_pyframes(ev);
 
-		if (user || (ev->n_kernel && pid_bit(s->sym_kernel, ev->pid))) {
-			named = *ev;
+		named = *ev;
+		if (s->sym && (user || (ev->n_kernel && pid_bit(s->sym_kernel, ev->pid)))) {
 			symbols__name(s, &named, user);
-			ev = &named;
+		} else if (py) {
+			memset(s->frame_names, 0, sizeof(s->frame_names[0]) * XPU_WIRE_STACK_MAX);
+			named.frames = s->frame_names;
 		}
+		if (py)
+			pystack__name(s->py, ev->pid, ev->stack, (__u32)ev->n_kernel + ev->n_user,
+				      s->frame_names);
+		if (named.frames)
+			ev = &named;
 	}
 
 	if (xpu_wire_enc__add(s->enc, ev) == 0)
@@ -598,6 +659,8 @@ static void names__drop_pid(__u32 pid, void *ctx)
 	struct shard *s = ctx;
 	struct names *t = s->names;
 
+	if (s->py)
+		pystack__drop_pid(s->py, pid);
 	if (s->sym) {
 		symbolizer__forget(s->sym, pid);
 		pid_bit_set(s->sym_tried, pid, false);
@@ -703,6 +766,7 @@ static bool stage__pass(struct shard *s, struct stage *st, void *rec)
 static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 {
 	const struct xpu_rec *h = rec;
+	const struct xpu_py_stack *py = NULL;
 	int n;
 
 	if (!stage__pass(s, st, rec))
@@ -727,6 +791,12 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		}
 		return;
 	}
+	/* a new image, or a pid used again: its interpreter is another one */
+	if (h->type == XPU_REC_PROC_EXEC && s->py)
+		pystack__drop_pid(s->py, h->pid);
+	/* the Python frames as they came: the unwound record below has no room for them */
+	if (h->flags & XPU_STACK_F_PY)
+		py = xpu_py_stack__of(h);
 	/* After the maps were read (a process's first record may be this one): the walk
 	 * needs its files. */
 	if (h->flags & XPU_STACK_F_COPY &&
@@ -738,6 +808,16 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		if (n < 0)
 			return; /* cannot happen for a validated record: the buffer fits any */
 		rec = s->unwound;
+		size = (__u32)n;
+	}
+	if (py) {
+		/* one try, as for the symbolizer */
+		if (!s->py && !s->py_failed && !(s->py = pystack__new()))
+			s->py_failed = true; /* native frames only */
+		n = pystack__merge(s->py, rec, py, s->merged, UNWOUND_MAX);
+		if (n < 0)
+			return; /* cannot happen for a validated record: the buffer fits any */
+		rec = s->merged;
 		size = (__u32)n;
 	}
 	if (join__record_enrich(s->join, rec, size, s->now, st->enrich) == JOIN_ROUTED)
@@ -766,6 +846,23 @@ static void publish_unwind(struct shard *s, __u64 *v)
 	v[C_CFI_EVICTED] = ss.cfi_evicted;
 	v[C_MODULES] = ss.modules;
 	v[C_MODULE_FRAMES] = ss.module_frames;
+}
+
+static void publish_python(struct shard *s, __u64 *v)
+{
+	struct pystack_stats p = { 0 };
+
+	if (s->py)
+		pystack__stats(s->py, &p);
+	v[C_PY_STACKS] = p.stacks;
+	v[C_PY_UNMATCHED] = p.unmatched;
+	v[C_PY_DROPPED] = p.dropped;
+	v[C_PY_NO_LAYOUT] = p.no_layout;
+	v[C_PY_NAMED] = p.named;
+	v[C_PY_UNNAMED] = p.unnamed;
+	v[C_PY_CODES_RESOLVED] = p.codes.resolved;
+	v[C_PY_CODES_FAILED] = p.codes.failed;
+	v[C_PY_CODES_CACHED] = p.codes.cached;
 }
 
 static void publish(struct shard *s)
@@ -830,6 +927,7 @@ static void publish(struct shard *s)
 		v[C_SYMBOLIZE_NS] = ss.frames ? ss.resolve_ns / ss.frames : 0;
 	}
 	publish_unwind(s, v);
+	publish_python(s, v);
 	for (i = 0; i < C_N; i++)
 		actor__count(s->a, s->counters[i], v[i]);
 }
@@ -981,7 +1079,8 @@ static int open_shard(struct shard *s, struct actor *a)
 			return err;
 	}
 	s->unwound = aligned_alloc(8, UNWOUND_MAX);
-	if (!s->unwound)
+	s->merged = aligned_alloc(8, UNWOUND_MAX);
+	if (!s->unwound || !s->merged)
 		return -ENOMEM;
 	s->scratch = aligned_alloc(8, s->scratch_len ? s->scratch_len : 8);
 	s->names = calloc(1, sizeof(*s->names));
@@ -1037,6 +1136,8 @@ static void shard__close(struct shard *s)
 	checkpoint__close(s->ckpt);
 	free(s->scratch);
 	free(s->unwound);
+	free(s->merged);
+	pystack__free(s->py);
 	symbolizer__free(s->sym);
 	free(s->sym_tried);
 	free(s->sym_live);

@@ -78,7 +78,8 @@ int stack_unwind__record(struct symbolizer *sym, const void *rec, void *out, __u
 		o->n_user = (__u16)(n - skip);
 	}
 	((struct xpu_rec *)out)->size = size;
-	((struct xpu_rec *)out)->flags = h->flags & ~XPU_STACK_F_COPY;
+	/* a Python stack stays behind too: the caller merges it from rec (pystack.h) */
+	((struct xpu_rec *)out)->flags = h->flags & ~(XPU_STACK_F_COPY | XPU_STACK_F_PY);
 	st->stacks++;
 	st->ends[res.end < UNWIND_END_MAX ? res.end : UNWIND_END_BAD_CFI]++;
 	st->frames_cfi += res.n_cfi;

@@ -30,6 +30,7 @@
 
 #include "actors/actor.h"
 #include "actors/cpu/cpu_options.h"
+#include "actors/cpu/cpu_python.h"
 #include "actors/proctree.h"
 #include "actors/cpu/profile.h"
 #include "common/paths.h"
@@ -64,6 +65,7 @@ struct cpu_keys {
 	enum cpu_unwind unwind; /* never UNWIND_AUTO once resolve_unwind() has run */
 	struct conf_target target;
 	int kernel_stacks, user_stacks;
+	bool python; /* read Python frames */
 	char marker[4096]; /* "" when there is no launch_marker */
 	bool marker_default; /* not written: the CUPTI library's path, found there */
 };
@@ -84,6 +86,13 @@ enum counter {
 	C_STACK_COPY_KIB,
 	C_STACK_COPY_SHORT,
 	C_RING_TOO_BIG,
+	C_PY_PROCESSES,
+	C_PY_UNSUPPORTED,
+	C_PY_STACKS,
+	C_PY_FRAMES,
+	C_PY_TRUNCATED,
+	C_PY_BAD_FRAMES,
+	C_PY_NO_THREAD,
 	C_N,
 };
 
@@ -103,6 +112,20 @@ static const char *const counter_names[C_N] = {
 	[C_STACK_COPY_KIB] = "stack_copy_kib",
 	[C_STACK_COPY_SHORT] = "stack_copy_short",
 	[C_RING_TOO_BIG] = "ring_too_big",
+	[C_PY_PROCESSES] = "py_processes",
+	[C_PY_UNSUPPORTED] = "py_unsupported",
+	[C_PY_STACKS] = "py_stacks",
+	[C_PY_FRAMES] = "py_frames",
+	[C_PY_TRUNCATED] = "py_truncated",
+	[C_PY_BAD_FRAMES] = "py_bad_frames",
+	[C_PY_NO_THREAD] = "py_no_thread",
+};
+
+/* The kernel side's Python counters (enum profile_py_count), each the counter it feeds. */
+static const int py_counter_of[PROFILE_PY_COUNT_MAX] = {
+	[PROFILE_PY_STACKS] = C_PY_STACKS,	 [PROFILE_PY_FRAMES] = C_PY_FRAMES,
+	[PROFILE_PY_TRUNCATED] = C_PY_TRUNCATED, [PROFILE_PY_BAD_FRAMES] = C_PY_BAD_FRAMES,
+	[PROFILE_PY_NO_THREAD] = C_PY_NO_THREAD,
 };
 
 struct cpu_src {
@@ -123,6 +146,7 @@ struct cpu_src {
 	__u64 next_loss_ns;
 	__u64 stack_copy_bytes; /* the sum of the copies' len, shown in KiB */
 	const char *event_name; /* what drives sampling, for messages */
+	struct cpu_python py; /* the Python processes followed (when k.python) */
 };
 
 /* Prints what is wrong, shows it in `xpusup status`, and gives the permanent exit code. */
@@ -177,6 +201,7 @@ static int load_keys(struct actor *a, struct cpu_keys *k)
 	k->stack_bytes = o.stack_bytes;
 	k->event = (enum cpu_event)o.event;
 	k->unwind = (enum cpu_unwind)o.unwind;
+	k->python = o.python && o.user_stacks;
 	/* Not written: the CUPTI injection library, the very file `record` and `run` inject
 	 * (a uprobe is on an inode), when it is there; when it is not, nothing to attach. */
 	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker))) {
@@ -464,6 +489,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		break;
 	case XPU_REC_PROC_EXEC:
 		c->count[h->flags & XPU_PROC_F_FORK ? C_FORKS : C_EXECS]++;
+		/* a new image: is it an interpreter? (a fork's child has its parent's entry) */
+		if (c->k.python && !(h->flags & XPU_PROC_F_FORK))
+			cpu_python__watch(&c->py, h->pid, xpu_now_ns());
 		break;
 	case XPU_REC_PROC_EXIT:
 		c->count[C_EXITS]++;
@@ -524,6 +552,29 @@ static void report_drops(struct cpu_src *c, __u64 now)
 	}
 }
 
+/* The kernel side's Python counters, summed over the CPUs. */
+static void python_counts(struct cpu_src *c)
+{
+	static __u64 per_cpu[MAX_CPUS];
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u32 which;
+
+	if (ncpu <= 0 || ncpu > MAX_CPUS)
+		return;
+	for (which = 0; which < PROFILE_PY_COUNT_MAX; which++) {
+		__u64 total = 0;
+
+		if (bpf_map__lookup_elem(c->skel->maps.py_counts, &which, sizeof(which), per_cpu,
+					 sizeof(__u64) * (size_t)ncpu, 0))
+			continue;
+		for (i = 0; i < ncpu; i++)
+			total += per_cpu[i];
+		c->count[py_counter_of[which]] = total;
+	}
+	c->count[C_PY_PROCESSES] = c->py.st.processes;
+	c->count[C_PY_UNSUPPORTED] = c->py.st.unsupported;
+}
+
 static void publish(struct cpu_src *c)
 {
 	__u64 now = xpu_now_ns();
@@ -532,6 +583,8 @@ static void publish(struct cpu_src *c)
 	if (now >= c->next_loss_ns) {
 		report_drops(c, now);
 		c->next_loss_ns = now + LOSS_EVERY_NS;
+		if (c->k.python)
+			python_counts(c);
 	}
 	for (i = 0; i < c->shards; i++)
 		ring__flush(c->rings[i]);
@@ -580,6 +633,7 @@ static int load(struct cpu_src *c)
 	c->skel->rodata->wakeup_bytes = wakeup_bytes(c);
 	c->skel->rodata->stack_copy_bytes = c->k.unwind == UNWIND_DWARF ? (__u32)c->k.stack_bytes :
 									  0;
+	c->skel->rodata->python_frames = c->k.python;
 	bpf_map__set_max_entries(c->skel->maps.events, (__u32)(c->k.ringbuf_kb * 1024));
 	/* one scratch buffer per CPU, indexed by bpf_get_smp_processor_id() */
 	if (ncpu <= 0)
@@ -596,7 +650,39 @@ static int load(struct cpu_src *c)
 			    strerror(-err));
 	if (err)
 		return fail(c, "unable to load the BPF programs: %s", strerror(-err));
+	cpu_python__init(&c->py, c->skel->maps.py_procs, c->a->slot);
 	return 0;
+}
+
+static int watch_python_fn(__u32 pid, void *ctx)
+{
+	cpu_python__watch(ctx, pid, xpu_now_ns());
+	return 0;
+}
+
+/* The processes of the target that run already: any of them may be an interpreter (those
+ * started later are looked at on their exec). */
+static void watch_python(struct cpu_src *c)
+{
+	const struct conf_target *t = &c->k.target;
+	unsigned int i;
+
+	if (!c->k.python)
+		return;
+	switch (t->mode) {
+	case CONF_TARGET_PIDS:
+		for (i = 0; i < t->n_pids; i++)
+			watch_python_fn(t->pids[i], &c->py);
+		break;
+	case CONF_TARGET_TREE:
+		watch_python_fn(t->pids[0], &c->py);
+		proctree__walk(t->pids[0], watch_python_fn, &c->py);
+		break;
+	default:
+		cpu_python__watch_all(&c->py, xpu_now_ns());
+		break;
+	}
+	cpu_python__tick(&c->py, xpu_now_ns());
 }
 
 static int attach(struct cpu_src *c)
@@ -643,6 +729,8 @@ static void check_room(struct cpu_src *c)
 	if (dwarf)
 		largest = xpu_cpu_sample__size(XPU_MAX_FRAMES, 0) +
 			  xpu_stack_copy__size((__u32)c->k.stack_bytes);
+	if (c->k.python)
+		largest += xpu_py_stack__size(XPU_PY_MAX_FRAMES);
 	ring__stats(c->rings[0], &st);
 	for (kib = 4; kib * 1024 / 4 < largest; kib *= 2)
 		;
@@ -690,13 +778,15 @@ int main(int argc, char **argv)
 		c.counter[i] = actor__counter(&a, counter_names[i]);
 	if ((code = resolve_unwind(&c)) || (code = load(&c)) || (code = attach(&c)))
 		goto out;
-	fprintf(stderr, PROG ": sampling %s at %llu Hz on %llu CPUs, user stacks: %s%s%s\n",
+	fprintf(stderr, PROG ": sampling %s at %llu Hz on %llu CPUs, user stacks: %s%s%s%s\n",
 		c.event_name, c.k.hz, (unsigned long long)c.count[C_CPUS],
 		!c.k.user_stacks	   ? "none" :
 		c.k.unwind == UNWIND_DWARF ? "copied (dwarf)" :
 					     "frame pointers (fp)",
-		c.k.marker[0] ? "; launch uprobe on " : "", c.k.marker);
+		c.k.python ? " with Python frames" : "", c.k.marker[0] ? "; launch uprobe on " : "",
+		c.k.marker);
 	check_room(&c);
+	watch_python(&c);
 	actor__ready(&a);
 
 	while (!actor__stopping(&a)) {
@@ -704,6 +794,8 @@ int main(int argc, char **argv)
 		 * record's wait, and a poll that times out has consumed nothing yet. */
 		ring_buffer__poll(c.rb, (int)c.k.drain_ms);
 		ring_buffer__consume(c.rb);
+		if (c.k.python)
+			cpu_python__tick(&c.py, xpu_now_ns());
 		publish(&c);
 		actor__beat(&a);
 	}

@@ -53,6 +53,13 @@ static const struct conf_key cpu_keys[] = {
 		 "the correlator to unwind with the CFI of the files mapped (no frame pointers "
 		 "needed); fp walks frame pointers in the kernel; auto is dwarf where it can run "
 		 "(x86-64), else fp" },
+	{ .key = "python",
+	  CONF_MEMBER(struct cpu_options, python),
+	  .type = CONF_T_BOOL,
+	  .roles = CONF_SOURCE,
+	  .def = "yes",
+	  .doc = "read the Python frames of CPython 3.11 to 3.13 processes and merge them into "
+		 "their stacks (docs/python.md)" },
 	/* A multiple of 8: the copy is sent in whole words (event.h, struct xpu_stack_copy). */
 	{ .key = "stack_bytes",
 	  CONF_MEMBER(struct cpu_options, stack_bytes),

@@ -22,6 +22,7 @@ struct cpu_options {
 	bool kernel_stacks;
 	bool user_stacks;
 	int unwind; /* enum cpu_unwind */
+	bool python; /* read Python frames */
 	unsigned long long stack_bytes;
 	const char *launch_marker; /* NULL: not written (conf_actor__path resolves it) */
 	unsigned long long ringbuf_kb;

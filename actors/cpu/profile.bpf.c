@@ -14,6 +14,11 @@
  * registers at the end of the record (XPU_STACK_F_COPY) that the correlator unwinds with the
  * CFI of the files the process maps.
  *
+ * Python frames (python_frames): for a process the actor found a CPython interpreter in
+ * (py_procs), the frames of the sampled or launching thread are read from its thread state
+ * and written after the native frames (XPU_STACK_F_PY); the correlator names them and merges
+ * them into the native stack (docs/python.md).
+ *
  * Records are written complete and exactly sized in the layouts of include/xpusup/event.h,
  * built in a scratch buffer of the CPU and copied into the BPF ring buffer with
  * bpf_ringbuf_output (a reservation must have a constant size; ours vary with the stack).
@@ -38,6 +43,8 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 /* dwarf mode: bytes of user stack copied into each sample and launch (a multiple of 8, at
  * most XPU_STACK_COPY_MAX); 0: fp mode, user stacks are walked with frame pointers */
 const volatile __u32 stack_copy_bytes = 0;
+/* read the Python frames of processes in py_procs */
+const volatile bool python_frames = false;
 
 #define PAGE_BYTES 4096u
 
@@ -76,12 +83,16 @@ struct {
 /* Room for a sample: header, then up to XPU_MAX_FRAMES kernel and XPU_MAX_FRAMES user frames,
  * then a stack copy. One more frame slot than needed, so the verifier sees the user stack's
  * bound at any n_kernel. */
+/* Room for a Python stack: its header and every frame. */
+#define PY_ROOM (sizeof(struct xpu_py_stack) + sizeof(struct xpu_py_frame) * XPU_PY_MAX_FRAMES)
+
 struct sample_buf {
-	__u8 bytes[sizeof(struct xpu_cpu_sample) + 8 * (2 * XPU_MAX_FRAMES + 2) + COPY_ROOM];
+	__u8 bytes[sizeof(struct xpu_cpu_sample) + 8 * (2 * XPU_MAX_FRAMES + 2) + PY_ROOM +
+		   COPY_ROOM];
 };
 
 struct launch_buf {
-	__u8 bytes[sizeof(struct xpu_launch) + 8 * (XPU_MAX_FRAMES + 1) + COPY_ROOM];
+	__u8 bytes[sizeof(struct xpu_launch) + 8 * (XPU_MAX_FRAMES + 1) + PY_ROOM + COPY_ROOM];
 };
 
 struct proc_buf {
@@ -116,6 +127,51 @@ struct {
 	__type(key, __u32);
 	__type(value, struct proc_buf);
 } proc_scratch SEC(".maps");
+
+/* tgid -> where its interpreter's structures are (the actor fills it, forks inherit it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROFILE_MAX_PY_PROCS);
+	__type(key, __u32);
+	__type(value, struct profile_py_proc);
+} py_procs SEC(".maps");
+
+/* tid -> its thread state: found once by looking through the interpreter's threads, then
+ * checked at each use (the thread state's native_thread_id is still the tid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct profile_py_thread);
+} py_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROFILE_PY_COUNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_counts SEC(".maps");
+
+/* A Python stack being read, before it is copied into its record, and the frame being read.
+ * Two per CPU, as the scratch buffers: a sample may interrupt the launch uprobe's program. */
+struct py_buf {
+	struct xpu_py_stack hdr;
+	struct xpu_py_frame f[XPU_PY_MAX_FRAMES];
+	__u8 frame[PROFILE_PY_FRAME_READ];
+};
+
+enum { PY_SLOT_SAMPLE = 0, PY_SLOT_LAUNCH = 1 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct py_buf);
+} py_scratch SEC(".maps");
+
+/* A thread with no thread state is looked for again after this long: a thread started by C
+ * code may take one later (PyGILState_Ensure). */
+#define PY_RECHECK_NS 1000000000ull
 
 static __always_inline void count_drop(__u32 why)
 {
@@ -253,6 +309,191 @@ static __always_inline __u32 sample_stack_copy(struct xpu_stack_copy *c)
 }
 #endif
 
+static __always_inline void py_count(__u32 which, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&py_counts, &which);
+
+	if (v)
+		*v += n; /* per-CPU value: no other writer */
+}
+
+static __always_inline __u64 read_user_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* Looking through an interpreter's threads for the one of a tid (bpf_loop's context). */
+struct py_find {
+	__u64 ts; /* the thread state to look at next; 0: the list ended */
+	__u64 found;
+	__u64 tid;
+	__u64 off_next, off_tid;
+};
+
+static long py_find_step(__u64 i, void *ctx)
+{
+	struct py_find *f = ctx;
+	__u64 tid, next;
+
+	if (!f->ts)
+		return 1;
+	tid = read_user_u64(f->ts + f->off_tid);
+	if (tid == f->tid) {
+		f->found = f->ts;
+		return 1;
+	}
+	next = read_user_u64(f->ts + f->off_next);
+	f->ts = next;
+	return 0;
+}
+
+/* The thread state of tid in the interpreter p, or 0 when it has none (a thread that never
+ * ran Python, or one of another interpreter than the main one). */
+static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __u32 tid)
+{
+	struct profile_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), v;
+	__u64 now = bpf_ktime_get_ns(), interp;
+	struct py_find f = { .tid = tid,
+			     .off_next = p->tstate_next,
+			     .off_tid = p->tstate_native_thread_id };
+
+	if (t && !t->tstate && now - t->checked_ns < PY_RECHECK_NS)
+		return 0;
+	if (t && t->tstate && read_user_u64(t->tstate + p->tstate_native_thread_id) == tid)
+		return t->tstate;
+	interp = read_user_u64(p->runtime + p->runtime_interpreters_head);
+	if (interp)
+		f.ts = read_user_u64(interp + p->interp_threads_head);
+	bpf_loop(PROFILE_PY_MAX_THREADS, py_find_step, &f, 0);
+	v.tstate = f.found;
+	v.checked_ns = now;
+	bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
+	return f.found;
+}
+
+/* Walking a thread's frames, innermost first (bpf_loop's context): scalars only. */
+struct py_walk {
+	__u64 frame; /* the next frame to read; 0: the chain ended */
+	__u32 slot; /* py_scratch's buffer */
+	__u32 n;
+	__u32 flags; /* XPU_PY_F_* */
+	__u32 owner_cstack;
+	__u64 off_code, off_prev, off_instr, off_owner, off_entry, code_adaptive;
+};
+
+static long py_walk_step(__u64 i, void *ctx)
+{
+	struct py_walk *w = ctx;
+	struct py_buf *b = bpf_map_lookup_elem(&py_scratch, &w->slot);
+	__u64 code, prev, instr, base, oc = w->off_code, op = w->off_prev, oi = w->off_instr;
+	__u64 oo = w->off_owner, oe = w->off_entry;
+	struct xpu_py_frame *f;
+	__u32 n = w->n;
+
+	if (!b || !w->frame)
+		return 1;
+	if (bpf_probe_read_user(b->frame, sizeof(b->frame), (const void *)w->frame)) {
+		w->flags |= XPU_PY_F_BAD_FRAME;
+		return 1;
+	}
+	/* the actor checked that every offset is inside what was read; the verifier needs it
+	 * said here */
+	if (oc > PROFILE_PY_FRAME_READ - 8 || op > PROFILE_PY_FRAME_READ - 8 ||
+	    oi > PROFILE_PY_FRAME_READ - 8 || oo > PROFILE_PY_FRAME_READ - 1)
+		return 1;
+	code = *(__u64 *)(b->frame + oc);
+	prev = *(__u64 *)(b->frame + op);
+	instr = *(__u64 *)(b->frame + oi);
+	w->frame = prev;
+	/* 3.12+: the eval function's own shim frame, on the C stack; the frame read just
+	 * before it was the first one that activation ran */
+	if (b->frame[oo] == w->owner_cstack) {
+		if (n > 0 && n <= XPU_PY_MAX_FRAMES)
+			b->f[(n - 1) & (XPU_PY_MAX_FRAMES - 1)].flags |= XPU_PY_FRAME_F_ENTRY;
+		return 0;
+	}
+	if (n >= XPU_PY_MAX_FRAMES) {
+		w->flags |= XPU_PY_F_TRUNCATED;
+		return 1;
+	}
+	f = &b->f[n & (XPU_PY_MAX_FRAMES - 1)];
+	f->code = code;
+	base = code + w->code_adaptive;
+	f->lasti = instr >= base && (instr - base) / 2 < XPU_PY_LASTI_NONE ?
+			   (__u32)((instr - base) / 2) :
+			   XPU_PY_LASTI_NONE;
+	f->flags = oe < PROFILE_PY_FRAME_READ && b->frame[oe] ? XPU_PY_FRAME_F_ENTRY : 0;
+	w->n = n + 1;
+	return 0;
+}
+
+/*
+ * In current's context: the Python frames of thread tid of process tgid, written as a
+ * struct xpu_py_stack at dst (room for PY_ROOM bytes). Returns the bytes written, 0 when
+ * there are none (not a Python process, a thread not running Python, python_frames off).
+ */
+static __always_inline __u32 py_stack(__u32 tgid, __u32 tid, __u32 slot, void *dst)
+{
+	struct profile_py_proc *p;
+	struct py_walk w = { .slot = slot };
+	struct py_buf *b;
+	__u64 ts, cframe;
+	__u32 n, size;
+
+	if (!python_frames)
+		return 0;
+	p = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!p)
+		return 0;
+	b = bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!b)
+		return 0;
+	ts = py_thread_state(p, tid);
+	if (!ts) {
+		py_count(PROFILE_PY_NO_THREAD, 1);
+		return 0;
+	}
+	if (p->tstate_current_frame != PROFILE_PY_NONE) {
+		w.frame = read_user_u64(ts + p->tstate_current_frame);
+	} else {
+		cframe = read_user_u64(ts + p->tstate_cframe);
+		w.frame = cframe ? read_user_u64(cframe + p->cframe_current_frame) : 0;
+	}
+	if (!w.frame)
+		return 0; /* not in Python now */
+	w.owner_cstack = p->owner_cstack;
+	w.off_code = p->frame_code;
+	w.off_prev = p->frame_previous;
+	w.off_instr = p->frame_instr;
+	w.off_owner = p->frame_owner;
+	w.off_entry = p->frame_is_entry;
+	w.code_adaptive = p->code_adaptive;
+	/* shim frames take turns too: one per activation, fewer than the frames */
+	bpf_loop(2 * XPU_PY_MAX_FRAMES, py_walk_step, &w, 0);
+	n = w.n;
+	if (!n || n > XPU_PY_MAX_FRAMES)
+		return 0;
+	b->hdr.eval_start = p->eval_start;
+	b->hdr.eval_end = p->eval_end;
+	b->hdr.version = p->version;
+	b->hdr.n = (__u16)n;
+	b->hdr.flags = (__u16)w.flags;
+	size = sizeof(struct xpu_py_stack) + sizeof(struct xpu_py_frame) * n;
+	if (size > PY_ROOM || bpf_probe_read_kernel(dst, size, b))
+		return 0;
+	py_count(PROFILE_PY_STACKS, 1);
+	py_count(PROFILE_PY_FRAMES, n);
+	if (w.flags & XPU_PY_F_TRUNCATED)
+		py_count(PROFILE_PY_TRUNCATED, 1);
+	if (w.flags & XPU_PY_F_BAD_FRAME)
+		py_count(PROFILE_PY_BAD_FRAMES, 1);
+	return size;
+}
+
 /* Fills the common header; the buffer is per-CPU scratch, so every field is written. */
 static __always_inline void header(struct xpu_rec *h, __u16 type, __u16 flags, __u32 size,
 				   __u32 pid, __u32 tid)
@@ -271,7 +512,7 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
 	struct xpu_cpu_sample *s;
-	__u32 nk = 0, nu = 0, copy = 0;
+	__u32 nk = 0, nu = 0, py = 0, copy = 0;
 	__u64 size;
 
 	if (!wanted(tgid))
@@ -282,12 +523,15 @@ int profile_sample(struct bpf_perf_event_data *ctx)
 	/* frames() bounds nk, which the verifier needs before ips + nk is a destination */
 	if (kernel_stacks)
 		nk = frames(bpf_get_stack(ctx, s->ips, XPU_MAX_FRAMES * 8, 0));
-	if (user_stacks && stack_copy_bytes)
-		copy = sample_stack_copy((struct xpu_stack_copy *)&s->ips[nk]);
-	else if (user_stacks)
+	if (user_stacks && !stack_copy_bytes)
 		nu = frames(bpf_get_stack(ctx, &s->ips[nk], XPU_MAX_FRAMES * 8, BPF_F_USER_STACK));
-	size = sizeof(*s) + 8 * (nk + nu) + copy;
-	header(&s->hdr, XPU_REC_CPU_SAMPLE, copy ? XPU_STACK_F_COPY : 0, size, tgid, (__u32)id);
+	if (user_stacks)
+		py = py_stack(tgid, (__u32)id, PY_SLOT_SAMPLE, &s->ips[nk + nu]);
+	if (user_stacks && stack_copy_bytes)
+		copy = sample_stack_copy((struct xpu_stack_copy *)((__u8 *)&s->ips[nk] + py));
+	size = sizeof(*s) + 8 * (nk + nu) + py + copy;
+	header(&s->hdr, XPU_REC_CPU_SAMPLE,
+	       (copy ? XPU_STACK_F_COPY : 0) | (py ? XPU_STACK_F_PY : 0), size, tgid, (__u32)id);
 	s->cpu = cpu;
 	s->weight = sample_weight;
 	s->n_kernel = nk;
@@ -312,7 +556,7 @@ int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 	__u64 id = bpf_get_current_pid_tgid(), ret = 0;
 	__u32 tgid = id >> 32, cpu = bpf_get_smp_processor_id();
 	struct xpu_launch *l;
-	__u32 n = 0, copy = 0;
+	__u32 n = 0, py = 0, copy = 0;
 	__u64 size;
 
 	if (!wanted(tgid))
@@ -323,7 +567,8 @@ int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 	/* dwarf mode: the marker's entry, with sp at the return address into the caller; the
 	 * correlator's unwind drops the marker's own frame, as the walk below does */
 	if (stack_copy_bytes) {
-		copy = regs_stack_copy((struct xpu_stack_copy *)l->ips, ctx);
+		py = py_stack(tgid, (__u32)id, PY_SLOT_LAUNCH, l->ips);
+		copy = regs_stack_copy((struct xpu_stack_copy *)((__u8 *)l->ips + py), ctx);
 		goto send;
 	}
 	n = frames(bpf_get_stack(ctx, l->ips, XPU_MAX_FRAMES * 8, BPF_F_USER_STACK));
@@ -337,9 +582,11 @@ int BPF_KPROBE(launch_marker, __u64 correlation_id, __u32 api_id)
 	if (n > 0 && ret)
 		l->ips[0] = ret;
 #endif
+	py = py_stack(tgid, (__u32)id, PY_SLOT_LAUNCH, &l->ips[n]);
 send:
-	size = sizeof(*l) + 8 * n + copy;
-	header(&l->hdr, XPU_REC_LAUNCH, copy ? XPU_STACK_F_COPY : 0, size, tgid, (__u32)id);
+	size = sizeof(*l) + 8 * n + py + copy;
+	header(&l->hdr, XPU_REC_LAUNCH, (copy ? XPU_STACK_F_COPY : 0) | (py ? XPU_STACK_F_PY : 0),
+	       size, tgid, (__u32)id);
 	l->correlation_id = correlation_id;
 	l->api_id = api_id;
 	l->n_user = n;
@@ -365,6 +612,8 @@ int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid, struct linux_binpr
 	long len;
 	__u64 size;
 
+	/* a new image: the actor looks for an interpreter in it again */
+	bpf_map_delete_elem(&py_procs, &tgid);
 	if (!wanted(tgid))
 		return 0;
 	e = proc_buf();
@@ -390,11 +639,17 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid), tgid = BPF_CORE_READ(child, tgid);
+	struct profile_py_proc *py;
 	struct xpu_proc_exec *e;
 	__u8 one = 1;
 
 	if (tgid == ptgid)
 		return 0; /* a new thread, not a new process */
+	/* the child runs the parent's image until it execs: the same interpreter, at the same
+	 * addresses (a DataLoader worker, a multiprocessing fork) */
+	py = bpf_map_lookup_elem(&py_procs, &ptgid);
+	if (py)
+		bpf_map_update_elem(&py_procs, &tgid, py, BPF_ANY);
 	if (target_mode == PROFILE_TARGET_TREE && bpf_map_lookup_elem(&targets, &ptgid) &&
 	    bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY))
 		count_drop(PROFILE_DROP_TARGETS);
@@ -424,6 +679,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	bpf_map_delete_elem(&py_procs, &tgid);
 	if (!wanted(tgid))
 		return 0;
 	x = (struct xpu_proc_exit *)proc_buf();

@@ -610,7 +610,7 @@ static inline __u32 xpu_string__size(__u32 len)
 
 /* The largest valid record of any kind: a CPU_SAMPLE with every frame and the largest stack
  * copy (common/event.c asserts that it is the largest). */
-#define XPU_REC_MAX_SIZE                                                                          \
+#define XPU_REC_MAX_SIZE \
 	(56u + 8u * 2u * XPU_MAX_FRAMES + 24u + 16u * XPU_PY_MAX_FRAMES + 32u + XPU_STACK_COPY_MAX)
 
 /*
