@@ -21,6 +21,10 @@
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
+#ifndef __bpf__ /* xpu_pyframe__function is user space's: BPF has no stdio */
+#include <stdio.h>
+#include <string.h>
+#endif
 
 #define XPU_PYFRAME_TAG (1ull << 62)
 #define XPU_PYFRAME_LINE_SHIFT 47
@@ -73,5 +77,33 @@ static inline size_t xpu_pyframe__function_len(const char *name, size_t len)
 		return len;
 	return i - 1;
 }
+
+#ifndef __bpf__
+/*
+ * What a reader that aggregates by function (flame graphs, stats) shows for the Python frame
+ * ip whose name is name (NULL or "": none): XPU_PYFRAME_MARK and its function,
+ * "[py] QUALNAME (FILE)", so every line of a function reads the same; a name without a
+ * line stays whole ("[py] NAME"); no name: the code object's address, "[py] 0x7f3a...".
+ * Written into buf (size bytes, at least 1), NUL-terminated, cut to fit; returns the
+ * length written. Room for any name: XPU_PYFRAME_FUNCTION_SIZE(the longest name).
+ */
+#define XPU_PYFRAME_FUNCTION_SIZE(name_max) (sizeof(XPU_PYFRAME_MARK) + (name_max) + 2)
+
+static inline size_t xpu_pyframe__function(char *buf, size_t size, __u64 ip, const char *name)
+{
+	size_t len = name ? strlen(name) : 0, fn = xpu_pyframe__function_len(name, len);
+	int n;
+
+	if (!len)
+		n = snprintf(buf, size, XPU_PYFRAME_MARK "0x%llx",
+			     (unsigned long long)xpu_pyframe__code(ip));
+	else
+		n = snprintf(buf, size, XPU_PYFRAME_MARK "%.*s%s", (int)fn, name,
+			     fn < len ? ")" : "");
+	if (n < 0)
+		n = 0;
+	return (size_t)n < size ? (size_t)n : size - 1;
+}
+#endif /* !__bpf__ */
 
 #endif /* XPUSUP_COMMON_PYFRAME_H */

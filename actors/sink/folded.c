@@ -25,6 +25,13 @@
  * stack takes its names when it is first met, and a frame first met without a name takes one
  * from a later event that has it. Names are kept once each (interned) for the whole run.
  *
+ * Python frames (common/pyframe.h: the correlator merges them into the user stack) are
+ * written at function level, "[py] QUALNAME (FILE)", the line cut off, "[py] 0x<code
+ * object>" when unnamed: a profile by function, as flame graphs of native code are (a native
+ * frame is its function's name, not its address). Their addresses carry the line, so the
+ * stack key drops it (keeps tag and code object): the lines of one function are one stack,
+ * not max_stacks entries per line.
+ *
  * User scopes (the annotate API's ranges, NVTX ranges through CUPTI) are frames too, right
  * after the comm, outermost first: "train;[range] epoch;[range] forward;main;...;matmul". The
  * correlator makes the innermost range open on a thread the parent of the samples, launches
@@ -50,6 +57,7 @@
 #include "common/hash.h"
 #include "common/json_escape.h"
 #include "common/mix.h"
+#include "common/pyframe.h"
 #include "xpusup/event.h"
 
 #define FOLDED_PATH_MAX 4096
@@ -138,6 +146,7 @@ struct folded {
 	struct ranges ranges;
 	char *scope; /* SCOPE_MAX bytes: the range frames being built */
 	char *line; /* LINE_MAX bytes: the line being built */
+	__u64 key_frames[XPU_WIRE_STACK_MAX]; /* the event's frames, Python lines dropped */
 	__u64 cpu_samples, gpu_events, overflow, writes, dirty, in_range;
 };
 
@@ -431,6 +440,21 @@ overflow:
 	s->weight += weight;
 }
 
+/* e's n frames as the stack key: Python frames without their line (tag and code object
+ * kept), so the lines of one function are one stack; NULL for an event without a stack. */
+static __u64 *key_frames(struct folded *f, const struct xpu_cevent *e, size_t n)
+{
+	size_t k;
+
+	if (!e->stack)
+		return NULL;
+	for (k = 0; k < n && k < XPU_WIRE_STACK_MAX; k++)
+		f->key_frames[k] = xpu_pyframe__is(e->stack[k]) ?
+					   XPU_PYFRAME_TAG | xpu_pyframe__code(e->stack[k]) :
+					   e->stack[k];
+	return f->key_frames;
+}
+
 static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct folded *f = st;
@@ -447,7 +471,8 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 			key = (struct stack){ .pid = e->pid,
 					      .n_kernel = (__u16)e->n_kernel,
 					      .n_user = (__u16)e->n_user,
-					      .frames = (__u64 *)e->stack,
+					      .frames = key_frames(f, e,
+								   (size_t)e->n_kernel + e->n_user),
 					      .scope = scope_of(f, b->producer, e) };
 			f->cpu_samples++;
 			add(f, &key, e->stack ? e->frames : NULL, f->samples ? 1 : e->value);
@@ -481,7 +506,7 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 				len = sizeof(leaf) - 1;
 			key = (struct stack){ .pid = e->pid,
 					      .n_user = (__u16)(e->stack ? e->n_user : 0),
-					      .frames = (__u64 *)e->stack,
+					      .frames = key_frames(f, e, e->n_user),
 					      .leaf_kind = LEAF_GPU,
 					      .leaf_len = (__u16)len,
 					      .leaf = leaf,
@@ -550,11 +575,17 @@ static void put_name(char *buf, size_t size, size_t *len, const char *name, cons
 	put(buf, size, len, "%s", suffix);
 }
 
-/* Frame k of s: its name when it has one, else its address in hex. */
+/* Frame k of s: a Python frame's function ("[py] QUALNAME (FILE)", "[py] 0x<code>"), a
+ * native one's name when it has one, else its address in hex. */
 static void put_frame(char *buf, size_t size, size_t *len, const struct stack *s, int k,
 		      const char *suffix)
 {
-	if (s->names && s->names[k])
+	char py[XPU_PYFRAME_FUNCTION_SIZE(XPU_WIRE_FRAME_NAME_MAX)];
+
+	if (xpu_pyframe__is(s->frames[k])) {
+		xpu_pyframe__function(py, sizeof(py), s->frames[k], s->names ? s->names[k] : NULL);
+		put_name(buf, size, len, py, suffix);
+	} else if (s->names && s->names[k])
 		put_name(buf, size, len, s->names[k], suffix);
 	else
 		put(buf, size, len, ";0x%" PRIx64 "%s", (uint64_t)s->frames[k], suffix);
@@ -653,10 +684,14 @@ static const char html_head[] =
 	"border:1px solid #fff;overflow:hidden;white-space:nowrap;font-size:11px;"
 	"line-height:15px;padding-left:2px;cursor:pointer}\n"
 	".f.gpu{background:#6a9bd8}.f.m{outline:2px solid #c0f}\n"
+	".lg{display:inline-block;padding:0 4px;margin-left:4px;font-size:11px}\n"
 	"</style></head><body>\n"
 	"<div id=\"bar\"><b>xpusup flame graph</b> &nbsp; <input id=\"q\" placeholder=\"search "
 	"(regexp)\" size=\"30\"> <button id=\"reset\">reset zoom</button> <span "
-	"id=\"found\"></span></div>\n"
+	"id=\"found\"></span> &nbsp; <span class=\"lg\" style=\"background:hsl(25,80%,62%)\">"
+	"native</span><span class=\"lg\" style=\"background:hsl(175,55%,60%)\">Python</span>"
+	"<span class=\"lg\" style=\"background:#6a9bd8\">GPU</span><span class=\"lg\" "
+	"style=\"background:#9ccc65\">range</span></div>\n"
 	"<div id=\"info\">hover a frame; click to zoom</div><div id=\"g\"></div>\n"
 	"<script>\nconst UNIT = \"";
 
@@ -673,10 +708,23 @@ static const char html_tail[] =
 	"}\n"
 	"const g = document.getElementById('g'), info = document.getElementById('info');\n"
 	"let zoom = root, re = null;\n"
-	"function color(n) {\n"
-	"  if (n.startsWith('[gpu]')) return '#6a9bd8';\n"
-	"  if (n.startsWith('[range]') || n.startsWith('[nvtx]')) return '#9ccc65';\n"
+	"function kind(node) {\n"
+	"  const n = node.n;\n"
+	"  if (!node.p) return '';\n"
+	"  if (node.p === root) return 'process';\n"
+	"  if (n.startsWith('[gpu]')) return 'GPU';\n"
+	"  if (n.startsWith('[range]') || n.startsWith('[nvtx]')) return 'range';\n"
+	"  if (n.startsWith('[py] ')) return 'Python';\n"
+	"  if (n.endsWith('_[k]')) return 'kernel';\n"
+	"  return 'native';\n"
+	"}\n"
+	"function color(node) {\n"
+	"  const n = node.n, k = kind(node);\n"
+	"  if (k === 'GPU') return '#6a9bd8';\n"
+	"  if (k === 'range') return '#9ccc65';\n"
 	"  let h = 0; for (const ch of n) h = (h * 31 + ch.charCodeAt(0)) >>> 0;\n"
+	"  if (k === 'Python')\n"
+	"    return 'hsl(' + (160 + h % 35) + ',' + (45 + h % 25) + '%,' + (52 + h % 15) + '%)';\n"
 	"  return 'hsl(' + (10 + h % 45) + ',' + (70 + h % 25) + '%,' + (55 + h % 15) + '%)';\n"
 	"}\n"
 	"function fmt(v) { return UNIT === 'ns' ? (v / 1e6).toFixed(3) + ' ms' : v + ' "
@@ -689,10 +737,10 @@ static const char html_tail[] =
 	"    const d = document.createElement('div'); d.className = 'f';\n"
 	"    d.style.left = x + 'px'; d.style.width = w + 'px'; d.style.bottom = (depth * 17) + "
 	"'px';\n"
-	"    d.style.background = color(node.n); if (w > 30) d.textContent = node.n;\n"
+	"    d.style.background = color(node); if (w > 30) d.textContent = node.n;\n"
 	"    if (re && re.test(node.n)) { d.classList.add('m'); hits++; }\n"
-	"    d.onmouseover = () => { info.textContent = node.n + ' — ' + fmt(node.v) + ' (' + "
-	"(100 * node.v / root.v).toFixed(2) + '%)'; };\n"
+	"    d.onmouseover = () => { info.textContent = (kind(node) ? kind(node) + ': ' : '') "
+	"+ node.n + ' — ' + fmt(node.v) + ' (' + (100 * node.v / root.v).toFixed(2) + '%)'; };\n"
 	"    d.onclick = () => { zoom = node; draw(); };\n"
 	"    frag.appendChild(d); let cx = x;\n"
 	"    for (const k of [...node.c.values()].sort((a, b) => a.n < b.n ? -1 : 1)) {\n"

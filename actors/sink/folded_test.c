@@ -6,7 +6,9 @@
  * one function merged into one line, a restarted sink reading its long lines back, and user
  * scopes: ranges as "[range] NAME" frames after the comm, outermost first, for samples and
  * for GPU work that arrives after its range closed; NVTX ranges as "[nvtx] NAME"; unknown and
- * forgotten ranges (the table keeps the newest 65536) leave the stack as it is.
+ * forgotten ranges (the table keeps the newest 65536) leave the stack as it is. Python frames
+ * (common/pyframe.h) among native ones: "[py] QUALNAME (FILE)", one function's lines one
+ * stack and one line, "[py] 0x<code>" unnamed, under a GPU leaf too.
  * tests/sink_test.sh checks whole sessions against golden files.
  */
 #include "actors/sink/fmt.h"
@@ -17,12 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/pyframe.h"
 #include "tests/tap.h"
 
 #define RANGES 65536u /* folded.c's RANGES_MAX */
 
 static char path[256];
 static bool resume;
+static __u64 last_stacks; /* the "stacks" counter of the last run, before finish */
 
 static const char *env_get(void *ctx, const char *key)
 {
@@ -68,6 +72,20 @@ static struct xpu_cevent range(__u64 id, __u32 phase, __u64 parent_id, const cha
 				    .name_len = name ? (__u32)strlen(name) : 0 };
 }
 
+/* vecAdd's 100 ns, launched at stack (one user frame) */
+static struct xpu_cevent vec_add(const __u64 *stack, const char *const *frames)
+{
+	return (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+				    .pid = 42,
+				    .ts_ns = 1000,
+				    .end_ns = 1100,
+				    .name = "vecAdd",
+				    .name_len = 6,
+				    .stack = stack,
+				    .frames = frames,
+				    .n_user = 1 };
+}
+
 /* e inside range: its parent and its inside_range link, as the correlator sets them */
 static struct xpu_cevent inside(struct xpu_cevent e, __u64 parent_id, __u64 range_id)
 {
@@ -90,6 +108,12 @@ static char *run(const struct xpu_cevent *ev, __u32 n)
 	if (!tap_ok(err == 0, "open: %s", err ? why : "ok"))
 		return NULL;
 	fmt_folded.batch(st, &b, ev);
+	{
+		const char *names[16];
+		__u64 values[16];
+
+		last_stacks = fmt_folded.counters(st, names, values, 16) ? values[0] : 0;
+	}
 	err = fmt_folded.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
 	fmt_folded.free(st);
@@ -115,17 +139,7 @@ static void ranges(void)
 	e[n++] = range(102, XPU_RANGE_POP, 100, NULL, 0);
 	e[n++] = range(103, XPU_RANGE_POP, 0, NULL, 0);
 	/* the kernel of a launch inside "for;ward", after the range closed */
-	e[n] = inside((struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
-					   .pid = 42,
-					   .ts_ns = 1000,
-					   .end_ns = 1100,
-					   .name = "vecAdd",
-					   .name_len = 6,
-					   .stack = launch_at,
-					   .frames = launch_name,
-					   .n_user = 1 },
-		      556, 101);
-	n++;
+	e[n++] = inside(vec_add(launch_at, launch_name), 556, 101);
 	e[n++] = range(104, XPU_RANGE_PUSH, 0, "nv", XPU_RANGE_F_NVTX);
 	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 11), 104, 104);
 	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 13), 999, 999); /* an unknown range */
@@ -169,6 +183,70 @@ static void ranges(void)
 	unlink(path);
 }
 
+/* A Python program's samples: the correlator's stacks, innermost first, Python frames
+ * (tagged addresses, "QUALNAME (FILE:LINE)" names) between the interpreter's native ones. */
+static void python(void)
+{
+	/* the code objects' addresses */
+	const __u64 HOT = 0x7f0000001000ull, STEP = 0x7f0000002000ull, MAIN = 0x7f0000003000ull,
+		    MOD = 0x7f0000004000ull, ANON = 0x7f0000005000ull;
+	static __u64 at12[8], at13[8], anon[5], launch[1];
+	static const char *const n12[8] = { "_PyObject_Malloc",	 "long_mul",
+					    "hot_a (/w/p.py:9)", "train_step (/w/p.py:12)",
+					    "main (/w/p.py:20)", "<module> (/w/p.py:30)",
+					    "Py_RunMain",	 "main" };
+	static const char *const n13[8] = { "_PyObject_Malloc",	 "long_mul",
+					    "hot_a (/w/p.py:9)", "train_step (/w/p.py:13)",
+					    "main (/w/p.py:20)", "<module> (/w/p.py:30)",
+					    "Py_RunMain",	 "main" };
+	/* a qualname with ';', an unnamed frame, a name the reader could not cut at a line */
+	static const char *const nanon[5] = { "PyNumber_Add", NULL, "A;b.f (/w/p.py:4)", "<lambda>",
+					      "<module> (/w/p.py:31)" };
+	static const char *const nlaunch[1] = { "train_step (/w/p.py:14)" };
+	struct xpu_cevent e[8];
+	char *text, *want;
+	__u32 n = 0;
+
+	at12[0] = 0x401000;
+	at12[1] = 0x401100;
+	at12[2] = xpu_pyframe__ip(HOT, 9);
+	at12[3] = xpu_pyframe__ip(STEP, 12);
+	at12[4] = xpu_pyframe__ip(MAIN, 20);
+	at12[5] = xpu_pyframe__ip(MOD, 30);
+	at12[6] = 0x402000;
+	at12[7] = 0x402100;
+	memcpy(at13, at12, sizeof(at13));
+	at13[3] = xpu_pyframe__ip(STEP, 13); /* the same function, another line */
+	anon[0] = 0x403000;
+	anon[1] = xpu_pyframe__ip(ANON, 7);
+	anon[2] = xpu_pyframe__ip(HOT + 0x100, 4);
+	anon[3] = xpu_pyframe__ip(HOT + 0x200, 5);
+	anon[4] = xpu_pyframe__ip(MOD, 31);
+	launch[0] = xpu_pyframe__ip(STEP, 14);
+	e[n++] = (struct xpu_cevent){
+		.kind = XPU_REC_PROC_EXEC, .pid = 42, .name = "python3", .name_len = 7
+	};
+	e[n++] = sample(at12, n12, 0, 8, 1);
+	e[n++] = sample(at13, NULL, 0, 8, 2); /* named by the line-12 stack: one stack */
+	e[n++] = sample(at13, n13, 0, 8, 4);
+	e[n++] = sample(anon, nanon, 0, 5, 5);
+	e[n++] = vec_add(launch, nlaunch);
+	text = run(e, n);
+	want = "python3;[py] <module> (/w/p.py);[py] <lambda>;[py] A_b.f (/w/p.py);"
+	       "[py] 0x7f0000005000;PyNumber_Add 5\n"
+	       "python3;[py] train_step (/w/p.py);[gpu] vecAdd 100\n"
+	       "python3;main;Py_RunMain;[py] <module> (/w/p.py);[py] main (/w/p.py);"
+	       "[py] train_step (/w/p.py);[py] hot_a (/w/p.py);long_mul;_PyObject_Malloc 7\n";
+	if (!tap_ok(text && !strcmp(text, want),
+		    "Python frames: \"[py] QUALNAME (FILE)\", lines merged, unnamed as code"))
+		tap_diag("got:\n%s", text ? text : "(no file)");
+	/* 4 if the stacks at lines 12 and 13 of train_step were apart */
+	tap_ok(last_stacks == 3, "one function at two lines is one stack: %llu stacks",
+	       (unsigned long long)last_stacks);
+	free(text);
+	unlink(path);
+}
+
 int main(void)
 {
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
@@ -195,16 +273,7 @@ int main(void)
 	e[n++] = sample(bare, NULL, 0, 1, 7);
 	e[n++] = sample(dup1, dup, 0, 1, 1); /* one function at two addresses: one line */
 	e[n++] = sample(dup2, dup, 0, 1, 2);
-	e[n] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
-				    .pid = 42,
-				    .ts_ns = 1000,
-				    .end_ns = 1100,
-				    .name = "vecAdd",
-				    .name_len = 6,
-				    .stack = late,
-				    .frames = launch,
-				    .n_user = 1 };
-	n++;
+	e[n++] = vec_add(late, launch);
 	text = run(e, n);
 	want = "train;0x600000 7\n"
 	       "train;dup 3\n"
@@ -242,5 +311,6 @@ int main(void)
 	unlink(path);
 	resume = false;
 	ranges();
+	python();
 	return tap_done();
 }

@@ -93,9 +93,10 @@ struct cpu_fn_time {
 	struct cpu_time total; /* samples with it anywhere on the stack, each once */
 };
 
-/* A function, keyed by what the report shows for it: its name as the event gave it, or the
- * frame's address in hex when it had none (as the folded format writes frames), and whether
- * it is a kernel frame (shown with folded's "_[k]" suffix). */
+/* A function, keyed by what the report shows for it, the text the folded format writes for
+ * its frames: its name as the event gave it, or the frame's address in hex when it had none,
+ * a Python frame's "[py] QUALNAME (FILE)" (all its lines, common/pyframe.h) or "[py] 0x<code
+ * object>"; and whether it is a kernel frame (shown with folded's "_[k]" suffix). */
 struct cpu_fn {
 	char *name; /* NUL-terminated, a copy: the event's names die with its batch */
 	__u32 len;
@@ -289,6 +290,27 @@ const char *stats_loss_stage(__u32 cause);
 __u64 stats_window_len(__u64 start, __u64 len, __u64 first, __u64 last);
 
 /* ---- rendering (stats_json.c, stats_text.c) ------------------------------------------ */
+
+/* A counter that actors publish in the session's status block, summed over them for a
+ * member of stats.json ("unwind", "python"). */
+struct status_sum {
+	const char *key; /* in stats.json */
+	const char *counter; /* the actors' counter name */
+	__u32 role; /* enum conf_role: the actors that count it */
+	/* 0: a plain sum. Else each actor's value is its mean per unit of key mean_by - 1
+	 * (ns per stack): the result is the mean over all of them, weighted by that key. */
+	unsigned int mean_by;
+};
+#define STATUS_SUMS_MAX 32
+
+/* The sums of keys (n, at most STATUS_SUMS_MAX) into v, over the actors of each key's
+ * role; zeros outside a session (no status block) and for a counter no actor publishes. */
+void stats__sum_status(const struct stats *st, const struct status_sum *keys, unsigned int n,
+		       __u64 *v);
+/* stats.json's Python member's keys (PY_SUMS of them): what the CPU sources' and the
+ * correlators' Python readers counted (docs/stats.md). */
+#define PY_SUMS 12
+extern const struct status_sum stats_python_sums[PY_SUMS];
 
 /* stats.json: the run's totals; final: the run has ended. */
 void stats__put_json(struct text *t, struct stats *st, bool final);

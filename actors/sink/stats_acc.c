@@ -17,6 +17,7 @@
 
 #include "common/hash.h"
 #include "common/mix.h"
+#include "common/pyframe.h"
 
 /* ---- counting ------------------------------------------------------------------------ */
 
@@ -309,19 +310,27 @@ other:
 	return &c->other;
 }
 
-/* Frame k of e's stack as a function: its name when the event has one, else its address in
- * hex, the text the folded format writes for it (hex has room for HEX_FRAME_MAX + 1). */
-static struct cpu_fn *cpu__frame(struct cpu *c, const struct xpu_cevent *e, __u32 k, char *hex)
+/* Frame k of e's stack as a function, by the text the folded format writes for it: a Python
+ * frame's function, "[py] QUALNAME (FILE)" (every line of it one function) or "[py] 0x<code>";
+ * a native frame's name when the event has one, else its address in hex. text has room for
+ * FRAME_TEXT_MAX bytes. */
+#define FRAME_TEXT_MAX XPU_PYFRAME_FUNCTION_SIZE(XPU_WIRE_FRAME_NAME_MAX)
+static struct cpu_fn *cpu__frame(struct cpu *c, const struct xpu_cevent *e, __u32 k, char *text)
 {
 	const char *name = e->frames ? e->frames[k] : NULL;
 	bool kernel = k < e->n_kernel; /* kernel frames come first */
 	int n;
 
+	if (!kernel && xpu_pyframe__is(e->stack[k]))
+		return cpu__function(c, text,
+				     (__u32)xpu_pyframe__function(text, FRAME_TEXT_MAX, e->stack[k],
+								  name),
+				     false);
 	if (name && name[0])
 		return cpu__function(c, name, (__u32)strnlen(name, XPU_WIRE_FRAME_NAME_MAX),
 				     kernel);
-	n = snprintf(hex, HEX_FRAME_MAX + 1, "0x%" PRIx64, (uint64_t)e->stack[k]);
-	return cpu__function(c, hex, (__u32)n, kernel);
+	n = snprintf(text, HEX_FRAME_MAX + 1, "0x%" PRIx64, (uint64_t)e->stack[k]);
+	return cpu__function(c, text, (__u32)n, kernel);
 }
 
 /* The process's entry (found or made), or the shared one past CPU_PROCESSES_MAX. */
@@ -417,7 +426,7 @@ static void cpu_sample(struct stats *st, const struct xpu_cevent *e)
 	__u32 n = e->stack ? (__u32)e->n_kernel + e->n_user : 0, k;
 	struct cpu *c = &st->cpu;
 	struct cpu_proc *proc;
-	char hex[HEX_FRAME_MAX + 1];
+	char text[FRAME_TEXT_MAX];
 	struct cpu_fn *f;
 
 	cpu_time__add(&st->cur.cpu, e->value);
@@ -436,7 +445,7 @@ static void cpu_sample(struct stats *st, const struct xpu_cevent *e)
 	}
 	c->serial++;
 	for (k = 0; k < n; k++) {
-		f = cpu__frame(c, e, k, hex);
+		f = cpu__frame(c, e, k, text);
 		if (!k)
 			cpu_time__add(&f->cur.self, e->value);
 		if (f->last_sample != c->serial) {

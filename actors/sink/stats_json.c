@@ -513,60 +513,99 @@ static void put_clock_sync(struct text *t, struct stats *st)
 	free(json);
 }
 
-/*
- * What the correlators' unwinders counted (actors/correlator/unwind.h), summed over the
- * shards from their counters in the session's status block: how many copied stacks were
- * unwound and how their walks ended, frames by CFI and by frame pointer, time per stack, CFI
- * held, mappings processes reported of themselves (MODULE records) and frames found in them. All zero outside a session or when no source copies stacks (unwind = fp).
- */
-static void put_unwind(struct text *t, const struct stats *st)
+void stats__sum_status(const struct stats *st, const struct status_sum *keys, unsigned int n,
+		       __u64 *v)
 {
-	static const char *const keys[][2] = {
-		{ "stacks", "unwind_stacks" },
-		{ "ok", "unwind_ok" },
-		{ "truncated", "unwind_truncated" },
-		{ "failed", "unwind_failed" },
-		{ "failed_no_rule", "unwind_failed_no_rule" },
-		{ "failed_bad_cfi", "unwind_failed_bad_cfi" },
-		{ "failed_loop", "unwind_failed_loop" },
-		{ "frames_cfi", "unwind_frames_cfi" },
-		{ "frames_fp", "unwind_frames_fp" },
-		{ "ns_per_stack", "unwind_ns_per_stack" },
-		{ "cfi_files", "cfi_files" },
-		{ "cfi_kib", "cfi_kib" },
-		{ "cfi_evicted", "cfi_evicted" },
-		{ "modules", "modules" },
-		{ "module_frames", "module_frames" },
-	};
-	enum { STACKS = 0, NS_PER_STACK = 9, N_KEYS = sizeof(keys) / sizeof(keys[0]) };
-	__u64 v[N_KEYS] = { 0 }, one[N_KEYS], ns = 0;
-	unsigned int i, k, c, n;
+	__u64 one[STATUS_SUMS_MAX], weighted[STATUS_SUMS_MAX] = { 0 };
+	unsigned int i, k, c, count;
 
+	memset(v, 0, n * sizeof(*v));
 	for (i = 0; st->status && i < XPU_STATUS_MAX_ACTORS; i++) {
 		const struct xpu_actor_slot *a = &st->status->slots[i];
 
-		if (!a->name[0] || a->role != CONF_ROLE_CORRELATOR)
+		if (!a->name[0])
 			continue;
 		memset(one, 0, sizeof(one));
 		/* pairs with the release store of n_counters in actor__counter: the names it
 		 * covers are written */
-		n = __atomic_load_n(&a->n_counters, __ATOMIC_ACQUIRE);
-		for (c = 0; c < n && c < XPU_STATUS_MAX_COUNTERS; c++)
-			for (k = 0; k < N_KEYS; k++)
-				if (!strncmp(a->counters[c].name, keys[k][1],
+		count = __atomic_load_n(&a->n_counters, __ATOMIC_ACQUIRE);
+		for (c = 0; c < count && c < XPU_STATUS_MAX_COUNTERS; c++)
+			for (k = 0; k < n && k < STATUS_SUMS_MAX; k++)
+				if (keys[k].role == a->role &&
+				    !strncmp(a->counters[c].name, keys[k].counter,
 					     sizeof(a->counters[c].name)))
 					one[k] = __atomic_load_n(&a->counters[c].value,
 								 __ATOMIC_RELAXED);
-		for (k = 0; k < N_KEYS; k++)
-			v[k] += one[k];
-		ns += one[NS_PER_STACK] * one[STACKS]; /* a shard's mean back to its total */
+		for (k = 0; k < n && k < STATUS_SUMS_MAX; k++)
+			if (keys[k].mean_by) /* an actor's mean back to its total */
+				weighted[k] += one[k] * one[keys[k].mean_by - 1];
+			else
+				v[k] += one[k];
 	}
-	v[NS_PER_STACK] = v[STACKS] ? ns / v[STACKS] : 0;
-	text__put(t, ",\n  \"unwind\": {");
-	for (k = 0; k < N_KEYS; k++)
-		text__put(t, "%s\"%s\": %" PRIu64, k ? ", " : "", keys[k][0], (uint64_t)v[k]);
+	for (k = 0; k < n && k < STATUS_SUMS_MAX; k++)
+		if (keys[k].mean_by)
+			v[k] = v[keys[k].mean_by - 1] ? weighted[k] / v[keys[k].mean_by - 1] : 0;
+}
+
+/* ,"member": {"key": sum, ...} of keys (n) */
+static void put_status_sums(struct text *t, const struct stats *st, const char *member,
+			    const struct status_sum *keys, unsigned int n)
+{
+	__u64 v[STATUS_SUMS_MAX];
+	unsigned int k;
+
+	stats__sum_status(st, keys, n, v);
+	text__put(t, ",\n  \"%s\": {", member);
+	for (k = 0; k < n; k++)
+		text__put(t, "%s\"%s\": %" PRIu64, k ? ", " : "", keys[k].key, (uint64_t)v[k]);
 	text__put(t, "}");
 }
+
+/*
+ * What the correlators' unwinders counted (actors/correlator/unwind.h), summed over the
+ * shards: how many copied stacks were unwound and how their walks ended, frames by CFI and by
+ * frame pointer, time per stack, CFI held, mappings processes reported of themselves (MODULE
+ * records) and frames found in them. All zero outside a session or when no source copies
+ * stacks (unwind = fp).
+ */
+static const struct status_sum unwind_sums[] = {
+	{ "stacks", "unwind_stacks", CONF_ROLE_CORRELATOR, 0 },
+	{ "ok", "unwind_ok", CONF_ROLE_CORRELATOR, 0 },
+	{ "truncated", "unwind_truncated", CONF_ROLE_CORRELATOR, 0 },
+	{ "failed", "unwind_failed", CONF_ROLE_CORRELATOR, 0 },
+	{ "failed_no_rule", "unwind_failed_no_rule", CONF_ROLE_CORRELATOR, 0 },
+	{ "failed_bad_cfi", "unwind_failed_bad_cfi", CONF_ROLE_CORRELATOR, 0 },
+	{ "failed_loop", "unwind_failed_loop", CONF_ROLE_CORRELATOR, 0 },
+	{ "frames_cfi", "unwind_frames_cfi", CONF_ROLE_CORRELATOR, 0 },
+	{ "frames_fp", "unwind_frames_fp", CONF_ROLE_CORRELATOR, 0 },
+	{ "ns_per_stack", "unwind_ns_per_stack", CONF_ROLE_CORRELATOR, 1 /* stacks */ },
+	{ "cfi_files", "cfi_files", CONF_ROLE_CORRELATOR, 0 },
+	{ "cfi_kib", "cfi_kib", CONF_ROLE_CORRELATOR, 0 },
+	{ "cfi_evicted", "cfi_evicted", CONF_ROLE_CORRELATOR, 0 },
+	{ "modules", "modules", CONF_ROLE_CORRELATOR, 0 },
+	{ "module_frames", "module_frames", CONF_ROLE_CORRELATOR, 0 },
+};
+
+/*
+ * What the Python readers counted (docs/stats.md#python), summed over the actors: the CPU
+ * sources' (BPF reads the frames at sample and launch time) and the correlators' (they name
+ * code objects and merge the frames into the native stacks). All zero outside a session or
+ * without Python programs.
+ */
+const struct status_sum stats_python_sums[PY_SUMS] = {
+	{ "processes", "py_processes", CONF_ROLE_SOURCE, 0 },
+	{ "unsupported", "py_unsupported", CONF_ROLE_SOURCE, 0 },
+	{ "stacks", "py_stacks", CONF_ROLE_SOURCE, 0 },
+	{ "frames", "py_frames", CONF_ROLE_SOURCE, 0 },
+	{ "truncated", "py_truncated", CONF_ROLE_SOURCE, 0 },
+	{ "bad_frames", "py_bad_frames", CONF_ROLE_SOURCE, 0 },
+	{ "codes_resolved", "py_codes_resolved", CONF_ROLE_CORRELATOR, 0 },
+	{ "codes_failed", "py_codes_failed", CONF_ROLE_CORRELATOR, 0 },
+	{ "codes_cached", "py_codes_cached", CONF_ROLE_CORRELATOR, 0 },
+	{ "frames_named", "py_frames_named", CONF_ROLE_CORRELATOR, 0 },
+	{ "frames_unnamed", "py_frames_unnamed", CONF_ROLE_CORRELATOR, 0 },
+	{ "unmatched", "py_unmatched", CONF_ROLE_CORRELATOR, 0 },
+};
 
 void stats__put_json(struct text *t, struct stats *st, bool final)
 {
@@ -578,6 +617,7 @@ void stats__put_json(struct text *t, struct stats *st, bool final)
 	put_limits(t, st);
 	stats__put_sm_active(t, st, st->run.first_ns, st->run.last_ns, final, UINT64_MAX);
 	put_clock_sync(t, st);
-	put_unwind(t, st);
+	put_status_sums(t, st, "unwind", unwind_sums, sizeof(unwind_sums) / sizeof(unwind_sums[0]));
+	put_status_sums(t, st, "python", stats_python_sums, PY_SUMS);
 	text__put(t, "\n}\n");
 }

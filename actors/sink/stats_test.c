@@ -14,7 +14,12 @@
  *   on the stack once per sample (recursion too), kernel frames named with "_[k]", frames
  *   without a name in hex, names kept past their batch, processes and threads counted,
  *   intervals merged into the run, the cap on functions and its "(other)" bucket, and
- *   stats.txt with the CPU section first and one line for a run without GPU work.
+ *   stats.txt with the CPU section first and one line for a run without GPU work;
+ * - Python frames (common/pyframe.h) as functions "[py] QUALNAME (FILE)", every line of one
+ *   function one function (self, total, recursion), "[py] 0x<code>" unnamed; the "python"
+ *   and "unwind" members summed from the status block's counters of the actors of their
+ *   role (two CPU sources, two correlator shards; a sink and a wrong role ignored), the
+ *   mean ns per stack weighted by each shard's stacks, and stats.txt's Python lines.
  *
  * The CPU and counters sections are tested through the accumulator's interface (stats.h):
  * the format's own open and batch, then its tables and renderers. The meson target links
@@ -34,7 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/mix.h"
+#include "common/pyframe.h"
 #include "tests/tap.h"
 
 static const double qs[] = { 0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1 };
@@ -710,6 +717,114 @@ static void test_cpu_functions(void)
 	files_free();
 }
 
+/* Actor slot i of the status block: name, role and its counters (names and values, n). */
+static void fake_actor(struct xpu_status_block *sb, int i, const char *name, __u32 role,
+		       const char *const *names, const __u64 *values, int n)
+{
+	struct xpu_actor_slot *a = &sb->slots[i];
+	int c;
+
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	a->role = role;
+	for (c = 0; c < n; c++) {
+		snprintf(a->counters[c].name, sizeof(a->counters[c].name), "%s", names[c]);
+		a->counters[c].value = values[c];
+	}
+	a->n_counters = (__u32)n;
+}
+
+static void test_python(void)
+{
+	/* the code objects' addresses */
+	const __u64 hot = 0x7f0000001000ull, step = 0x7f0000002000ull, mod = 0x7f0000004000ull,
+		    anon = 0x7f0000005000ull;
+	__u64 s1[4] = { 0x401000, xpu_pyframe__ip(hot, 9), xpu_pyframe__ip(step, 12),
+			xpu_pyframe__ip(mod, 30) };
+	__u64 s2[3] = { xpu_pyframe__ip(hot, 10), xpu_pyframe__ip(step, 13),
+			xpu_pyframe__ip(mod, 30) };
+	__u64 s3[3] = { xpu_pyframe__ip(step, 12), xpu_pyframe__ip(step, 14),
+			xpu_pyframe__ip(mod, 30) }; /* recursion, at two lines */
+	__u64 s4[2] = { xpu_pyframe__ip(anon, 3), xpu_pyframe__ip(mod, 31) };
+	static const char *const n1[] = { "_PyObject_Malloc", "hot_a (/w/p.py:9)",
+					  "train_step (/w/p.py:12)", "<module> (/w/p.py:30)" };
+	static const char *const n2[] = { "hot_a (/w/p.py:10)", "train_step (/w/p.py:13)",
+					  "<module> (/w/p.py:30)" };
+	static const char *const n3[] = { "train_step (/w/p.py:12)", "train_step (/w/p.py:14)",
+					  "<module> (/w/p.py:30)" };
+	static const char *const n4[] = { NULL, "<module> (/w/p.py:31)" };
+	static const char *const src[] = { "py_processes", "py_unsupported", "py_stacks",
+					   "py_frames",	   "py_truncated",   "py_bad_frames" };
+	static const char *const cor[] = { "py_codes_resolved", "py_codes_failed",
+					   "py_codes_cached",	"py_frames_named",
+					   "py_frames_unnamed", "py_unmatched",
+					   "unwind_stacks",	"unwind_ns_per_stack",
+					   "py_processes" /* a source's: not counted here */ };
+	static const __u64 src_a[] = { 2, 1, 100, 900, 3, 4 }, src_b[] = { 1, 0, 10, 90, 0, 1 };
+	static const __u64 cor_a[] = { 5, 1, 50, 800, 20, 2, 10, 100, 77 },
+			   cor_b[] = { 3, 0, 30, 150, 4, 1, 30, 200, 77 };
+	static const __u64 sink_v[] = { 1000 };
+	struct xpu_cevent ev[4] = {
+		cpu_event(7, 7, "python3", 100, s1, n1, 0, 4),
+		cpu_event(7, 7, "python3", 200, s2, n2, 0, 3),
+		cpu_event(7, 7, "python3", 50, s3, n3, 0, 3),
+		cpu_event(7, 7, "python3", 25, s4, n4, 0, 2),
+	};
+	struct xpu_status_block *sb = calloc(1, sizeof(*sb));
+	struct stats *st = cpu_open();
+	const char *json, *txt;
+	char why[256];
+
+	if (!sb)
+		tap_bail("out of memory");
+	fake_actor(sb, 0, "cpu", CONF_ROLE_SOURCE, src, src_a, 6);
+	fake_actor(sb, 1, "cpu2", CONF_ROLE_SOURCE, src, src_b, 6);
+	fake_actor(sb, 3, "correlator.0", CONF_ROLE_CORRELATOR, cor, cor_a, 9);
+	fake_actor(sb, 4, "correlator.1", CONF_ROLE_CORRELATOR, cor, cor_b, 9);
+	fake_actor(sb, 5, "flame", CONF_ROLE_SINK, src + 2, sink_v, 1); /* not a source */
+	st->status = sb;
+	cpu_feed(st, ev, 4);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0, "finish with Python frames");
+	json = file_text("mem/stats.json");
+	txt = file_text("mem/stats.txt");
+
+	tap_ok(!strcmp(fn_times(st, "[py] hot_a (/w/p.py)", false), "200/1 300/2") &&
+		       !strcmp(fn_times(st, "[py] train_step (/w/p.py)", false), "50/1 350/3") &&
+		       !strcmp(fn_times(st, "[py] <module> (/w/p.py)", false), "0/0 375/4") &&
+		       !strcmp(fn_times(st, "[py] 0x7f0000005000", false), "25/1 25/1") &&
+		       !strcmp(fn_times(st, "_PyObject_Malloc", false), "100/1 100/1"),
+	       "Python functions: every line of one function is one function, recursion once "
+	       "(train_step %s)",
+	       fn_times(st, "[py] train_step (/w/p.py)", false));
+	tap_ok(!strcmp(list_names(json, "top_self"), "[py] hot_a (/w/p.py),_PyObject_Malloc,"
+						     "[py] train_step (/w/p.py),"
+						     "[py] 0x7f0000005000"),
+	       "top_self: Python functions beside native ones (%s)", list_names(json, "top_self"));
+	tap_ok(!strcmp(list_names(json, "top_total"),
+		       "[py] <module> (/w/p.py),[py] train_step (/w/p.py),[py] hot_a (/w/p.py),"
+		       "_PyObject_Malloc,[py] 0x7f0000005000"),
+	       "top_total: the callers above their callees (%s)", list_names(json, "top_total"));
+	tap_ok(has(json, "\"functions\": 5,") && has(txt, "   80.000  [py] hot_a (/w/p.py)\n"),
+	       "five functions; stats.txt lists them by the same names");
+	tap_ok(has(json, "\"python\": {\"processes\": 3, \"unsupported\": 1, \"stacks\": 110, "
+			 "\"frames\": 990, \"truncated\": 3, \"bad_frames\": 5, "
+			 "\"codes_resolved\": 8, \"codes_failed\": 1, \"codes_cached\": 80, "
+			 "\"frames_named\": 950, \"frames_unnamed\": 24, \"unmatched\": 3}"),
+	       "stats.json \"python\": the sources' and the correlators' counters, summed");
+	tap_ok(has(json, "\"unwind\": {\"stacks\": 40, \"ok\": 0, \"truncated\": 0, "
+			 "\"failed\": 0, \"failed_no_rule\": 0, \"failed_bad_cfi\": 0, "
+			 "\"failed_loop\": 0, \"frames_cfi\": 0, \"frames_fp\": 0, "
+			 "\"ns_per_stack\": 175,"),
+	       "stats.json \"unwind\": summed, ns per stack weighted by each shard's stacks");
+	tap_ok(has(txt, "\nPython: 3 processes (1 unsupported), 110 stacks, "
+			"990 frames (3 stacks truncated, 5 bad frames)\n"
+			"  code objects: 8 resolved, 1 failed, 80 from the cache; frames 950 "
+			"named, 24 unnamed; 3 stacks unmatched\n"),
+	       "stats.txt: the Python lines");
+	fmt_stats.free(st);
+	files_free();
+	free(sb);
+}
+
 static void test_cpu_intervals(void)
 {
 	static const __u64 s1[] = { 0x2010, 0x2020, 0x3000 };
@@ -1119,6 +1234,7 @@ int main(void)
 	test_late();
 	test_random();
 	test_cpu_functions();
+	test_python();
 	test_cpu_intervals();
 	test_cpu_limit();
 	test_cpu_processes();

@@ -182,6 +182,32 @@ static void put_text_cpu(struct text *t, const struct stats *st)
 	free(procs);
 }
 
+/* The Python readers' counters (stats.json's "python"), when there was anything to read. */
+static void put_text_python(struct text *t, const struct stats *st)
+{
+	__u64 v[PY_SUMS];
+	unsigned int k;
+
+	stats__sum_status(st, stats_python_sums, PY_SUMS, v);
+	for (k = 0; k < PY_SUMS && !v[k]; k++)
+		;
+	if (k == PY_SUMS)
+		return;
+	/* the order of stats_python_sums */
+	text__put(t,
+		  "\nPython: %" PRIu64 " processes (%" PRIu64 " unsupported), %" PRIu64
+		  " stacks, %" PRIu64 " frames (%" PRIu64 " stacks truncated, %" PRIu64
+		  " bad frames)\n",
+		  (uint64_t)v[0], (uint64_t)v[1], (uint64_t)v[2], (uint64_t)v[3], (uint64_t)v[4],
+		  (uint64_t)v[5]);
+	text__put(t,
+		  "  code objects: %" PRIu64 " resolved, %" PRIu64 " failed, %" PRIu64
+		  " from the cache; frames %" PRIu64 " named, %" PRIu64 " unnamed; %" PRIu64
+		  " stacks unmatched\n",
+		  (uint64_t)v[6], (uint64_t)v[7], (uint64_t)v[8], (uint64_t)v[9], (uint64_t)v[10],
+		  (uint64_t)v[11]);
+}
+
 /* Whether the run saw any GPU work or CUDA call: without, the GPU part is one line. */
 static bool gpu_seen(const struct period *p)
 {
@@ -390,6 +416,7 @@ void stats__put_text(struct text *t, const struct stats *st, bool final)
 		  human_ns(a, sizeof(a), (double)span), (uint64_t)p->events, (uint64_t)p->batches);
 	if (p->cpu.samples)
 		put_text_cpu(t, st);
+	put_text_python(t, st);
 	if (gpu_seen(p))
 		put_text_gpu(t, st, final);
 	else

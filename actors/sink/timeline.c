@@ -52,6 +52,7 @@
 #include "common/hash.h"
 #include "common/json_escape.h"
 #include "common/mix.h"
+#include "common/pyframe.h"
 #include "common/wire.h"
 #include "xpusup/event.h"
 
@@ -367,30 +368,41 @@ static bool emit(struct timeline *t)
 }
 
 /* The stack, innermost first: each frame its function's name when the event has one, else
- * its address as a hex string; kernel frames carry flamegraph.pl's "_[k]". */
+ * its address as a hex string; kernel frames carry flamegraph.pl's "_[k]", Python frames
+ * (common/pyframe.h) the folded format's "[py] " before their whole name, line included
+ * ("[py] train_step (/w/p.py:12)"), or before their code object and line when unnamed
+ * ("[py] 0x7f3a12345000 (line 12)"): a timeline shows where each sample was. */
 static void put_stack(struct timeline *t, const struct xpu_cevent *e)
 {
 	__u32 i, n = (__u32)e->n_kernel + e->n_user;
 	const char *name;
 	char buf[XPU_WIRE_FRAME_NAME_MAX + 8];
+	int len;
 
 	if (!e->stack || !n)
 		return;
 	put(t, ",\"stack\":[");
 	for (i = 0; i < n; i++) {
-		name = e->frames ? e->frames[i] : NULL;
-		if (name && name[0]) {
-			/* the frame's name and its suffix as one JSON string */
-			int len = snprintf(buf, sizeof(buf), "%s%s", name,
-					   i < e->n_kernel ? "_[k]" : "");
+		const char *suffix = i < e->n_kernel ? "_[k]" : "";
 
-			if (i)
-				put_lit(t, ",");
-			put_str(t, buf, len < (int)sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
-		} else {
-			put(t, "%s\"0x%" PRIx64 "%s\"", i ? "," : "", (uint64_t)e->stack[i],
-			    i < e->n_kernel ? "_[k]" : "");
-		}
+		name = e->frames ? e->frames[i] : NULL;
+		if (!*suffix && xpu_pyframe__is(e->stack[i]) && name && name[0])
+			len = snprintf(buf, sizeof(buf), XPU_PYFRAME_MARK "%s", name);
+		else if (!*suffix && xpu_pyframe__is(e->stack[i]))
+			len = snprintf(buf, sizeof(buf), XPU_PYFRAME_MARK "0x%" PRIx64 " (line %u)",
+				       (uint64_t)xpu_pyframe__code(e->stack[i]),
+				       xpu_pyframe__line(e->stack[i]));
+		else if (name && name[0]) /* the frame's name and its suffix: one string */
+			len = snprintf(buf, sizeof(buf), "%s%s", name, suffix);
+		else
+			len = snprintf(buf, sizeof(buf), "0x%" PRIx64 "%s", (uint64_t)e->stack[i],
+				       suffix);
+		if (i)
+			put_lit(t, ",");
+		put_str(t, buf,
+			len < 0		       ? 0 :
+			len < (int)sizeof(buf) ? (size_t)len :
+						 sizeof(buf) - 1);
 	}
 	put(t, "]");
 }

@@ -5,7 +5,8 @@
  * ranges paired into one slice, an arrow only where both ends are in the file, slices that
  * do not nest moved to an overlap lane, SM-active from merged kernel intervals, the sync
  * metadata, counters as scaled rates per interval with IPC where instructions and cycles
- * pair up, and the counters the correlator attached to kernels and ranges as their args. tests/sink_timeline_test.sh checks whole sessions with an independent reader.
+ * pair up, the counters the correlator attached to kernels and ranges as their args, and
+ * Python frames in stacks ("[py] " and the whole name, line included; code and line unnamed). tests/sink_timeline_test.sh checks whole sessions with an independent reader.
  */
 #include "actors/sink/fmt.h"
 
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/pyframe.h"
 #include "tests/tap.h"
 
 #define BASE 1000000000000ull /* 1000 s of CLOCK_MONOTONIC: ts 1000000000.000 */
@@ -91,6 +93,12 @@ int main(void)
 	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
 	static const char *const frames[3] = { "sys_read", NULL, "main\"q\x01" };
+	/* a Python program's stack: native, Python named, Python unnamed, Python named */
+	const __u64 py_stack[4] = { 0x401000, xpu_pyframe__ip(0x7f0000001000ull, 9),
+				    xpu_pyframe__ip(0x7f0000005000ull, 7),
+				    xpu_pyframe__ip(0x7f0000004000ull, 30) };
+	static const char *const py_frames[4] = { "long_mul", "hot_a (/w/p.py:9)", NULL,
+						  "<module> (/w/p.py:30)" };
 	struct fmt_env env = { .get = env_get, .path = env_path };
 	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
 	struct xpu_cevent e[32];
@@ -112,6 +120,13 @@ int main(void)
 	e[n].n_kernel = 1;
 	e[n].n_user = 2;
 	e[n++].name_len = 5;
+	e[n] = ev(27, XPU_REC_CPU_SAMPLE, 44, 44, BASE, 0);
+	e[n].stack = py_stack;
+	e[n].frames = py_frames;
+	e[n++].n_user = 4;
+	e[n] = ev(28, XPU_REC_LAUNCH, 44, 44, BASE + 10, 0); /* no names at all */
+	e[n].stack = py_stack + 1;
+	e[n++].n_user = 1;
 	e[n] = ev(2, XPU_REC_RANGE, 42, 42, BASE, 0);
 	e[n].sub_kind = XPU_RANGE_PUSH;
 	e[n].name = "step";
@@ -216,6 +231,11 @@ int main(void)
 	tap_ok(strstr(text, "\"stack\":[\"sys_read_[k]\",\"0x401000\",\"main\\\"q\\u0001\"]") !=
 		       NULL,
 	       "a stack shows names where it has them, escaped, hex where not");
+	tap_ok(strstr(text, "\"stack\":[\"long_mul\",\"[py] hot_a (/w/p.py:9)\","
+			    "\"[py] 0x7f0000005000 (line 7)\",\"[py] <module> (/w/p.py:30)\"]") &&
+		       strstr(text, "\"stack\":[\"[py] 0x7f0000001000 (line 9)\"]"),
+	       "Python frames: \"[py] \" and the whole name, line included; unnamed, their code "
+	       "and line");
 	tap_ok(strstr(text, "\"name\":\"k\\u00ff\\u0001\\\"\xc3\xa9\"") != NULL,
 	       "a name is escaped to valid UTF-8: a bad byte is its Latin-1 code point, é stays");
 	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"step\",\"cat\":\"range\",\"pid\":42,"

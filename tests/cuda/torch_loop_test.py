@@ -2,7 +2,9 @@
 """torch_loop.py where there is no GPU and usually no PyTorch: it compiles (py_compile),
 --help needs no PyTorch, a wrong argument exits 100, and without PyTorch a run exits 77 with
 one line saying so (with PyTorch, a 2-iteration run on whatever device there is writes its
-JSON). TAP on stdout.
+JSON). Its reader of torch.profiler's Chrome trace takes both shapes, without PyTorch: the
+object {"traceEvents": [...]} of torch 2.x and the bare list of torch 1.13 (Debian 12's
+python3-torch), and counts the same from each. TAP on stdout.
 
 Usage: torch_loop_test.py TORCH_LOOP.py"""
 import importlib.util
@@ -39,6 +41,28 @@ try:
     ok(True, "python3 -m py_compile torch_loop.py")
 except py_compile.PyCompileError as e:
     ok(False, "python3 -m py_compile torch_loop.py", e)
+
+# count_gpu_events on hand-made traces: one event of each counted category, one of another
+# category and one that is not a complete event ("ph" "B"), as a list and as an object
+spec = importlib.util.spec_from_file_location("torch_loop", LOOP)
+loop = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(loop)
+events = [{"ph": "X", "cat": "kernel", "name": "gemm"}, {"ph": "X", "cat": "kernel", "name": "gemm"},
+          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD"},
+          {"ph": "X", "cat": "gpu_memset", "name": "Memset"},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::mm"}, {"ph": "B", "cat": "kernel", "name": "x"}]
+want = {"kernel": {"gemm": 2}, "gpu_memcpy": {"Memcpy HtoD": 1}, "gpu_memset": {"Memset": 1}}
+with tempfile.TemporaryDirectory() as tmp:
+    for shape, doc in (("torch 1.13's bare list", events),
+                       ("torch 2.x's {\"traceEvents\": [...]}", {"traceEvents": events})):
+        path = os.path.join(tmp, "trace.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        try:
+            got = {k: dict(v) for k, v in loop.count_gpu_events(path).items()}
+        except Exception as e:  # the test reports what broke rather than stopping
+            got = repr(e)
+        ok(got == want, f"count_gpu_events reads {shape}", got)
 p = run("--help")
 ok(p.returncode == 0 and "--torch-profiler" in p.stdout, "--help without PyTorch", p.stderr)
 p = run("--iterations", "0")
