@@ -115,7 +115,8 @@ static void unsupported(struct cpu_python *p, __u32 pid, const char *why)
 	char msg[PY_WHY_MAX + 64];
 
 	p->st.unsupported++;
-	snprintf(msg, sizeof(msg), "pid %u: %s; native frames only", pid, why);
+	/* the verdict first: status keeps the first XPU_STATUS_PROBLEM_LEN bytes */
+	snprintf(msg, sizeof(msg), "native frames only for pid %u: %s", pid, why);
 	fprintf(stderr, PROG ": %s\n", msg);
 	if (p->slot)
 		status__set_problem(p->slot, msg, xpu_now_ns());
