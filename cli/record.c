@@ -40,8 +40,8 @@
 #define TOP_FUNCTIONS 5
 
 static const char usage_record[] =
-	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] [-F HZ] [--unwind MODE] [--session NAME]\n"
-	"                     -- CMD [ARGS...]\n"
+	"usage: xpusup record [-c PIPELINE.conf] [-o DIR] [-F HZ] [--unwind MODE] [--no-python]\n"
+	"                     [--session NAME] -- CMD [ARGS...]\n"
 	"\n"
 	"Profile CMD from start to exit: start a session, run CMD, stop the session when CMD\n"
 	"exits, and leave in DIR the folded stacks and flame graph (flame.folded, flame.html),\n"
@@ -62,6 +62,8 @@ static const char usage_record[] =
 	"                       dwarf (copies of the stack unwound with the CFI of the files\n"
 	"                       mapped: no frame pointers needed) or fp (frame pointers only;\n"
 	"                       docs/unwind.md); for the built-in pipeline, -c has its own\n"
+	"      --no-python      native frames only: do not read the Python frames of CPython\n"
+	"                       3.11 to 3.13 processes (read by default, docs/python.md)\n"
 	"  -c, --config FILE    run this pipeline instead of the built-in one; its sinks write\n"
 	"                       where its paths say, and `target = command` is CMD's tree\n"
 	"  -s, --session NAME   session name (default: record-PID)\n"
@@ -79,6 +81,7 @@ static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, 
 				   "kind = cpu\n"
 				   "frequency_hz = %llu\n"
 				   "unwind = %s\n"
+				   "python = %s\n"
 				   "target = command\n"
 				   "optional = yes\n"
 				   "\n"
@@ -171,8 +174,8 @@ static bool runnable(const char *cmd)
 	return false;
 }
 
-static int write_builtin(const char *dir, unsigned long long hz, const char *unwind, char *path,
-			 size_t size)
+static int write_builtin(const char *dir, unsigned long long hz, const char *unwind, bool python,
+			 char *path, size_t size)
 {
 	FILE *f;
 
@@ -181,7 +184,7 @@ static int write_builtin(const char *dir, unsigned long long hz, const char *unw
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, builtin_conf, hz, unwind);
+	fprintf(f, builtin_conf, hz, unwind, python ? "yes" : "no");
 	if (fclose(f))
 		return -errno;
 	return 0;
@@ -319,6 +322,7 @@ int record_cmd(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "unwind", required_argument, NULL, 'u' },
+		{ "no-python", no_argument, NULL, 'P' },
 		{ "session", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -327,6 +331,7 @@ int record_cmd(int argc, char **argv)
 	char *progs[CONF_MAX_ACTORS] = { 0 }, *dir = NULL;
 	char name[64], conf_buf[PATH_MAX], envpid[32];
 	unsigned long long hz = 99;
+	bool python = true;
 	struct conf *conf = NULL;
 	int c, err, code, status = 0, go = -1;
 	/* SA_RESTART: a forwarded signal must not cut short our own waits */
@@ -369,6 +374,9 @@ int record_cmd(int argc, char **argv)
 			}
 			unwind = optarg;
 			break;
+		case 'P':
+			python = false;
+			break;
 		case 's':
 			snprintf(name, sizeof(name), "%s", optarg);
 			break;
@@ -406,7 +414,7 @@ int record_cmd(int argc, char **argv)
 				strerror(err ? -err : errno));
 			return XPUSUP_EXIT_SYSTEM;
 		}
-		err = write_builtin(dir, hz, unwind, conf_buf, sizeof(conf_buf));
+		err = write_builtin(dir, hz, unwind, python, conf_buf, sizeof(conf_buf));
 		if (err) {
 			fprintf(stderr,
 				"xpusup: unable to record: cannot write %s/pipeline.conf: %s\n",

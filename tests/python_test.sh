@@ -70,6 +70,11 @@ ok $? "3.11: trace.json names Python frames with their file and line"
 grep -q "CPython 3.11.*reading its Python frames" "$BASE/$PREFIX-p311.log"
 ok $? "3.11: the session log says which interpreter was found"
 
+"$XPUSUP" record -o "$WORK/nopy" -F 499 --no-python --session "$PREFIX-nopy" -- /usr/bin/python3 \
+	"$TESTDIR/split.py" 1 >"$WORK/nopy.out" 2>&1 &&
+	! grep -q '\[py\]' "$WORK/nopy/flame.folded" && grep -q '^python = no' "$WORK/nopy/pipeline.conf"
+ok $? "--no-python: native frames only"
+
 # ---- pyenv's 3.12 and 3.13 -----------------------------------------------------------------
 for v in 3.12 3.13; do
 	py=$(ls -d "$PYENV/$v".*/bin/python3 2>/dev/null | head -n 1)
