@@ -43,16 +43,17 @@ enum interp_sym {
 	SYM_CODE_TYPE,
 	SYM_VERSION,
 	SYM_NEGATIVE_REFCOUNT,
-	SYM_PRINT_REFERENCES,
+	SYM_FORGET_REFERENCE,
 	SYM_COUNT,
 };
 
 /*
  * A debug build changes the object header or internal structures the tables describe.
- * _Py_NegativeRefcount is defined (and exported) only under Py_REF_DEBUG, which Py_DEBUG
- * and Py_TRACE_REFS both imply, in every version from 3.8 to 3.13; _Py_PrintReferences only
- * under Py_TRACE_REFS (the header with _ob_next/_ob_prev). Symbols such as _Py_RefTotal
- * moved into the runtime state in 3.12, so they are not used.
+ * _Py_NegativeRefcount is defined and exported (PyAPI_FUNC) only under Py_REF_DEBUG, which
+ * Py_DEBUG implies, in every version from 3.8 to 3.13; _Py_ForgetReference only under
+ * Py_TRACE_REFS (in 3.11 and 3.12 the header with _ob_next/_ob_prev), which does not
+ * imply Py_REF_DEBUG. Data symbols such as _Py_RefTotal moved into the runtime state in
+ * 3.12, so they are no sign.
  */
 static const char *const sym_names[SYM_COUNT] = {
 	[SYM_RUNTIME] = "_PyRuntime",
@@ -60,7 +61,7 @@ static const char *const sym_names[SYM_COUNT] = {
 	[SYM_CODE_TYPE] = "PyCode_Type",
 	[SYM_VERSION] = "Py_Version",
 	[SYM_NEGATIVE_REFCOUNT] = "_Py_NegativeRefcount",
-	[SYM_PRINT_REFERENCES] = "_Py_PrintReferences",
+	[SYM_FORGET_REFERENCE] = "_Py_ForgetReference",
 };
 
 struct elf_load {
@@ -302,6 +303,8 @@ static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, 
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
 	exe[exe_len > 0 ? exe_len : 0] = '\0';
+	if (exe_len > 10 && !strcmp(exe + exe_len - 10, " (deleted)"))
+		exe[exe_len - 10] = '\0'; /* maps names it without the suffix once cut */
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f) {
@@ -656,7 +659,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 		    vstr, c->path);
 		return -ENOTSUP;
 	}
-	if (info.sym_found[SYM_NEGATIVE_REFCOUNT] || info.sym_found[SYM_PRINT_REFERENCES]) {
+	if (info.sym_found[SYM_NEGATIVE_REFCOUNT] || info.sym_found[SYM_FORGET_REFERENCE]) {
 		say(why, why_len,
 		    "CPython %s in %s: a debug build (Py_REF_DEBUG or Py_TRACE_REFS) is not supported",
 		    vstr, c->path);
