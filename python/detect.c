@@ -429,59 +429,6 @@ static unsigned name_minor(const char *path)
 	return minor;
 }
 
-/* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h), as 3.13.0 lays it out. */
-struct debug_offsets_313 {
-	char cookie[8];
-	__u64 version;
-	__u64 free_threaded;
-	struct {
-		__u64 size, finalizing, interpreters_head;
-	} runtime_state;
-	struct {
-		__u64 size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder;
-	} interpreter_state;
-	struct {
-		__u64 size, prev, next, interp, current_frame, thread_id, native_thread_id,
-			datastack_chunk, status;
-	} thread_state;
-	struct {
-		__u64 size, previous, executable, instr_ptr, localsplus, owner;
-	} interpreter_frame;
-	struct {
-		__u64 size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive;
-	} code_object;
-	struct {
-		__u64 size, ob_type;
-	} pyobject;
-	struct {
-		__u64 size, tp_name, tp_repr, tp_flags;
-	} type_object;
-	struct {
-		__u64 size, ob_item, ob_size;
-	} tuple_object, list_object;
-	struct {
-		__u64 size, ma_keys, ma_values;
-	} dict_object;
-	struct {
-		__u64 size, ob_fval;
-	} float_object;
-	struct {
-		__u64 size, lv_tag, ob_digit;
-	} long_object;
-	struct {
-		__u64 size, ob_size, ob_sval;
-	} bytes_object;
-	struct {
-		__u64 size, state, length, asciiobject_size;
-	} unicode_object;
-	struct {
-		__u64 size, collecting;
-	} gc;
-};
-
 /*
  * The layout from the process's own _Py_DebugOffsets (l holds the table's on entry), each field that the table has too
  * checked against it. The two heads (_PyRuntimeState.interpreters.head,
@@ -491,13 +438,18 @@ struct debug_offsets_313 {
  * depend on byte for byte; a difference there means this is not the 3.13 this was written
  * for, and it is refused.
  */
-static int layout_from_debug_offsets(__u32 pid, struct py_layout *l, const char *vstr, char *why,
-				     size_t why_len)
+int py_layout__from_debug_offsets(__u32 pid, struct py_layout *l, char *why, size_t why_len)
 {
 	const struct py_layout *t = py_table__find(l->version);
-	struct debug_offsets_313 d;
+	struct py_debug_offsets_313 d;
+	char vstr[32];
 	int err;
 
+	if (!t || l->version < 0x030d0000 || l->version >= 0x030e0000) {
+		say(why, why_len, "_Py_DebugOffsets of this layout are known for 3.13 only");
+		return -ENOTSUP;
+	}
+	py_version__str(l->version, vstr, sizeof(vstr));
 	err = py_mem__read(pid, l->runtime, &d, sizeof(d));
 	if (err) {
 		say(why, why_len, "unable to read _Py_DebugOffsets of CPython %s in %s: %s", vstr,
@@ -675,7 +627,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 	out->code_type = info.sym_value[SYM_CODE_TYPE] + bias;
 	snprintf(out->path, sizeof(out->path), "%s", c->path);
 	if (version >= 0x030d0000) {
-		err = layout_from_debug_offsets(pid, out, vstr, why, why_len);
+		err = py_layout__from_debug_offsets(pid, out, why, why_len);
 		if (err)
 			return err;
 	}

@@ -56,11 +56,13 @@ static const char script[] = "import sys, threading, time\n" /* 1 */
 struct chain {
 	unsigned n;
 	char names[MAX_CHAIN][NAME_MAX_LEN];
+	__u64 codes[MAX_CHAIN];
 };
 
 struct child {
 	pid_t pid;
 	FILE *out; /* its stdout */
+	bool reaped;
 };
 
 static void child__start(struct child *ch, char *const argv[])
@@ -69,6 +71,7 @@ static void child__start(struct child *ch, char *const argv[])
 
 	ch->pid = -1;
 	ch->out = NULL;
+	ch->reaped = false;
 	if (pipe(fds))
 		return;
 	ch->pid = fork();
@@ -85,7 +88,7 @@ static void child__start(struct child *ch, char *const argv[])
 
 static void child__stop(struct child *ch)
 {
-	if (ch->pid > 0) {
+	if (ch->pid > 0 && !ch->reaped) {
 		kill(ch->pid, SIGKILL);
 		waitpid(ch->pid, NULL, 0);
 	}
@@ -151,6 +154,7 @@ static int walk_thread(pid_t pid, const struct py_layout *l, struct py_codes *c,
 			name = py_codes__name(c, (__u32)pid, code, line);
 			if (!name)
 				return -ENOMEM;
+			out->codes[out->n] = code;
 			snprintf(out->names[out->n++], NAME_MAX_LEN, "%s", name);
 		}
 		if (rd64(pid, frame + l->frame_previous, &frame))
@@ -208,7 +212,33 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static int test_interpreter(const char *python, const char *dir, unsigned want_minor)
+/*
+ * With the real clock: a cached code object checked again after a second, unchanged, is not
+ * read again; once the process is gone, the check says so and the entry goes.
+ */
+static void test_recheck(struct py_codes *c, struct child *ch, const struct py_layout *l,
+			 __u64 code)
+{
+	struct py_codes_stats st;
+	__u32 line;
+	int err;
+
+	sleep_ms(1100);
+	err = py_codes__line(c, (__u32)ch->pid, l, code, XPU_PY_LASTI_NONE, &line);
+	py_codes__stats(c, &st);
+	tap_ok(!err && line == 2 && st.revalidated == 0,
+	       "checked again after a second, unchanged: %d, line %u, revalidated %llu", err, line,
+	       (unsigned long long)st.revalidated);
+	kill(ch->pid, SIGKILL);
+	waitpid(ch->pid, NULL, 0);
+	ch->reaped = true;
+	sleep_ms(1100);
+	err = py_codes__line(c, (__u32)ch->pid, l, code, XPU_PY_LASTI_NONE, &line);
+	tap_ok(err == -ESRCH, "checked again after the process is gone: %d", err);
+	tap_ok(!py_codes__name(c, (__u32)ch->pid, code, line), "and the entry is dropped");
+}
+
+static int test_interpreter(const char *python, const char *dir, unsigned want_minor, bool recheck)
 {
 	char prog[512], why[PY_WHY_MAX], line[256], want_buf[7][700];
 	const char *want_main[4], *want_worker[3];
@@ -278,6 +308,8 @@ static int test_interpreter(const char *python, const char *dir, unsigned want_m
 	tap_ok(err == -EINVAL, "%s: a str's address as a code object: %d", python, err);
 	err = py_codes__line(c, (__u32)ch.pid, l, 8, 0, &lno);
 	tap_ok(err == -EFAULT, "%s: address 8 as a code object: %d", python, err);
+	if (recheck && main_ok)
+		test_recheck(c, &ch, l, main_chain->codes[0]);
 stop:
 	py_codes__drop_pid(c, (__u32)ch.pid);
 	child__stop(&ch);
@@ -359,7 +391,7 @@ int main(void)
 		{ "/root/.pyenv/versions/3.13.0/bin/python3.13", 13 },
 	};
 	char dir[] = "/tmp/xpusup-py-e2e-XXXXXX", cmd[128];
-	unsigned i, n_run = 0;
+	unsigned i, n_run = 0, n_checked = 0;
 
 	for (i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++)
 		n_run += !access(pythons[i].path, X_OK);
@@ -372,7 +404,7 @@ int main(void)
 			tap_diag("%s is not installed: not checked", pythons[i].path);
 			continue;
 		}
-		test_interpreter(pythons[i].path, dir, pythons[i].minor);
+		test_interpreter(pythons[i].path, dir, pythons[i].minor, !n_checked++);
 	}
 	test_refusals(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
