@@ -379,6 +379,45 @@ static void test_refusals(const char *dir)
 	free(l);
 }
 
+/*
+ * An interpreter whose file was deleted after it started (a package upgrade) is read
+ * through /proc/PID/map_files; detecting it again gives the same layout (from the cache).
+ */
+static void test_deleted(const char *dir)
+{
+	static const char src[] = "/usr/bin/python3.11";
+	struct py_layout *l = calloc(2, sizeof(*l));
+	char copy[512], cmd[1200], why[PY_WHY_MAX], line[64];
+	struct child ch;
+	int err;
+
+	if (access(src, X_OK)) {
+		tap_diag("%s is not installed: the deleted interpreter is not checked", src);
+		free(l);
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s/python3.11-deleted", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s '%s'", src, copy);
+	tap_ok(system(cmd) == 0, "copy %s", src);
+	child__start(&ch, (char *const[]){ copy, "-c",
+					   "import time; print('ready', flush=True); "
+					   "time.sleep(1000)",
+					   NULL });
+	if (ch.out && fgets(line, sizeof(line), ch.out)) {
+		unlink(copy);
+		err = py_layout__detect((__u32)ch.pid, &l[0], why, sizeof(why));
+		tap_ok(!err && !strcmp(l[0].path, copy), "a deleted interpreter: %d (%s), %s", err,
+		       err ? why : "", l[0].path);
+		err = py_layout__detect((__u32)ch.pid, &l[1], why, sizeof(why));
+		tap_ok(!err && !memcmp(&l[0], &l[1], sizeof(*l)),
+		       "detected again: the same layout");
+	} else {
+		tap_ok(0, "%s did not start", copy);
+	}
+	child__stop(&ch);
+	free(l);
+}
+
 int main(void)
 {
 	static const struct {
@@ -407,6 +446,7 @@ int main(void)
 		test_interpreter(pythons[i].path, dir, pythons[i].minor, !n_checked++);
 	}
 	test_refusals(dir);
+	test_deleted(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		tap_diag("unable to remove %s", dir);
