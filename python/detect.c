@@ -264,11 +264,13 @@ static int elf_info__get(int fd, const char *path, struct elf_info *out, char *w
 	return 0;
 }
 
-static bool is_libpython(const char *path)
+/* libpython3.X.so, or an interpreter that is not the executable (run by ld.so itself). */
+static bool is_python_file(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return !strncmp(base ? base + 1 : path, "libpython", 9);
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
 }
 
 /* The process is gone (or a zombie) rather than a kernel thread or a process with no map. */
@@ -291,7 +293,8 @@ static bool process_gone(__u32 pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-/* The executable and libpython* files pid maps, each with its lowest mapping. */
+/* The executable and the libpython* (and python*) files pid maps, each with its lowest
+ * mapping. */
 static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, char *why,
 			   size_t why_len)
 {
@@ -338,7 +341,7 @@ static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, 
 			name[len - 10] = '\0';
 			deleted = true;
 		}
-		if (strcmp(name, exe) && !is_libpython(name))
+		if (strcmp(name, exe) && !is_python_file(name))
 			continue;
 		for (i = 0; i < n; i++)
 			if (!strcmp(cands[i].path, name))
@@ -578,7 +581,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 	if (load_bias(&info, c, &bias)) {
 		say(why, why_len, "%s: its mapping at %llx is in no PT_LOAD segment", c->path,
 		    (unsigned long long)c->start);
-		return -ENOEXEC;
+		return -EINVAL;
 	}
 	if (!info.sym_found[SYM_EVAL] || !info.sym_found[SYM_CODE_TYPE] ||
 	    !info.sym_size[SYM_EVAL]) {
@@ -657,8 +660,8 @@ int py_layout__detect(__u32 pid, struct py_layout *out, char *why, size_t why_le
 		char reason[PY_WHY_MAX];
 		int e = detect_in(pid, &cands[i], out, reason, sizeof(reason));
 
-		if (e == -ENOENT)
-			continue;
+		if (e == -ENOENT || e == -ENOEXEC)
+			continue; /* not an interpreter, or not one for x86-64 */
 		if (!e || err == -ENOENT || e == -ENOTSUP || e == -ESRCH) {
 			err = e;
 			if (e)
