@@ -15,6 +15,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* PyASCIIObject.state, the same bits in 3.11, 3.12 and 3.13 (interned:2, kind:3, compact:1,
+ * ascii:1, then ready or statically_allocated); tables_test.sh checks them with the
+ * compiler's bitfields (unicode_state_bits). */
+#define PY_STATE_KIND(s) (((s) >> 2) & 7u)
+#define PY_STATE_COMPACT(s) (((s) >> 5) & 1u)
+#define PY_STATE_ASCII(s) (((s) >> 6) & 1u)
+#define PY_STATE_BITS(kind, compact, ascii) ((kind) << 2 | (compact) << 5 | (ascii) << 6)
+
 /* The table of the minor version of version (PY_VERSION_HEX), or NULL (none known). Only
  * the offset fields are set: version, source, the addresses and path are the caller's. */
 const struct py_layout *py_table__find(__u32 version);
