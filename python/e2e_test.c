@@ -7,7 +7,9 @@
  * current frame -> previous ..., skipping the C stack's shim frames), names every frame with
  * py_codes and expects the exact chain with its lines. Then the refusals: pyenv's 3.10
  * (-ENOTSUP naming 3.10), a copy of sleep named python3 (-ENOENT), a process that has exited
- * (-ESRCH), a str's address given as a code object (-EINVAL).
+ * (-ESRCH), a str's address given as a code object (-EINVAL); then a cached code object
+ * checked again after a real second (unchanged; then its process gone: -ESRCH), and an
+ * interpreter deleted while it runs (read through map_files, the same layout twice).
  *
  * An interpreter that is not installed is reported and not checked; none at all skips (77).
  */
