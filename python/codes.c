@@ -43,10 +43,6 @@
 #define CODE_HEADER_MAX 512 /* bytes of a code object read, its fields all within */
 #define REVALIDATE_NS 1000000000ull
 
-#define STATE_KIND(s) (((s) >> 2) & 7u) /* PyASCIIObject.state: interned:2, kind:3, ... */
-#define STATE_COMPACT(s) (((s) >> 5) & 1u)
-#define STATE_ASCII(s) (((s) >> 6) & 1u)
-
 struct code_name {
 	__u32 line;
 	char *name;
@@ -301,19 +297,23 @@ static int read_str(__u32 pid, const struct py_layout *l, __u64 addr, size_t max
 	__u64 data;
 	int err;
 
-	if (l->unicode_compact_data > sizeof(hdr) || l->unicode_length + 8u > sizeof(hdr) ||
-	    l->unicode_state + 4u > sizeof(hdr))
+	size_t need = l->unicode_length + 8u > l->unicode_state + 4u ? l->unicode_length + 8u :
+								       l->unicode_state + 4u;
+
+	/* Only what tells the kind and length: a short str may end before the compact
+	 * header would. */
+	if (need > sizeof(hdr))
 		return -EINVAL;
-	err = py_mem__read(pid, addr, hdr, l->unicode_compact_data);
+	err = py_mem__read(pid, addr, hdr, need);
 	if (err)
 		return err;
 	memcpy(&length, hdr + l->unicode_length, sizeof(length));
 	memcpy(&state, hdr + l->unicode_state, sizeof(state));
-	kind = STATE_KIND(state);
-	if (!STATE_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4) || length < 0 ||
-	    (STATE_ASCII(state) && kind != 1))
+	kind = PY_STATE_KIND(state);
+	if (!PY_STATE_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4) || length < 0 ||
+	    (PY_STATE_ASCII(state) && kind != 1))
 		return -EINVAL;
-	data = addr + (STATE_ASCII(state) ? l->unicode_ascii_data : l->unicode_compact_data);
+	data = addr + (PY_STATE_ASCII(state) ? l->unicode_ascii_data : l->unicode_compact_data);
 	n_chars = (size_t)length < max ? (size_t)length : max; /* each one 1 byte or more */
 	raw = malloc(n_chars * kind + 1);
 	utf8 = malloc(max + 1);
@@ -331,7 +331,7 @@ static int read_str(__u32 pid, const struct py_layout *l, __u64 addr, size_t max
 
 		if (kind == 1) {
 			cp = raw[i];
-			if (STATE_ASCII(state) && cp >= 0x80)
+			if (PY_STATE_ASCII(state) && cp >= 0x80)
 				cp = '?';
 		} else if (kind == 2) {
 			__u16 u;

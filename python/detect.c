@@ -43,16 +43,17 @@ enum interp_sym {
 	SYM_CODE_TYPE,
 	SYM_VERSION,
 	SYM_NEGATIVE_REFCOUNT,
-	SYM_PRINT_REFERENCES,
+	SYM_FORGET_REFERENCE,
 	SYM_COUNT,
 };
 
 /*
  * A debug build changes the object header or internal structures the tables describe.
- * _Py_NegativeRefcount is defined (and exported) only under Py_REF_DEBUG, which Py_DEBUG
- * and Py_TRACE_REFS both imply, in every version from 3.8 to 3.13; _Py_PrintReferences only
- * under Py_TRACE_REFS (the header with _ob_next/_ob_prev). Symbols such as _Py_RefTotal
- * moved into the runtime state in 3.12, so they are not used.
+ * _Py_NegativeRefcount is defined and exported (PyAPI_FUNC) only under Py_REF_DEBUG, which
+ * Py_DEBUG implies, in every version from 3.8 to 3.13; _Py_ForgetReference only under
+ * Py_TRACE_REFS (in 3.11 and 3.12 the header with _ob_next/_ob_prev), which does not
+ * imply Py_REF_DEBUG. Data symbols such as _Py_RefTotal moved into the runtime state in
+ * 3.12, so they are no sign.
  */
 static const char *const sym_names[SYM_COUNT] = {
 	[SYM_RUNTIME] = "_PyRuntime",
@@ -60,7 +61,7 @@ static const char *const sym_names[SYM_COUNT] = {
 	[SYM_CODE_TYPE] = "PyCode_Type",
 	[SYM_VERSION] = "Py_Version",
 	[SYM_NEGATIVE_REFCOUNT] = "_Py_NegativeRefcount",
-	[SYM_PRINT_REFERENCES] = "_Py_PrintReferences",
+	[SYM_FORGET_REFERENCE] = "_Py_ForgetReference",
 };
 
 struct elf_load {
@@ -263,11 +264,13 @@ static int elf_info__get(int fd, const char *path, struct elf_info *out, char *w
 	return 0;
 }
 
-static bool is_libpython(const char *path)
+/* libpython3.X.so, or an interpreter that is not the executable (run by ld.so itself). */
+static bool is_python_file(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return !strncmp(base ? base + 1 : path, "libpython", 9);
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
 }
 
 /* The process is gone (or a zombie) rather than a kernel thread or a process with no map. */
@@ -290,7 +293,8 @@ static bool process_gone(__u32 pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-/* The executable and libpython* files pid maps, each with its lowest mapping. */
+/* The executable and the libpython* (and python*) files pid maps, each with its lowest
+ * mapping. */
 static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, char *why,
 			   size_t why_len)
 {
@@ -302,6 +306,8 @@ static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, 
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	exe_len = readlink(path, exe, sizeof(exe) - 1);
 	exe[exe_len > 0 ? exe_len : 0] = '\0';
+	if (exe_len > 10 && !strcmp(exe + exe_len - 10, " (deleted)"))
+		exe[exe_len - 10] = '\0'; /* maps names it without the suffix once cut */
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f) {
@@ -335,7 +341,7 @@ static int read_candidates(__u32 pid, struct candidate *cands, unsigned *n_out, 
 			name[len - 10] = '\0';
 			deleted = true;
 		}
-		if (strcmp(name, exe) && !is_libpython(name))
+		if (strcmp(name, exe) && !is_python_file(name))
 			continue;
 		for (i = 0; i < n; i++)
 			if (!strcmp(cands[i].path, name))
@@ -426,59 +432,6 @@ static unsigned name_minor(const char *path)
 	return minor;
 }
 
-/* 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h), as 3.13.0 lays it out. */
-struct debug_offsets_313 {
-	char cookie[8];
-	__u64 version;
-	__u64 free_threaded;
-	struct {
-		__u64 size, finalizing, interpreters_head;
-	} runtime_state;
-	struct {
-		__u64 size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder;
-	} interpreter_state;
-	struct {
-		__u64 size, prev, next, interp, current_frame, thread_id, native_thread_id,
-			datastack_chunk, status;
-	} thread_state;
-	struct {
-		__u64 size, previous, executable, instr_ptr, localsplus, owner;
-	} interpreter_frame;
-	struct {
-		__u64 size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive;
-	} code_object;
-	struct {
-		__u64 size, ob_type;
-	} pyobject;
-	struct {
-		__u64 size, tp_name, tp_repr, tp_flags;
-	} type_object;
-	struct {
-		__u64 size, ob_item, ob_size;
-	} tuple_object, list_object;
-	struct {
-		__u64 size, ma_keys, ma_values;
-	} dict_object;
-	struct {
-		__u64 size, ob_fval;
-	} float_object;
-	struct {
-		__u64 size, lv_tag, ob_digit;
-	} long_object;
-	struct {
-		__u64 size, ob_size, ob_sval;
-	} bytes_object;
-	struct {
-		__u64 size, state, length, asciiobject_size;
-	} unicode_object;
-	struct {
-		__u64 size, collecting;
-	} gc;
-};
-
 /*
  * The layout from the process's own _Py_DebugOffsets (l holds the table's on entry), each field that the table has too
  * checked against it. The two heads (_PyRuntimeState.interpreters.head,
@@ -488,13 +441,18 @@ struct debug_offsets_313 {
  * depend on byte for byte; a difference there means this is not the 3.13 this was written
  * for, and it is refused.
  */
-static int layout_from_debug_offsets(__u32 pid, struct py_layout *l, const char *vstr, char *why,
-				     size_t why_len)
+int py_layout__from_debug_offsets(__u32 pid, struct py_layout *l, char *why, size_t why_len)
 {
 	const struct py_layout *t = py_table__find(l->version);
-	struct debug_offsets_313 d;
+	struct py_debug_offsets_313 d;
+	char vstr[32];
 	int err;
 
+	if (!t || l->version < 0x030d0000 || l->version >= 0x030e0000) {
+		say(why, why_len, "_Py_DebugOffsets of this layout are known for 3.13 only");
+		return -ENOTSUP;
+	}
+	py_version__str(l->version, vstr, sizeof(vstr));
 	err = py_mem__read(pid, l->runtime, &d, sizeof(d));
 	if (err) {
 		say(why, why_len, "unable to read _Py_DebugOffsets of CPython %s in %s: %s", vstr,
@@ -623,7 +581,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 	if (load_bias(&info, c, &bias)) {
 		say(why, why_len, "%s: its mapping at %llx is in no PT_LOAD segment", c->path,
 		    (unsigned long long)c->start);
-		return -ENOEXEC;
+		return -EINVAL;
 	}
 	if (!info.sym_found[SYM_EVAL] || !info.sym_found[SYM_CODE_TYPE] ||
 	    !info.sym_size[SYM_EVAL]) {
@@ -656,7 +614,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 		    vstr, c->path);
 		return -ENOTSUP;
 	}
-	if (info.sym_found[SYM_NEGATIVE_REFCOUNT] || info.sym_found[SYM_PRINT_REFERENCES]) {
+	if (info.sym_found[SYM_NEGATIVE_REFCOUNT] || info.sym_found[SYM_FORGET_REFERENCE]) {
 		say(why, why_len,
 		    "CPython %s in %s: a debug build (Py_REF_DEBUG or Py_TRACE_REFS) is not supported",
 		    vstr, c->path);
@@ -672,7 +630,7 @@ static int detect_in(__u32 pid, const struct candidate *c, struct py_layout *out
 	out->code_type = info.sym_value[SYM_CODE_TYPE] + bias;
 	snprintf(out->path, sizeof(out->path), "%s", c->path);
 	if (version >= 0x030d0000) {
-		err = layout_from_debug_offsets(pid, out, vstr, why, why_len);
+		err = py_layout__from_debug_offsets(pid, out, why, why_len);
 		if (err)
 			return err;
 	}
@@ -702,8 +660,8 @@ int py_layout__detect(__u32 pid, struct py_layout *out, char *why, size_t why_le
 		char reason[PY_WHY_MAX];
 		int e = detect_in(pid, &cands[i], out, reason, sizeof(reason));
 
-		if (e == -ENOENT)
-			continue;
+		if (e == -ENOENT || e == -ENOEXEC)
+			continue; /* not an interpreter, or not one for x86-64 */
 		if (!e || err == -ENOENT || e == -ENOTSUP || e == -ESRCH) {
 			err = e;
 			if (e)

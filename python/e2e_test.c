@@ -7,7 +7,9 @@
  * current frame -> previous ..., skipping the C stack's shim frames), names every frame with
  * py_codes and expects the exact chain with its lines. Then the refusals: pyenv's 3.10
  * (-ENOTSUP naming 3.10), a copy of sleep named python3 (-ENOENT), a process that has exited
- * (-ESRCH), a str's address given as a code object (-EINVAL).
+ * (-ESRCH), a str's address given as a code object (-EINVAL); then a cached code object
+ * checked again after a real second (unchanged; then its process gone: -ESRCH), and an
+ * interpreter deleted while it runs (read through map_files, the same layout twice).
  *
  * An interpreter that is not installed is reported and not checked; none at all skips (77).
  */
@@ -56,11 +58,13 @@ static const char script[] = "import sys, threading, time\n" /* 1 */
 struct chain {
 	unsigned n;
 	char names[MAX_CHAIN][NAME_MAX_LEN];
+	__u64 codes[MAX_CHAIN];
 };
 
 struct child {
 	pid_t pid;
 	FILE *out; /* its stdout */
+	bool reaped;
 };
 
 static void child__start(struct child *ch, char *const argv[])
@@ -69,6 +73,7 @@ static void child__start(struct child *ch, char *const argv[])
 
 	ch->pid = -1;
 	ch->out = NULL;
+	ch->reaped = false;
 	if (pipe(fds))
 		return;
 	ch->pid = fork();
@@ -85,7 +90,7 @@ static void child__start(struct child *ch, char *const argv[])
 
 static void child__stop(struct child *ch)
 {
-	if (ch->pid > 0) {
+	if (ch->pid > 0 && !ch->reaped) {
 		kill(ch->pid, SIGKILL);
 		waitpid(ch->pid, NULL, 0);
 	}
@@ -151,6 +156,7 @@ static int walk_thread(pid_t pid, const struct py_layout *l, struct py_codes *c,
 			name = py_codes__name(c, (__u32)pid, code, line);
 			if (!name)
 				return -ENOMEM;
+			out->codes[out->n] = code;
 			snprintf(out->names[out->n++], NAME_MAX_LEN, "%s", name);
 		}
 		if (rd64(pid, frame + l->frame_previous, &frame))
@@ -208,7 +214,33 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static int test_interpreter(const char *python, const char *dir, unsigned want_minor)
+/*
+ * With the real clock: a cached code object checked again after a second, unchanged, is not
+ * read again; once the process is gone, the check says so and the entry goes.
+ */
+static void test_recheck(struct py_codes *c, struct child *ch, const struct py_layout *l,
+			 __u64 code)
+{
+	struct py_codes_stats st;
+	__u32 line;
+	int err;
+
+	sleep_ms(1100);
+	err = py_codes__line(c, (__u32)ch->pid, l, code, XPU_PY_LASTI_NONE, &line);
+	py_codes__stats(c, &st);
+	tap_ok(!err && line == 2 && st.revalidated == 0,
+	       "checked again after a second, unchanged: %d, line %u, revalidated %llu", err, line,
+	       (unsigned long long)st.revalidated);
+	kill(ch->pid, SIGKILL);
+	waitpid(ch->pid, NULL, 0);
+	ch->reaped = true;
+	sleep_ms(1100);
+	err = py_codes__line(c, (__u32)ch->pid, l, code, XPU_PY_LASTI_NONE, &line);
+	tap_ok(err == -ESRCH, "checked again after the process is gone: %d", err);
+	tap_ok(!py_codes__name(c, (__u32)ch->pid, code, line), "and the entry is dropped");
+}
+
+static int test_interpreter(const char *python, const char *dir, unsigned want_minor, bool recheck)
 {
 	char prog[512], why[PY_WHY_MAX], line[256], want_buf[7][700];
 	const char *want_main[4], *want_worker[3];
@@ -278,6 +310,8 @@ static int test_interpreter(const char *python, const char *dir, unsigned want_m
 	tap_ok(err == -EINVAL, "%s: a str's address as a code object: %d", python, err);
 	err = py_codes__line(c, (__u32)ch.pid, l, 8, 0, &lno);
 	tap_ok(err == -EFAULT, "%s: address 8 as a code object: %d", python, err);
+	if (recheck && main_ok)
+		test_recheck(c, &ch, l, main_chain->codes[0]);
 stop:
 	py_codes__drop_pid(c, (__u32)ch.pid);
 	child__stop(&ch);
@@ -347,6 +381,45 @@ static void test_refusals(const char *dir)
 	free(l);
 }
 
+/*
+ * An interpreter whose file was deleted after it started (a package upgrade) is read
+ * through /proc/PID/map_files; detecting it again gives the same layout (from the cache).
+ */
+static void test_deleted(const char *dir)
+{
+	static const char src[] = "/usr/bin/python3.11";
+	struct py_layout *l = calloc(2, sizeof(*l));
+	char copy[512], cmd[1200], why[PY_WHY_MAX], line[64];
+	struct child ch;
+	int err;
+
+	if (access(src, X_OK)) {
+		tap_diag("%s is not installed: the deleted interpreter is not checked", src);
+		free(l);
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s/python3.11-deleted", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s '%s'", src, copy);
+	tap_ok(system(cmd) == 0, "copy %s", src);
+	child__start(&ch, (char *const[]){ copy, "-c",
+					   "import time; print('ready', flush=True); "
+					   "time.sleep(1000)",
+					   NULL });
+	if (ch.out && fgets(line, sizeof(line), ch.out)) {
+		unlink(copy);
+		err = py_layout__detect((__u32)ch.pid, &l[0], why, sizeof(why));
+		tap_ok(!err && !strcmp(l[0].path, copy), "a deleted interpreter: %d (%s), %s", err,
+		       err ? why : "", l[0].path);
+		err = py_layout__detect((__u32)ch.pid, &l[1], why, sizeof(why));
+		tap_ok(!err && !memcmp(&l[0], &l[1], sizeof(*l)),
+		       "detected again: the same layout");
+	} else {
+		tap_ok(0, "%s did not start", copy);
+	}
+	child__stop(&ch);
+	free(l);
+}
+
 int main(void)
 {
 	static const struct {
@@ -359,7 +432,7 @@ int main(void)
 		{ "/root/.pyenv/versions/3.13.0/bin/python3.13", 13 },
 	};
 	char dir[] = "/tmp/xpusup-py-e2e-XXXXXX", cmd[128];
-	unsigned i, n_run = 0;
+	unsigned i, n_run = 0, n_checked = 0;
 
 	for (i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++)
 		n_run += !access(pythons[i].path, X_OK);
@@ -372,9 +445,10 @@ int main(void)
 			tap_diag("%s is not installed: not checked", pythons[i].path);
 			continue;
 		}
-		test_interpreter(pythons[i].path, dir, pythons[i].minor);
+		test_interpreter(pythons[i].path, dir, pythons[i].minor, !n_checked++);
 	}
 	test_refusals(dir);
+	test_deleted(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd))
 		tap_diag("unable to remove %s", dir);

@@ -13,6 +13,7 @@
 #include <internal/pycore_runtime.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #define P(name, value) printf("%s %u\n", name, (unsigned)(value))
 
@@ -54,6 +55,18 @@ int main(void)
 	P("unicode_state", offsetof(PyASCIIObject, state));
 	P("unicode_ascii_data", sizeof(PyASCIIObject));
 	P("unicode_compact_data", sizeof(PyCompactUnicodeObject));
+	{
+		/* The bits codes.c decodes the state with, as the compiler lays them out. */
+		PyASCIIObject o;
+		unsigned bits = 0;
+
+		memset(&o, 0, sizeof(o));
+		o.state.kind = 4;
+		o.state.compact = 1;
+		o.state.ascii = 1;
+		memcpy(&bits, &o.state, sizeof(bits));
+		P("unicode_state_bits", bits);
+	}
 	P("bytes_size", offsetof(PyVarObject, ob_size));
 	P("bytes_data", offsetof(PyBytesObject, ob_sval));
 	return 0;

@@ -143,6 +143,8 @@ void py_layout__print(const struct py_layout *l, FILE *f)
 	P(unicode_state);
 	P(unicode_ascii_data);
 	P(unicode_compact_data);
+	/* Not a field: the state of a compact ASCII str of kind 4 as codes.c reads it. */
+	fprintf(f, "unicode_state_bits %u\n", (unsigned)PY_STATE_BITS(4u, 1u, 1u));
 	P(bytes_size);
 	P(bytes_data);
 #undef P

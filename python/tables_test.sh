@@ -6,9 +6,12 @@
 # `py_layout_dump --table 3.N` prints. Any difference fails; a version with no headers is
 # reported as not checked; no version checked at all fails (the test would prove nothing).
 #
-# usage: tables_test.sh PY_LAYOUT_DUMP OFFSETS_PROBE_C CC
+# usage: tables_test.sh PY_LAYOUT_DUMP OFFSETS_PROBE_C [CC...]  (CC: the compiler's command,
+# "ccache cc" included; cc when absent)
 set -u
-dump=$1 probe=$2 cc=${3:-cc}
+dump=$1 probe=$2
+shift 2
+[ $# -gt 0 ] || set -- cc
 pyenv_root=${PYENV_ROOT:-/root/.pyenv}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -20,7 +23,7 @@ for minor in 11 12 13; do
 		[ -f "$inc/internal/pycore_frame.h" ] || continue
 		found=1
 		n=$((n + 1))
-		if ! "$cc" -I"$inc" -o "$tmp/probe$n" "$probe" 2>"$tmp/cc$n.log"; then
+		if ! "$@" -I"$inc" -o "$tmp/probe$n" "$probe" 2>"$tmp/cc$n.log"; then
 			echo "not ok $n - 3.$minor: $probe does not compile against $inc"
 			cat "$tmp/cc$n.log"
 			failed=$((failed + 1))
