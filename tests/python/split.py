@@ -1,6 +1,6 @@
 # A pure-Python workload with a known split (tests/python_test.sh): main -> train_step,
-# which spends 2 units in hot_a and 1 unit in hot_b, each unit a fixed stretch of wall time
-# doing long-integer arithmetic (the interpreter's own native code: long_mul, the allocator).
+# which does 2 units of work in hot_a and 1 unit in hot_b, each unit the same loop of
+# long-integer arithmetic (the interpreter's own native code: long_mul, the allocator).
 # A second thread runs its own Python function, worker_hot, the whole time.
 #
 #   split.py SECONDS [--launch LIB]   with --launch, train_step also calls the stand-in
@@ -10,24 +10,24 @@ import sys
 import threading
 import time
 
-UNIT = 0.002  # seconds of one unit of work
+UNIT = 12000  # loop turns in one unit of work (about 1 ms on 3.11)
 stop = False
 
 
 # The hot functions do their work themselves (no helper below them): each is the innermost
-# Python frame of its samples, with only the interpreter's native code under it.
+# Python frame of its samples, with only the interpreter's native code under it. The split is
+# one of work, not of wall time: the same loop, twice as many turns in hot_a, so that CPU
+# samples (cpu-clock counts a thread while it runs) find it whatever else the machine runs.
 def hot_a():
-    end = time.perf_counter() + 2 * UNIT
     x = 3
-    while time.perf_counter() < end:
+    for _ in range(2 * UNIT):
         x = (x * 7919) % 1000000007 * 12345678901234567890 // 12345678901234567890
     return x
 
 
 def hot_b():
-    end = time.perf_counter() + UNIT
     x = 3
-    while time.perf_counter() < end:
+    for _ in range(UNIT):
         x = (x * 7919) % 1000000007 * 12345678901234567890 // 12345678901234567890
     return x
 
