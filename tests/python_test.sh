@@ -12,6 +12,7 @@
 #     record's terminal;
 #   - launch stacks: a stand-in launcher called through ctypes (fake_launch.so) shows the
 #     Python caller in every launch stack;
+#   - a thread started in C (pthread_create in fake_launch.so) shows native frames only;
 #   - a fork child and a multiprocessing spawn child have their own Python frames;
 #   - bad input: code objects made, swapped and dropped all the time, short-lived
 #     interpreters, a non-CPython program named python3: no crash, counted.
@@ -122,6 +123,24 @@ print("launches", len(launches), "bad", len(bad), bad[:2])
 sys.exit(0 if len(launches) >= 40 and not bad else 1)
 PYEOF
 ok $? "launch: every launch stack reads fake_launch <- launch_kernels <- train_step <- main <- <module>: $(cut -c1-300 "$WORK/launch.txt")"
+
+# ---- a thread started in C -------------------------------------------------------------------
+record "$WORK/cth" /usr/bin/python3 "$TESTDIR/c_thread.py" "$FAKE_LAUNCH"
+ok $? "C thread: record of c_thread.py exits 0"
+"$PY" - "$WORK/cth/flame.folded" >"$WORK/cth.txt" 2>&1 <<'PYEOF'
+import sys
+c = py = mixed = 0
+for line in open(sys.argv[1], errors="replace"):
+    stack, _, w = line.rstrip("\n").rpartition(" ")
+    if "c_thread_hot" in stack:
+        c += int(w)
+        mixed += int(w) if "[py] " in stack else 0
+    elif "[py] main_hot (" in stack:
+        py += int(w)
+print("c_thread_hot", c, "with Python frames", mixed, "main_hot", py)
+sys.exit(0 if c > 0 and py > 0 and mixed == 0 else 1)
+PYEOF
+ok $? "C thread: native frames only, while the main thread has its Python ones: $(cat "$WORK/cth.txt")"
 
 # ---- child processes -------------------------------------------------------------------------
 record "$WORK/mp" /usr/bin/python3 "$TESTDIR/mp.py" 2
