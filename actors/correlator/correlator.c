@@ -619,7 +619,8 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 
 	if (ev->stack && ev->n_kernel + ev->n_user && !ev->frames &&
 	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX) {
-		bool user = pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS;
+		/* the pid sets exist with the symbolizer only */
+		bool user = s->sym && (pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS);
 		bool py = s->py && has_pyframes(ev);
 
 		named = *ev;
