@@ -621,20 +621,23 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 	    ev->n_kernel + ev->n_user <= XPU_WIRE_STACK_MAX) {
 		/* the pid sets exist with the symbolizer only */
 		bool user = s->sym && (pid_bit(s->sym_live, ev->pid) || ev->pid >= PID_BITS);
+		bool sym = s->sym && (user || (ev->n_kernel && pid_bit(s->sym_kernel, ev->pid)));
 		bool py = s->py && has_pyframes(ev);
 
-		named = *ev;
-		if (s->sym && (user || (ev->n_kernel && pid_bit(s->sym_kernel, ev->pid)))) {
-			symbols__name(s, &named, user);
-		} else if (py) {
-			memset(s->frame_names, 0, sizeof(s->frame_names[0]) * XPU_WIRE_STACK_MAX);
-			named.frames = s->frame_names;
-		}
-		if (py)
-			pystack__name(s->py, ev->pid, ev->stack, (__u32)ev->n_kernel + ev->n_user,
-				      s->frame_names);
-		if (named.frames)
+		if (sym || py) {
+			named = *ev;
+			if (sym) {
+				symbols__name(s, &named, user);
+			} else {
+				memset(s->frame_names, 0,
+				       sizeof(s->frame_names[0]) * XPU_WIRE_STACK_MAX);
+				named.frames = s->frame_names;
+			}
+			if (py)
+				pystack__name(s->py, ev->pid, ev->stack,
+					      (__u32)ev->n_kernel + ev->n_user, s->frame_names);
 			ev = &named;
+		}
 	}
 
 	if (xpu_wire_enc__add(s->enc, ev) == 0)
