@@ -7,6 +7,10 @@
 # Usage: launch_inproc.py LIB           TAP over every interpreter found: /usr/bin/python3
 #                                       and pyenv's 3.11 to 3.13 (read), and 3.10 (not read)
 #        launch_inproc.py LIB --one     the checks under this interpreter, as JSON lines
+#        launch_inproc.py LIB --session under record (tests/cupti_test.sh): 10 steps of 4
+#                                       launches into the session's cupti actor, correlation
+#                                       ids 1000.., each from fake_launch <- launch_kernels <-
+#                                       train_step <- main <- <module>
 import ctypes
 import glob
 import json
@@ -15,6 +19,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import traceback
 
 NAME = re.compile(r"^([E-]) (.*) \((.*):(\d+)\)$")
@@ -28,14 +33,16 @@ def load(path):
     return lib
 
 
-def launch_kernels(lib):
+def launch_kernels(lib, first=None):
+    if first is not None:
+        return lib.fake_launch(first, 4)  # the session's launches
     want = traceback.extract_stack()
     rc = lib.inproc_launch()
     return rc, want, want[-1].lineno + 1
 
 
-def train_step(lib):
-    return launch_kernels(lib)
+def train_step(lib, first=None):
+    return launch_kernels(lib, first)
 
 
 def recurse(lib, depth):
@@ -82,7 +89,16 @@ def compare(lib, got, where, entries=None):
     return True, f"{where}: {n} frames, innermost {names[0].group(2)}:{names[0].group(4)}"
 
 
-def main(lib):
+def main(lib, session=False):
+    if session:
+        options = lib.inproc_session_open()
+        print(f"options {options:#x}")
+        not_put = 0
+        for step in range(10):
+            not_put += train_step(lib, 1000 + 4 * step)
+        print(f"not put {not_put}")
+        time.sleep(1)  # the correlator names the frames from this process's memory
+        return []
     results = []
     if sys.version_info < (3, 11):
         rc = lib.inproc_launch()
@@ -198,6 +214,9 @@ def driver(lib_path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[2] == "--session":
+        main(load(sys.argv[1]), session=True)
+        sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[2] == "--one":
         for ok, what in main(load(sys.argv[1])):
             print(json.dumps([ok, what]))
