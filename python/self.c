@@ -24,10 +24,12 @@
  * faulthandler walks it the same way from a signal handler, with plain loads and a NULL check
  * (CPython's Python/traceback.c, dump_traceback). What could make a load fault is a layout
  * that is wrong for this interpreter (an offset that reads another field as a pointer). So:
- *   - the process's first walk that finds a frame reads with py_mem__read (process_vm_readv
- *     on ourselves: a bad address is -EFAULT, not a fault); only when that walk reads every
- *     frame, each frame's code object with PyCode_Type as its type, are plain loads used
- *     from then on; when it cannot read the first frame, Python frames are off for good;
+ *   - walks read with py_mem__read (process_vm_readv on ourselves: a bad address is
+ *     -EFAULT, not a fault) until one proves the layout (judge): two frames read, each with
+ *     a code object of type PyCode_Type, the second found through the first's previous (or
+ *     one frame that ends the chain); plain loads from then on. A first frame that cannot
+ *     be read turns Python frames off for good (said once); tests/python/launch_inproc.py
+ *     checks all three with offsets made wrong;
  *   - every pointer followed is non-NULL, 8-byte aligned and in the user half of the
  *     address space; each frame's code object must have PyCode_Type as its type (one load
  *     from an object that is being executed, so in cache); a frame that fails either ends
@@ -73,6 +75,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct py_layout layout;
 static void *(*this_thread_state)(void); /* NULL: no Python frames in this process */
 static int read_mode = READ_CHECKED;
+static bool layout_given; /* py_self__use_layout: no detection */
 
 static bool offsets_usable(const struct py_layout *l)
 {
@@ -91,7 +94,7 @@ static void self_init(void)
 	void *sym, *lib;
 	int err;
 
-	err = py_layout__detect((__u32)getpid(), &layout, why, sizeof(why));
+	err = layout_given ? 0 : py_layout__detect((__u32)getpid(), &layout, why, sizeof(why));
 	if (err) {
 		/* -ENOENT: not Python, nothing to say; others are reasons the user can act on
 		 * only when it is an interpreter we do not read */
@@ -249,6 +252,31 @@ static __u32 walk_checked(__u64 frame, struct xpu_py_stack *out)
 	return walk(false, frame, out);
 }
 
+/*
+ * After a walk with checked reads: frames that read as the layout says (a frame whose code
+ * is a code object, and the next frame out read through its previous) make plain loads
+ * safe; a first frame that cannot be read means the layout is wrong, and frames are off.
+ * Anything else (one frame, then one not read) decides nothing: the next walk checks again.
+ * Only the first decision counts, whichever thread makes it.
+ */
+static void judge(__u32 n, __u16 flags)
+{
+	int checked = READ_CHECKED;
+	char v[16];
+
+	if (n >= 2 || (n == 1 && !(flags & XPU_PY_F_BAD_FRAME))) {
+		__atomic_compare_exchange_n(&read_mode, &checked, READ_PLAIN, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	} else if (!n && flags & XPU_PY_F_BAD_FRAME &&
+		   __atomic_compare_exchange_n(&read_mode, &checked, READ_OFF, false,
+					       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		fprintf(stderr,
+			"xpusup: no Python launch stacks: the frames of CPython %s in %s do not "
+			"read as its layout says\n",
+			py_version__str(layout.version, v, sizeof(v)), layout.path);
+	}
+}
+
 int py_self__stack(void *dst, size_t cap)
 {
 	struct xpu_py_stack *out = dst;
@@ -272,18 +300,15 @@ int py_self__stack(void *dst, size_t cap)
 	if (!frame)
 		return 0; /* not in Python now */
 	n = mode == READ_PLAIN ? walk_plain(frame, out) : walk_checked(frame, out);
-	if (mode == READ_CHECKED && !(out->flags & XPU_PY_F_BAD_FRAME) && n) {
-		__atomic_store_n(&read_mode, READ_PLAIN, __ATOMIC_RELAXED);
-	} else if (mode == READ_CHECKED && !n && out->flags & XPU_PY_F_BAD_FRAME &&
-		   __atomic_exchange_n(&read_mode, READ_OFF, __ATOMIC_RELAXED) != READ_OFF) {
-		char v[16];
-
-		fprintf(stderr,
-			"xpusup: no Python launch stacks: the frames of CPython %s in %s do not "
-			"read as its layout says\n",
-			py_version__str(layout.version, v, sizeof(v)), layout.path);
-	}
+	if (mode == READ_CHECKED)
+		judge(n, out->flags);
 	if (!n)
 		return 0;
 	return (int)xpu_py_stack__size(n);
+}
+
+void py_self__use_layout(const struct py_layout *l)
+{
+	layout = *l;
+	layout_given = true;
 }

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include <stddef.h>
 
+#include "python/python.h"
 #include "xpusup/event.h"
 
 /* The most bytes py_self__stack writes: a struct xpu_py_stack and XPU_PY_MAX_FRAMES frames. */
@@ -33,5 +34,12 @@
  * when cap is below PY_SELF_MAX.
  */
 int py_self__stack(void *dst, size_t cap);
+
+/*
+ * py_self__use_layout - tests: read frames with l, not with what py_layout__detect finds (a
+ * wrong layout must turn Python frames off, not fault). Call before the first py_self__stack
+ * of the process; l is copied.
+ */
+void py_self__use_layout(const struct py_layout *l);
 
 #endif /* XPUSUP_PYTHON_SELF_H */

@@ -13,6 +13,9 @@
  *                            "E " (XPU_PY_FRAME_F_ENTRY) or "- ", then "QUALNAME (FILE:LINE)";
  *                            returns n, or -errno
  *   inproc_stats(out[6])     captured, failed, py_stacks, py_frames, py_truncated, py_bad
+ *   inproc_bad_layout(what)  before the first capture: read frames with a layout made wrong
+ *                            (1: f_code 8 bytes off, 2: the current frame's offset 8 bytes
+ *                            off, 3: previous 8 bytes off); 0, or -errno
  *   inproc_bench(n, out[3])  ns per launch_stack__record, per py_self__stack alone and per
  *                            native walk alone (launch_stack__capture), over n calls each
  *
@@ -46,6 +49,7 @@ EXPORT int inproc_has_python(void);
 EXPORT int inproc_frames(char *buf, size_t cap);
 EXPORT void inproc_stats(uint64_t *out);
 EXPORT void inproc_bench(uint32_t n, double *out);
+EXPORT int inproc_bad_layout(int what);
 EXPORT int inproc_session_open(void);
 EXPORT int fake_launch(uint64_t first, uint32_t n);
 
@@ -143,6 +147,28 @@ EXPORT int inproc_frames(char *buf, size_t cap)
 		len += (size_t)w;
 	}
 	return py->n;
+}
+
+EXPORT int inproc_bad_layout(int what)
+{
+	struct py_layout l;
+	int err;
+
+	err = py_layout__detect((__u32)getpid(), &l, NULL, 0);
+	if (err)
+		return err;
+	if (what == 1)
+		l.frame_code += 8;
+	else if (what == 2 && l.tstate_current_frame != PY_OFF_NONE)
+		l.tstate_current_frame += 8;
+	else if (what == 2)
+		l.cframe_current_frame += 8;
+	else if (what == 3)
+		l.frame_previous += 8;
+	else
+		return -EINVAL;
+	py_self__use_layout(&l);
+	return 0;
 }
 
 EXPORT void inproc_stats(uint64_t *out)

@@ -7,6 +7,8 @@
 # Usage: launch_inproc.py LIB           TAP over every interpreter found: /usr/bin/python3
 #                                       and pyenv's 3.11 to 3.13 (read), and 3.10 (not read)
 #        launch_inproc.py LIB --one     the checks under this interpreter, as JSON lines
+#        launch_inproc.py LIB --bad W   the checks with a layout made wrong (W: 1 f_code, 2 the
+#                                       current frame, 3 previous, each 8 bytes off)
 #        launch_inproc.py LIB --session under record (tests/cupti_test.sh): 10 steps of 4
 #                                       launches into the session's cupti actor, correlation
 #                                       ids 1000.., each from fake_launch <- launch_kernels <-
@@ -161,6 +163,25 @@ def main(lib, session=False):
     return results
 
 
+def bad_layout(lib, what):
+    """A wrong layout: frames off (or cut short), never a fault; two launches."""
+    rc = lib.inproc_bad_layout(what)
+    if rc:
+        return [(False, f"bad layout {what}: inproc_bad_layout returned {rc}")]
+    got = []
+    for _ in range(2):
+        r = train_step(lib)[0]
+        n = lib.inproc_frames(ctypes.create_string_buffer(64 * 1024), 64 * 1024)
+        got.append((r, lib.inproc_has_python(), n))
+    st = stats(lib)
+    ok = all(r == 0 for r, _, _ in got)
+    if what in (1, 2):
+        ok &= not any(has for _, has, _ in got) and st["py_stacks"] == 0
+    else:
+        ok &= all(n <= 1 for _, _, n in got) and st["py_bad"] == st["py_stacks"]
+    return [(ok, f"bad layout {what}: (rc, block, frames) {got}, counters {st}")]
+
+
 def bench_at(lib, depth, n):
     if depth:
         return bench_at(lib, depth - 1, n)
@@ -187,8 +208,10 @@ def interpreters():
 def driver(lib_path):
     n = 0
     failed = False
-    for py in interpreters():
-        run = subprocess.run([py, os.path.abspath(__file__), lib_path, "--one"],
+    runs = [(py, "--one") for py in interpreters()]
+    runs += [(py, "--bad", w) for py in interpreters() if "3.10" not in py for w in "123"]
+    for py, *mode in runs:
+        run = subprocess.run([py, os.path.abspath(__file__), lib_path, *mode],
                              capture_output=True, text=True, timeout=120)
         lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("[")]
         if run.returncode or not lines:
@@ -206,6 +229,12 @@ def driver(lib_path):
             failed |= not said
             print(f"{'ok' if said else 'not ok'} {n} - {py}: says why on stderr: "
                   f"{run.stderr.strip()[:200]!r}")
+        if mode == ["--bad", "1"]:
+            said = run.stderr.count("do not read as its layout says") == 1
+            n += 1
+            failed |= not said
+            print(f"{'ok' if said else 'not ok'} {n} - {py}: bad layout 1 said once: "
+                  f"{run.stderr.strip()[:200]!r}")
         for line in run.stderr.splitlines():
             if line.startswith("# bench"):
                 print(line)
@@ -216,6 +245,10 @@ def driver(lib_path):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[2] == "--session":
         main(load(sys.argv[1]), session=True)
+        sys.exit(0)
+    if len(sys.argv) == 4 and sys.argv[2] == "--bad":
+        for ok, what in bad_layout(load(sys.argv[1]), int(sys.argv[3])):
+            print(json.dumps([ok, what]))
         sys.exit(0)
     if len(sys.argv) == 3 and sys.argv[2] == "--one":
         for ok, what in main(load(sys.argv[1])):
