@@ -140,6 +140,21 @@ def main(lib, session=False):
     results.append(compare(lib, box["got"], "a key function called from C",
                            entries={2, 2 + n_outer}))
 
+    # A forked child: the parent's answer (interpreter, way of reading) holds there; its
+    # frames are its own (the child's <module> -> main -> train_step, as the parent's).
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        res = compare(lib, train_step(lib), "a forked child")
+        os.write(w, json.dumps(res).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        text = f.read()
+    os.waitpid(pid, 0)
+    results.append(tuple(json.loads(text)) if text else (False, "a forked child: no answer"))
+
     rc = lib.inproc_launch_c_thread()
     results.append((rc == 0 and not lib.inproc_has_python(),
                     f"a thread made in C: rc {rc}, no Python block"))
