@@ -215,8 +215,13 @@ INPROC_LIB=$(dirname "$LIB")/liblaunch_inproc.so
 PYSCRIPT=$(cd "$(dirname "$0")" && pwd)/python/launch_inproc.py
 printf '[source gpu]\nkind = cupti\n\n[correlator]\nttl_ms = 500\nexit_grace_ms = 100\n\n[sink dump]\nkind = test\ndump = %s\n' \
 	"$WORK/pylaunch.jsonl" >pylaunch.conf
+# A sanitizer build's library wants its runtimes loaded first, and Python is not sanitized:
+# they are preloaded (ASan first), and the interpreter's own leaks at exit are not ours.
+PRELOAD=$(ldd "$INPROC_LIB" | awk '$1 ~ /^lib(asan|ubsan)\.so/ {print $3}' | sort | tr '\n' ' ')
+PYENV=()
+[ -n "$PRELOAD" ] && PYENV=(LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=abort_on_error=1:detect_leaks=0)
 XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c pylaunch.conf --session "$PREFIX-py" -- \
-	/usr/bin/python3 "$PYSCRIPT" "$INPROC_LIB" --session >pylaunch.out 2>&1
+	env "${PYENV[@]}" /usr/bin/python3 "$PYSCRIPT" "$INPROC_LIB" --session >pylaunch.out 2>&1
 rc=$?
 [ $rc = 0 ] && grep -q '^options 0x20' pylaunch.out && grep -qx 'not put 0' pylaunch.out &&
 	! grep -q 'no Python launch stacks' pylaunch.out

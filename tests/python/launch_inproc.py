@@ -220,14 +220,29 @@ def interpreters():
     return [p for p in found if os.access(p, os.X_OK)]
 
 
+def child_env(lib_path):
+    """A sanitizer build's library needs its runtimes loaded first, and Python is not
+    sanitized: preload them (ASan first) into the interpreters, whose own leaks at exit are
+    not this test's."""
+    ldd = subprocess.run(["ldd", lib_path], capture_output=True, text=True).stdout
+    runtimes = sorted((m.group(2) for m in re.finditer(r"lib(asan|ubsan)\.so\S* => (\S+)", ldd)),
+                      key=lambda p: "libasan" not in p)
+    env = dict(os.environ)
+    if runtimes:
+        env["LD_PRELOAD"] = " ".join(runtimes)
+        env["ASAN_OPTIONS"] = "abort_on_error=1:detect_leaks=0"
+    return env
+
+
 def driver(lib_path):
     n = 0
     failed = False
+    env = child_env(lib_path)
     runs = [(py, "--one") for py in interpreters()]
     runs += [(py, "--bad", w) for py in interpreters() if "3.10" not in py for w in "123"]
     for py, *mode in runs:
         run = subprocess.run([py, os.path.abspath(__file__), lib_path, *mode],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=env)
         lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("[")]
         if run.returncode or not lines:
             n += 1
