@@ -530,6 +530,12 @@ static void say_launch_stacks(void)
 		(unsigned long long)st.failed,
 		st.captured ? (double)st.frames / (double)st.captured : 0.0,
 		(unsigned long long)st.modules, (unsigned long long)st.modules_lost);
+	if (st.py_stacks)
+		fprintf(stderr,
+			"xpusup: launch stacks: %llu with Python frames (%llu truncated, %llu "
+			"ending at a frame not read), %.1f Python frames each\n",
+			(unsigned long long)st.py_stacks, (unsigned long long)st.py_truncated,
+			(unsigned long long)st.py_bad, (double)st.py_frames / (double)st.py_stacks);
 }
 
 /* exit(): stop the flusher, force the last records out, publish them. */

@@ -43,6 +43,12 @@
  * process that exited before it could read /proc/PID/maps from them. One thread sends per
  * epoch (a compare-and-swap claims it); the list is gathered under dl_iterate_phdr's lock
  * and put after it, so the loader lock is never held while the producer lock is taken.
+ *
+ * The Python frames. When the launching thread runs Python, python/self.c reads the frames
+ * it is executing from its thread state (plain loads, after one checked walk per process)
+ * and they follow the native frames as the XPU_STACK_F_PY block the launch marker's uprobe
+ * writes (event.h), so the correlator merges them into the native frames the same way. The
+ * record's buffer has room for the block (PY_SELF_MAX) beyond the native frames'.
  */
 #include "cupti/launch_stack.h"
 
@@ -60,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "python/self.h"
 #include "unwind/cfi.h"
 #include "xpusup/event.h"
 
@@ -100,7 +107,7 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static bool self_key_ok;
 
 static __u64 n_captured, n_truncated, n_failed, n_frames, n_hits, n_misses, n_modules,
-	n_modules_lost;
+	n_modules_lost, n_py_stacks, n_py_frames, n_py_truncated, n_py_bad;
 static __u64 modules_epoch; /* the loader's epoch whose images went out last; 0: none yet */
 
 static void self_free(void *t)
@@ -475,10 +482,31 @@ static void count_lookups(const struct walk_ctx *w)
 		__atomic_fetch_add(&n_misses, w->misses, __ATOMIC_RELAXED);
 }
 
+/* The calling thread's Python frames after the native ones in the LAUNCH at rec (size
+ * bytes, room for PY_SELF_MAX more); returns the record's new size. */
+static int add_python(unsigned char *rec, int size)
+{
+	struct xpu_rec *h = (struct xpu_rec *)rec;
+	const struct xpu_py_stack *py = (const struct xpu_py_stack *)(rec + size);
+	int len = py_self__stack(rec + size, PY_SELF_MAX);
+
+	if (len <= 0)
+		return size;
+	h->flags |= XPU_STACK_F_PY;
+	h->size += (__u32)len;
+	__atomic_fetch_add(&n_py_stacks, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n_py_frames, py->n, __ATOMIC_RELAXED);
+	if (py->flags & XPU_PY_F_TRUNCATED)
+		__atomic_fetch_add(&n_py_truncated, 1, __ATOMIC_RELAXED);
+	if (py->flags & XPU_PY_F_BAD_FRAME)
+		__atomic_fetch_add(&n_py_bad, 1, __ATOMIC_RELAXED);
+	return size + len;
+}
+
 __attribute__((noinline)) int launch_stack__record(__u64 correlation_id, __u32 api_id,
 						   launch_stack_put_fn put, void *ctx)
 {
-	_Alignas(8) unsigned char rec[sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES];
+	_Alignas(8) unsigned char rec[sizeof(struct xpu_launch) + 8 * XPU_MAX_FRAMES + PY_SELF_MAX];
 	__u64 ips[XPU_MAX_FRAMES];
 	struct unwind_result res;
 	struct unwind_regs regs;
@@ -494,12 +522,13 @@ __attribute__((noinline)) int launch_stack__record(__u64 correlation_id, __u32 a
 	ops = (struct unwind_ops){ .read = stack_read, .rule = stack_rule, .ctx = &w };
 	unwind__walk(&ops, regs, 0, ips, XPU_MAX_FRAMES, &res);
 	count_lookups(&w);
-	size = xpu_launch__build(rec, sizeof(rec), now_ns(), w.t->pid, w.t->tid, correlation_id,
-				 api_id, ips, res.n);
+	size = xpu_launch__build(rec, sizeof(rec) - PY_SELF_MAX, now_ns(), w.t->pid, w.t->tid,
+				 correlation_id, api_id, ips, res.n);
 	if (size < 0) {
 		err = size;
 		goto failed;
 	}
+	size = add_python(rec, size);
 	__atomic_fetch_add(&n_captured, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n_frames, res.n, __ATOMIC_RELAXED);
 	if (res.end != UNWIND_END_OUTERMOST)
@@ -538,6 +567,10 @@ void launch_stack__stats(struct launch_stack_stats *st)
 	st->cache_misses = __atomic_load_n(&n_misses, __ATOMIC_RELAXED);
 	st->modules = __atomic_load_n(&n_modules, __ATOMIC_RELAXED);
 	st->modules_lost = __atomic_load_n(&n_modules_lost, __ATOMIC_RELAXED);
+	st->py_stacks = __atomic_load_n(&n_py_stacks, __ATOMIC_RELAXED);
+	st->py_frames = __atomic_load_n(&n_py_frames, __ATOMIC_RELAXED);
+	st->py_truncated = __atomic_load_n(&n_py_truncated, __ATOMIC_RELAXED);
+	st->py_bad = __atomic_load_n(&n_py_bad, __ATOMIC_RELAXED);
 }
 
 void launch_stack__forget(void)

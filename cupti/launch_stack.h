@@ -31,6 +31,10 @@ struct launch_stack_stats {
 	__u64 modules; /* MODULE records handed to put (the process's executable mappings, sent
 			* before the first LAUNCH and again when the loader's set changes) */
 	__u64 modules_lost; /* ... that put refused, or that could not be gathered */
+	__u64 py_stacks; /* LAUNCH records handed to put with Python frames (XPU_STACK_F_PY) */
+	__u64 py_frames; /* Python frames in them */
+	__u64 py_truncated; /* ... whose chain went on past XPU_PY_MAX_FRAMES */
+	__u64 py_bad; /* ... whose chain ended at a frame that could not be read */
 };
 
 /* Where a finished record goes: 0, or -errno (a full ring: -ENOSPC, still "captured"). */
@@ -41,7 +45,9 @@ typedef int (*launch_stack_put_fn)(void *ctx, const void *rec, __u32 size);
  * record (include/xpusup/event.h: ts_ns now, CLOCK_MONOTONIC; this pid and tid;
  * correlation_id; api_id) to put, on this thread, before returning. The frames start at
  * the return address into the function that called launch_stack__record and go outward,
- * innermost first, at most XPU_MAX_FRAMES.
+ * innermost first, at most XPU_MAX_FRAMES. When the thread is running Python, the Python
+ * frames it is executing follow them (XPU_STACK_F_PY, python/self.h), as the launch marker's
+ * uprobe adds them (actors/cpu/profile.bpf.c).
  *
  * Before the first LAUNCH, and the first after the loader's set of images changed, the
  * process's executable mappings go to put as MODULE records (one thread sends them).

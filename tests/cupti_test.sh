@@ -17,6 +17,9 @@
 #         callback is lost; the capture counts;
 #       launch_stacks = marker: cupti_gpu_standin, frame pointers everywhere, calls the
 #         marker in the library's file and the cpu source's uprobe captures the stacks.
+#   - a Python program launching in process (tests/python/launch_inproc.py through ctypes,
+#     liblaunch_inproc.so beside LIB): every LAUNCH reads fake_launch <- launch_kernels <-
+#     train_step <- main <- <module>, the Python frames named with their lines.
 #
 # Usage: cupti_test.sh XPUSUP LIB LOAD_TEST STANDIN NVTX_SMOKE STANDIN_NOFP
 set -u
@@ -203,6 +206,46 @@ grep -q '^options 0x800103ff$' marker.out && ! grep -q '^launch stacks' marker.o
 ok $? "marker: the options ask for the marker, nothing is captured in process ($(grep '^options' marker.out))"
 check_outputs "$WORK/marker" marker >marker.check 2>&1
 ok $? "marker: kernels under their launcher (the uprobe's stacks), graph kernels under the node's creator ($(tr '\n' ' ' <marker.check | head -c 600))"
+
+# ---- Python callers, in process ----------------------------------------------------------------
+# The library's capture with the Python frames it reads itself (python/self.c), through the
+# hand-off and the correlator's merge, under record: /usr/bin/python3 calls
+# liblaunch_inproc.so (built beside LIB from tests/python/launch_inproc.c) with ctypes.
+INPROC_LIB=$(dirname "$LIB")/liblaunch_inproc.so
+PYSCRIPT=$(cd "$(dirname "$0")" && pwd)/python/launch_inproc.py
+printf '[source gpu]\nkind = cupti\n\n[correlator]\nttl_ms = 500\nexit_grace_ms = 100\n\n[sink dump]\nkind = test\ndump = %s\n' \
+	"$WORK/pylaunch.jsonl" >pylaunch.conf
+# A sanitizer build's library wants its runtimes loaded first, and Python is not sanitized:
+# they are preloaded (ASan first), and the interpreter's own leaks at exit are not ours.
+PRELOAD=$(ldd "$INPROC_LIB" | awk '$1 ~ /^lib(asan|ubsan)\.so/ {print $3}' | sort | tr '\n' ' ')
+PYENV=()
+[ -n "$PRELOAD" ] && PYENV=(LD_PRELOAD="$PRELOAD" ASAN_OPTIONS=abort_on_error=1:detect_leaks=0)
+XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c pylaunch.conf --session "$PREFIX-py" -- \
+	env "${PYENV[@]}" /usr/bin/python3 "$PYSCRIPT" "$INPROC_LIB" --session >pylaunch.out 2>&1
+rc=$?
+[ $rc = 0 ] && grep -q '^options 0x20' pylaunch.out && grep -qx 'not put 0' pylaunch.out &&
+	! grep -q 'no Python launch stacks' pylaunch.out
+ok $? "python: record of a Python program launching in process succeeds, 40 LAUNCH records put (rc $rc: $(tail -c 300 pylaunch.out))"
+"$PY" - "$WORK/pylaunch.jsonl" "$PYSCRIPT" >pylaunch.check 2>&1 <<'PYEOF'
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+launches = [e for e in evs if e["kind"] == "launch"]
+src = open(sys.argv[2]).read().splitlines()
+line = 1 + next(i for i, l in enumerate(src) if "lib.fake_launch(first, 4)" in l)
+want = ["fake_launch", "launch_kernels", "train_step", "main", "<module>"]
+bad = []
+for e in launches:
+    frames = [f or "" for f in (e.get("frames") or [])]
+    names = [f.split(" (")[0] for f in frames]
+    got = [x for x in names if x in want]
+    lk = [f for f in frames if f.startswith("launch_kernels (")]
+    if got[:5] != want or lk != ["launch_kernels (%s:%d)" % (sys.argv[2], line)]:
+        bad.append((e.get("corr"), frames[:8]))
+corrs = sorted(e.get("corr") for e in launches)
+print("launches", len(launches), "bad", len(bad), bad[:2])
+sys.exit(0 if corrs == list(range(1000, 1040)) and not bad else 1)
+PYEOF
+ok $? "python: every LAUNCH reads fake_launch <- launch_kernels (its line) <- train_step <- main <- <module> ($(head -c 600 pylaunch.check))"
 
 echo "1..$n"
 echo "$((n - failed)) passed, $failed failed"
