@@ -7,9 +7,11 @@
 #    for 8 s with python = no and python = yes (each twice); runs for other processes (a
 #    shared machine) are taken out as in bench/stack_copy_cost.sh. The difference is the
 #    frame walk.
+#    (bench/bpf_cost_lib.sh does the runs.)
 # 2. The program's slowdown: python_work.py --work N (its own time, without the session's
 #    start and stop) plain, under `xpusup record --no-python` and under `xpusup record`, at
-#    99 Hz, REPS times each, interleaved; medians and their ratios to the plain run's.
+#    99 Hz, REPS times each, interleaved; medians and their ratios to the plain run's; and
+#    what merging the frames cost the correlator per stack in the last recorded run.
 #
 # Usage: bench/python_cost.sh [--build DIR] [--reps N] [--depth D] [--work N]   (as root)
 set -u
@@ -29,57 +31,20 @@ done
 XPUSUP=$BUILD/cli/xpusup
 PYW=$(dirname "$0")/python_work.py
 PY=/usr/bin/python3
-[ -x "$XPUSUP" ] || { echo "python_cost: no $XPUSUP (build it first)" >&2; exit 100; }
-command -v bpftool >/dev/null || { echo "python_cost: bpftool is missing" >&2; exit 100; }
-TMP=$(mktemp -d /tmp/python_cost-XXXXXX)
-SESSION=pycost-$$
-OLD_STATS=$(cat /proc/sys/kernel/bpf_stats_enabled)
-cleanup() {
-	"$XPUSUP" stop --session "$SESSION" >/dev/null 2>&1
-	sysctl -q kernel.bpf_stats_enabled="$OLD_STATS"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-sysctl -q kernel.bpf_stats_enabled=1 || exit 111
-
-# run "KEY" CMD... : prints "run_cnt run_time_ns samples py_stacks py_frames"
-run() {
-	local key=$1 pids="" p
-	shift
-	for cmd in "$@"; do
-		$cmd >/dev/null 2>&1 &
-		pids="$pids${pids:+,}$!"
-	done
-	sleep 0.5
-	printf '[source cpu]\nkind = cpu\nfrequency_hz = 999\ntarget = pid:%s\n%s\n\n[correlator]\nkind = test\n' \
-		"$pids" "$key" >"$TMP/p.conf"
-	"$XPUSUP" start "$TMP/p.conf" --session "$SESSION" >/dev/null 2>&1 ||
-		{ echo "python_cost: the session did not start" >&2; exit 111; }
-	sleep 8
-	for p in ${pids//,/ }; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	sleep 1
-	bpftool prog show name profile_sample -j | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-p = p[0] if isinstance(p, list) else p
-print(p["run_cnt"], p["run_time_ns"], end=" ")'
-	"$XPUSUP" status --session "$SESSION" --json | python3 -c '
-import json, sys
-c = {a["name"]: a for a in json.load(sys.stdin)["actors"]}["cpu"]["counters"]
-print(c["samples"], c.get("py_stacks", 0), c.get("py_frames", 0))'
-	"$XPUSUP" stop --session "$SESSION" >/dev/null 2>&1
-}
+# shellcheck source=bench/bpf_cost_lib.sh
+. "$(dirname "$0")/bpf_cost_lib.sh"
+bpf_cost_init python_cost
 
 echo "## per sample, in the kernel (999 Hz, 2 processes, depth $DEPTH)"
-run "python = no" "sleep 30" >"$TMP/run"
+bpf_cost_run "python = no" "samples" "sleep 30" >"$TMP/run"
 read -r n t _ <"$TMP/run"
 tf=$((t / n))
 echo "filtered runs (a sleeping target): $tf ns per run over $n runs"
 echo "| mode | ns per sample | runs | samples | Python frames per sample |"
 echo "|---|---:|---:|---:|---:|"
 for key in "python = no" "python = yes" "python = no" "python = yes"; do
-	run "$key" "$PY $PYW $DEPTH --seconds 12" "$PY $PYW $DEPTH --seconds 12" >"$TMP/run"
+	bpf_cost_run "$key" "samples py_stacks py_frames" "$PY $PYW $DEPTH --seconds 12" \
+		"$PY $PYW $DEPTH --seconds 12" >"$TMP/run"
 	read -r n t s ps pf <"$TMP/run"
 	[ "${s:-0}" -gt 0 ] || { echo "python_cost: no samples" >&2; exit 111; }
 	echo "| $key | $(((t - (n - s) * tf) / s)) | $n | $s |" \
@@ -108,3 +73,8 @@ for name, path in rows:
 print("Python frames cost: record / record --no-python = %.3f" %
       (med["record"] / med["record --no-python"]))
 PYEOF
+python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1]))['python']
+print('correlator, the last record run: %d stacks merged, %d ns each' % (p['merged'], p['ns_per_merge']))
+" "$TMP/out-p/stats.json"

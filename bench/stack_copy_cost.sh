@@ -23,20 +23,10 @@ BUILD=build/release
 [ "${1:-}" = --build ] && BUILD=${2:?--build needs a folder}
 XPUSUP=$BUILD/cli/xpusup
 HOTSPOTS=$BUILD/tests/workloads/hotspots
-for f in "$XPUSUP" "$HOTSPOTS"; do
-	[ -x "$f" ] || { echo "stack_copy_cost: no $f (build it first)" >&2; exit 100; }
-done
-command -v bpftool >/dev/null || { echo "stack_copy_cost: bpftool is missing" >&2; exit 100; }
-TMP=$(mktemp -d /tmp/stack_copy_cost-XXXXXX)
-SESSION=stackcost-$$
-OLD_STATS=$(cat /proc/sys/kernel/bpf_stats_enabled)
-cleanup() {
-	"$XPUSUP" stop --session "$SESSION" >/dev/null 2>&1
-	sysctl -q kernel.bpf_stats_enabled="$OLD_STATS"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-sysctl -q kernel.bpf_stats_enabled=1 || exit 111
+[ -x "$HOTSPOTS" ] || { echo "stack_copy_cost: no $HOTSPOTS (build it first)" >&2; exit 100; }
+# shellcheck source=bench/bpf_cost_lib.sh
+. "$(dirname "$0")/bpf_cost_lib.sh"
+bpf_cost_init stack_copy_cost
 
 cat >"$TMP/deep.c" <<'EOF'
 #include <stdlib.h>
@@ -71,37 +61,8 @@ int main(int argc, char **argv)
 EOF
 cc -O1 -o "$TMP/deep" "$TMP/deep.c" || exit 111
 
-# run MODE_KEY CMD... : prints "run_cnt run_time_ns samples copies copy_kib bpf_drops"
-run() {
-	local key=$1 pids="" p
-	shift
-	for cmd in "$@"; do
-		$cmd >/dev/null 2>&1 &
-		pids="$pids${pids:+,}$!"
-	done
-	sleep 0.3
-	printf '[source cpu]\nkind = cpu\nfrequency_hz = 999\ntarget = pid:%s\n%s\n\n[correlator]\nkind = test\n' \
-		"$pids" "$key" >"$TMP/p.conf"
-	"$XPUSUP" start "$TMP/p.conf" --session "$SESSION" >/dev/null 2>&1 ||
-		{ echo "stack_copy_cost: the session did not start" >&2; exit 111; }
-	sleep 8
-	for p in ${pids//,/ }; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	sleep 1
-	bpftool prog show name profile_sample -j | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-p = p[0] if isinstance(p, list) else p
-print(p["run_cnt"], p["run_time_ns"], end=" ")'
-	"$XPUSUP" status --session "$SESSION" --json | python3 -c '
-import json, sys
-c = {a["name"]: a for a in json.load(sys.stdin)["actors"]}["cpu"]["counters"]
-print(c["samples"], c["stack_copies"], c["stack_copy_kib"], c["bpf_drops"])'
-	"$XPUSUP" stop --session "$SESSION" >/dev/null 2>&1
-}
-
 # (into a file, not a pipe: the next run must not start before this one's session stopped)
-run "unwind = fp" "sleep 30" >"$TMP/run"
+bpf_cost_run "unwind = fp" "samples" "sleep 30" >"$TMP/run"
 read -r n t _ <"$TMP/run"
 tf=$((t / n))
 echo "filtered runs (a sleeping target): $tf ns per run over $n runs"
@@ -115,7 +76,7 @@ for w in hotspots deep; do
 	fi
 	for key in "unwind = fp" "stack_bytes = 16384" "stack_bytes = 32768"; do
 		for _rep in 1 2; do
-			run "$key" "${cmds[@]}" >"$TMP/run"
+			bpf_cost_run "$key" "samples stack_copies stack_copy_kib bpf_drops" "${cmds[@]}" >"$TMP/run"
 			read -r n t s c kib drops <"$TMP/run"
 			[ "${s:-0}" -gt 0 ] || { echo "stack_copy_cost: no samples" >&2; exit 111; }
 			echo "| $w | $key | $(((t - (n - s) * tf) / s)) | $n | $s |" \

@@ -144,6 +144,7 @@ enum counter {
 	C_MODULES,
 	C_MODULE_FRAMES,
 	C_PY_STACKS,
+	C_PY_NS,
 	C_PY_UNMATCHED,
 	C_PY_DROPPED,
 	C_PY_NO_LAYOUT,
@@ -220,6 +221,7 @@ static const char *const counter_names[C_N] = {
 	[C_MODULES] = "modules",
 	[C_MODULE_FRAMES] = "module_frames",
 	[C_PY_STACKS] = "py_stacks_merged",
+	[C_PY_NS] = "py_ns_per_merge",
 	[C_PY_UNMATCHED] = "py_unmatched",
 	[C_PY_DROPPED] = "py_frames_dropped",
 	[C_PY_NO_LAYOUT] = "py_no_layout",
@@ -859,6 +861,7 @@ static void publish_python(struct shard *s, __u64 *v)
 	if (s->py)
 		pystack__stats(s->py, &p);
 	v[C_PY_STACKS] = p.stacks;
+	v[C_PY_NS] = p.stacks ? p.ns / p.stacks : 0;
 	v[C_PY_UNMATCHED] = p.unmatched;
 	v[C_PY_DROPPED] = p.dropped;
 	v[C_PY_NO_LAYOUT] = p.no_layout;

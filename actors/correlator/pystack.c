@@ -28,6 +28,7 @@ struct pystack {
 	struct py_codes *codes;
 	struct layout_slot slots[LAYOUT_SLOTS];
 	struct pystack_stats st;
+	__u64 cached_max; /* the most code objects held at once */
 };
 
 struct pystack *pystack__new(void)
@@ -156,6 +157,7 @@ int pystack__merge(struct pystack *ps, const void *rec, const struct xpu_py_stac
 	__u64 ips[XPU_MAX_FRAMES], look, dropped = 0, unmatched = 0;
 	const __u64 *user;
 	__u32 nu, nk = 0, n = 0, next = 0, i, exact, size, npf = py->n;
+	__u64 t0 = xpu_now_ns();
 
 	if (h->type == XPU_REC_CPU_SAMPLE) {
 		const struct xpu_cpu_sample *s = rec;
@@ -199,6 +201,7 @@ int pystack__merge(struct pystack *ps, const void *rec, const struct xpu_py_stac
 		ps->st.frames += npf;
 		ps->st.dropped += dropped;
 		ps->st.unmatched += unmatched;
+		ps->st.ns += xpu_now_ns() - t0;
 	}
 	if (h->type == XPU_REC_CPU_SAMPLE) {
 		const struct xpu_cpu_sample *s = rec;
@@ -249,8 +252,12 @@ void pystack__name(struct pystack *ps, __u32 pid, const __u64 *ips, __u32 n, con
 	}
 }
 
-void pystack__stats(const struct pystack *ps, struct pystack_stats *out)
+void pystack__stats(struct pystack *ps, struct pystack_stats *out)
 {
 	*out = ps->st;
 	py_codes__stats(ps->codes, &out->codes);
+	/* the entries held now fall to 0 as processes go: the peak is what sizes the cache */
+	if (out->codes.cached > ps->cached_max)
+		ps->cached_max = out->codes.cached;
+	out->codes.cached = ps->cached_max;
 }

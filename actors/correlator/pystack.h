@@ -28,6 +28,7 @@ struct pystack_stats {
 			* frame address can carry), any one past XPU_MAX_FRAMES */
 	__u64 unmatched; /* activations with no eval frame in the native stack: put outermost */
 	__u64 no_layout; /* records of a process whose interpreter could not be read here */
+	__u64 ns; /* time spent merging (lines read from code objects included), in total */
 	__u64 named; /* Python frames named on the way out */
 	__u64 unnamed; /* ... that kept their address (the code object could not be read) */
 	struct py_codes_stats codes;
@@ -60,6 +61,7 @@ void pystack__drop_pid(struct pystack *ps, __u32 pid);
 /* Frees names no batch uses any more: call after a batch went out. */
 void pystack__collect(struct pystack *ps);
 
-void pystack__stats(const struct pystack *ps, struct pystack_stats *out);
+/* The counters; codes.cached is the most code objects held at once so far. */
+void pystack__stats(struct pystack *ps, struct pystack_stats *out);
 
 #endif /* XPUSUP_ACTORS_CORRELATOR_PYSTACK_H */

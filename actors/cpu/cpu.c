@@ -511,24 +511,37 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static __u64 bpf_drops(struct cpu_src *c)
+/* The sum over the CPUs of a per-CPU __u64 counter map's entry key into *total: 0, or -1
+ * when it cannot be read (*total unchanged). */
+static int percpu_sum(struct bpf_map *map, __u32 key, __u64 *total)
 {
 	static __u64 per_cpu[MAX_CPUS];
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 total = 0;
-	__u32 why;
-	int i;
+	int ncpu = libbpf_num_possible_cpus(), i;
+	__u64 sum = 0;
 
-	if (ncpu <= 0 || ncpu > MAX_CPUS)
-		return c->count[C_BPF_DROPS];
+	if (ncpu <= 0 || ncpu > MAX_CPUS ||
+	    bpf_map__lookup_elem(map, &key, sizeof(key), per_cpu, sizeof(__u64) * (size_t)ncpu, 0))
+		return -1;
+	for (i = 0; i < ncpu; i++)
+		sum += per_cpu[i];
+	*total = sum;
+	return 0;
+}
+
+static __u64 bpf_drops(struct cpu_src *c)
+{
+	__u64 total = 0, one;
+	bool read = false;
+	__u32 why;
+
 	for (why = 0; why < PROFILE_DROP_MAX; why++) {
-		if (bpf_map__lookup_elem(c->skel->maps.drops, &why, sizeof(why), per_cpu,
-					 sizeof(__u64) * (size_t)ncpu, 0))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			total += per_cpu[i];
+		if (!percpu_sum(c->skel->maps.drops, why, &one)) {
+			total += one;
+			read = true;
+		}
 	}
-	return total;
+	/* nothing read: the last total stands (a smaller one would look like drops undone) */
+	return read ? total : c->count[C_BPF_DROPS];
 }
 
 /* BPF-side drops since the last report travel as one LOSS record (cause bpf_reserve) to the
@@ -555,22 +568,10 @@ static void report_drops(struct cpu_src *c, __u64 now)
 /* The kernel side's Python counters, summed over the CPUs. */
 static void python_counts(struct cpu_src *c)
 {
-	static __u64 per_cpu[MAX_CPUS];
-	int ncpu = libbpf_num_possible_cpus(), i;
 	__u32 which;
 
-	if (ncpu <= 0 || ncpu > MAX_CPUS)
-		return;
-	for (which = 0; which < PROFILE_PY_COUNT_MAX; which++) {
-		__u64 total = 0;
-
-		if (bpf_map__lookup_elem(c->skel->maps.py_counts, &which, sizeof(which), per_cpu,
-					 sizeof(__u64) * (size_t)ncpu, 0))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			total += per_cpu[i];
-		c->count[py_counter_of[which]] = total;
-	}
+	for (which = 0; which < PROFILE_PY_COUNT_MAX; which++)
+		percpu_sum(c->skel->maps.py_counts, which, &c->count[py_counter_of[which]]);
 	c->count[C_PY_PROCESSES] = c->py.st.processes;
 	c->count[C_PY_UNSUPPORTED] = c->py.st.unsupported;
 }

@@ -309,7 +309,7 @@ void stats__sum_status(const struct stats *st, const struct status_sum *keys, un
 		       __u64 *v);
 /* stats.json's Python member's keys (PY_SUMS of them): what the CPU sources' and the
  * correlators' Python readers counted (docs/stats.md). */
-#define PY_SUMS 12
+#define PY_SUMS 14
 extern const struct status_sum stats_python_sums[PY_SUMS];
 
 /* stats.json: the run's totals; final: the run has ended. */

@@ -605,6 +605,8 @@ const struct status_sum stats_python_sums[PY_SUMS] = {
 	{ "frames_named", "py_frames_named", CONF_ROLE_CORRELATOR, 0 },
 	{ "frames_unnamed", "py_frames_unnamed", CONF_ROLE_CORRELATOR, 0 },
 	{ "unmatched", "py_unmatched", CONF_ROLE_CORRELATOR, 0 },
+	{ "merged", "py_stacks_merged", CONF_ROLE_CORRELATOR, 0 },
+	{ "ns_per_merge", "py_ns_per_merge", CONF_ROLE_CORRELATOR, 13 /* merged */ },
 };
 
 void stats__put_json(struct text *t, struct stats *st, bool final)

@@ -757,11 +757,12 @@ static void test_python(void)
 	static const char *const cor[] = { "py_codes_resolved", "py_codes_failed",
 					   "py_codes_cached",	"py_frames_named",
 					   "py_frames_unnamed", "py_unmatched",
+					   "py_stacks_merged",	"py_ns_per_merge",
 					   "unwind_stacks",	"unwind_ns_per_stack",
 					   "py_processes" /* a source's: not counted here */ };
 	static const __u64 src_a[] = { 2, 1, 100, 900, 3, 4 }, src_b[] = { 1, 0, 10, 90, 0, 1 };
-	static const __u64 cor_a[] = { 5, 1, 50, 800, 20, 2, 10, 100, 77 },
-			   cor_b[] = { 3, 0, 30, 150, 4, 1, 30, 200, 77 };
+	static const __u64 cor_a[] = { 5, 1, 50, 800, 20, 2, 40, 3000, 10, 100, 77 },
+			   cor_b[] = { 3, 0, 30, 150, 4, 1, 10, 8000, 30, 200, 77 };
 	static const __u64 sink_v[] = { 1000 };
 	struct xpu_cevent ev[4] = {
 		cpu_event(7, 7, "python3", 100, s1, n1, 0, 4),
@@ -778,8 +779,8 @@ static void test_python(void)
 		tap_bail("out of memory");
 	fake_actor(sb, 0, "cpu", CONF_ROLE_SOURCE, src, src_a, 6);
 	fake_actor(sb, 1, "cpu2", CONF_ROLE_SOURCE, src, src_b, 6);
-	fake_actor(sb, 3, "correlator.0", CONF_ROLE_CORRELATOR, cor, cor_a, 9);
-	fake_actor(sb, 4, "correlator.1", CONF_ROLE_CORRELATOR, cor, cor_b, 9);
+	fake_actor(sb, 3, "correlator.0", CONF_ROLE_CORRELATOR, cor, cor_a, 11);
+	fake_actor(sb, 4, "correlator.1", CONF_ROLE_CORRELATOR, cor, cor_b, 11);
 	fake_actor(sb, 5, "flame", CONF_ROLE_SINK, src + 2, sink_v, 1); /* not a source */
 	st->status = sb;
 	cpu_feed(st, ev, 4);
@@ -808,8 +809,10 @@ static void test_python(void)
 	tap_ok(has(json, "\"python\": {\"processes\": 3, \"unsupported\": 1, \"stacks\": 110, "
 			 "\"frames\": 990, \"truncated\": 3, \"bad_frames\": 5, "
 			 "\"codes_resolved\": 8, \"codes_failed\": 1, \"codes_cached\": 80, "
-			 "\"frames_named\": 950, \"frames_unnamed\": 24, \"unmatched\": 3}"),
-	       "stats.json \"python\": the sources' and the correlators' counters, summed");
+			 "\"frames_named\": 950, \"frames_unnamed\": 24, \"unmatched\": 3, "
+			 "\"merged\": 50, \"ns_per_merge\": 4000}"),
+	       "stats.json \"python\": the sources' and the correlators' counters, summed, ns per "
+	       "merge weighted by each shard's merges");
 	tap_ok(has(json, "\"unwind\": {\"stacks\": 40, \"ok\": 0, \"truncated\": 0, "
 			 "\"failed\": 0, \"failed_no_rule\": 0, \"failed_bad_cfi\": 0, "
 			 "\"failed_loop\": 0, \"frames_cfi\": 0, \"frames_fp\": 0, "
@@ -817,8 +820,8 @@ static void test_python(void)
 	       "stats.json \"unwind\": summed, ns per stack weighted by each shard's stacks");
 	tap_ok(has(txt, "\nPython: 3 processes (1 unsupported), 110 stacks, "
 			"990 frames (3 stacks truncated, 5 bad frames)\n"
-			"  code objects: 8 resolved, 1 failed, 80 from the cache; frames 950 "
-			"named, 24 unnamed; 3 stacks unmatched\n"),
+			"  code objects: 8 resolved, 1 failed, 80 cached; frames 950 named, 24 "
+			"unnamed; 50 stacks merged (4000 ns each), 3 unmatched\n"),
 	       "stats.txt: the Python lines");
 	fmt_stats.free(st);
 	files_free();

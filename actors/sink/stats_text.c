@@ -202,10 +202,10 @@ static void put_text_python(struct text *t, const struct stats *st)
 		  (uint64_t)v[5]);
 	text__put(t,
 		  "  code objects: %" PRIu64 " resolved, %" PRIu64 " failed, %" PRIu64
-		  " from the cache; frames %" PRIu64 " named, %" PRIu64 " unnamed; %" PRIu64
-		  " stacks unmatched\n",
+		  " cached; frames %" PRIu64 " named, %" PRIu64 " unnamed; %" PRIu64
+		  " stacks merged (%" PRIu64 " ns each), %" PRIu64 " unmatched\n",
 		  (uint64_t)v[6], (uint64_t)v[7], (uint64_t)v[8], (uint64_t)v[9], (uint64_t)v[10],
-		  (uint64_t)v[11]);
+		  (uint64_t)v[12], (uint64_t)v[13], (uint64_t)v[11]);
 }
 
 /* Whether the run saw any GPU work or CUDA call: without, the GPU part is one line. */
