@@ -17,9 +17,9 @@ run() { # run NAME SINK_SECTIONS... -> "events seconds"
 	local name=$1 s="sinksbench$$-$1"
 	shift
 	{ printf '%s\n' "$@"; printf '[correlator]\nshards = 2\n[source syn]\nkind = synthetic\nprocesses = 4\nlaunches_per_s = 0\ncount = %s\nanswer_frame = no\n' "$COUNT"; } >"$WORK/$name.conf"
-	"$XPUSUP" start "$WORK/$name.conf" --session "$s" >/dev/null 2>&1 || { echo "0 0"; return; }
+	"$XPUSUP" start "$WORK/$name.conf" --session "$s" >/dev/null 2>&1 || { echo "0 0 0"; return; }
 	/usr/bin/python3 - "$XPUSUP" "$s" "$COUNT" <<'PYEOF'
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 xpusup, session, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.monotonic()
 while True:
@@ -34,33 +34,43 @@ while True:
     if (syn.get("launches", 0) == count and sent >= syn.get("records_out", 1)
             and all(r["produced"] == r["consumed"] for r in j["rings"])
             and sinks and min(sinks) == sent):
-        print(min(sinks), time.monotonic() - t0)
+        # CPU time of the sink actors, user + system (their whole life so far): less
+        # sensitive than the rate to what else the machine runs
+        cpu = 0
+        for x in j["actors"]:
+            if x["role"] == "sink" and x.get("pid"):
+                with open(f"/proc/{x['pid']}/stat") as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                cpu += (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+        print(min(sinks), time.monotonic() - t0, cpu)
         break
     if time.monotonic() - t0 > 600:
-        print(0, 0)
+        print(0, 0, 0)
         break
     time.sleep(0.02)
 PYEOF
 	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
 }
 
-read -r be bt < <(run baseline '[sink out]' 'kind = test')
-read -r fe ft < <(run folded '[sink flame]' 'kind = folded' 'path = out/flame.folded')
-read -r te tt < <(run timeline '[sink trace]' 'kind = timeline' 'path = out/trace.json')
-read -r ue ut < <(run stats '[sink stats]' 'kind = stats' 'path = out/stats.json')
-read -r se st < <(run sinks '[sink flame]' 'kind = folded' 'path = out/flame.folded' \
+read -r be bt bc < <(run baseline '[sink out]' 'kind = test')
+read -r fe ft fc < <(run folded '[sink flame]' 'kind = folded' 'path = out/flame.folded')
+read -r te tt tc < <(run timeline '[sink trace]' 'kind = timeline' 'path = out/trace.json')
+read -r ue ut uc < <(run stats '[sink stats]' 'kind = stats' 'path = out/stats.json')
+read -r se st sc < <(run sinks '[sink flame]' 'kind = folded' 'path = out/flame.folded' \
 	'[sink trace]' 'kind = timeline' 'path = out/trace.json' \
 	'[sink stats]' 'kind = stats' 'path = out/stats.json')
-/usr/bin/python3 - "$COUNT" "$be" "$bt" "$fe" "$ft" "$te" "$tt" "$ue" "$ut" "$se" "$st" <<'PYEOF'
+/usr/bin/python3 - "$COUNT" "$be" "$bt" "$bc" "$fe" "$ft" "$fc" "$te" "$tt" "$tc" "$ue" "$ut" "$uc" "$se" "$st" "$sc" <<'PYEOF'
 import sys
 n, v = sys.argv[1], sys.argv[2:]
-runs = [("baseline: 1 test sink", v[0], v[1]), ("folded alone", v[2], v[3]),
-        ("timeline alone", v[4], v[5]), ("stats alone", v[6], v[7]),
-        ("folded + timeline + stats", v[8], v[9])]
+names = ["baseline: 1 test sink", "folded alone", "timeline alone", "stats alone",
+         "folded + timeline + stats"]
+runs = [(names[i], v[3 * i], v[3 * i + 1], v[3 * i + 2]) for i in range(len(names))]
 base = int(v[0]) / float(v[1]) if float(v[1]) else 0
-print(f"sinks_bench: {n} launches flat out, 2 shards; ratio = rate / baseline rate")
-for name, e, t in runs:
-    e, t = int(e), float(t)
+print(f"sinks_bench: {n} launches flat out, 2 shards; ratio = rate / baseline rate;")
+print("  sink CPU = user + system time of the sink actors per event received")
+for name, e, t, c in runs:
+    e, t, c = int(e), float(t), float(c)
     r = e / t if t else 0
-    print(f"{name:27s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f}")
+    print(f"{name:27s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
+          f" sink CPU {c * 1e9 / e if e else 0:4.0f} ns/event")
 PYEOF
