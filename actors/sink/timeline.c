@@ -224,6 +224,10 @@ struct snapshot {
 	__u64 pos, end; /* ring positions still to write */
 	__u64 cutoff; /* records stamped before this are older than keep_s: left out */
 	__u64 events, skipped; /* written; ring bytes evicted before they could be */
+	/* every record the writer passed from here on was written: a record needing one
+	 * before it (a flow needs its call's slice) is left out */
+	__u64 valid_from;
+	__u64 orphans; /* flows left out so */
 	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
 	int result;
 	char result_path[TL_PATH_MAX];
@@ -251,6 +255,8 @@ struct timeline {
 	__u64 keep_ns;
 	__u64 cur_last; /* the event being handled's last time: what ring records are stamped */
 	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
+	__u64 dep; /* what the record being grouped needs: the launching call's */
+	__u64 last_pos; /* the last record emitted: its position + 1 */
 	size_t hold_len;
 	bool grouping; /* emit holds instead of storing */
 	struct snapshot snap;
@@ -420,16 +426,17 @@ static bool emit_ring(struct timeline *t)
 		t->hold_len += t->len;
 		if (t->grouping)
 			return true;
-		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last);
+		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep, NULL);
 		t->written += ok ? 2 : 0;
 		t->dropped += ok ? 0 : 2;
 		t->hold_len = 0;
 		return ok;
 	}
-	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last)) {
+	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, &t->last_pos)) {
 		t->dropped++;
 		return false;
 	}
+	t->last_pos++; /* + 1: 0 is none */
 	t->written++;
 	return true;
 }
@@ -744,16 +751,18 @@ static const char *clock_name(__u32 c)
 /* ---- flows: launches ---- */
 
 /* tid: the track the event went to (its thread's, or an overlap lane); gen: its file. */
-static void launches__add(struct launch_map *m, __u32 producer, const struct xpu_cevent *e,
-			  __u32 tid, __u32 gen)
+static void launches__add(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 tid,
+			  bool written)
 {
-	struct recent_launch *l = launch_map__put(m, producer, e->id);
+	struct recent_launch *l = launch_map__put(&t->launches, producer, e->id);
+	__u32 gen = written ? t->gen : 0;
 
 	l->ts = e->ts_ns;
 	l->pid = e->pid;
 	l->tid = tid;
 	l->gen = gen;
 	l->kind = e->kind;
+	l->pos = written ? t->last_pos : 0;
 }
 
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
@@ -786,7 +795,8 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		return;
 	}
 	t->flows++;
-	t->grouping = true; /* in the ring, both ends in one record */
+	t->grouping = true; /* in the ring, both ends in one record, which needs the call's */
+	t->dep = from->pos;
 	begin(t, "s", "launch", 6, "launch", cpu_pid(t, from->pid), from->tid, from->ts);
 	put(t, ",\"id\":%" PRIu64, (uint64_t)t->flows);
 	emit(t);
@@ -794,6 +804,7 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 	begin(t, "f", "launch", 6, "launch", vpid, e->stream, e->ts_ns);
 	put(t, ",\"bp\":\"e\",\"id\":%" PRIu64, (uint64_t)t->flows);
 	emit(t);
+	t->dep = 0;
 }
 
 /* ---- SM active % ---- */
@@ -1105,7 +1116,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 		    (uint64_t)e->correlation_id, e->api_id);
 		put_stack(t, e);
 		put(t, "}");
-		launches__add(&t->launches, producer, e, tid, emit(t) ? t->gen : 0);
+		launches__add(t, producer, e, tid, emit(t));
 		return;
 	}
 	n = api_name(e->sub_kind, e->api_id, buf, sizeof(buf));
@@ -1117,7 +1128,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 	put(t, ",\"domain\":\"%s\"", e->sub_kind == XPU_API_DRIVER ? "driver" : "runtime");
 	put_corr(t, e);
 	put(t, "}");
-	launches__add(&t->launches, producer, e, tid, emit(t) ? t->gen : 0);
+	launches__add(t, producer, e, tid, emit(t));
 }
 
 static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
@@ -1653,9 +1664,10 @@ static void snap_finish(struct timeline *t)
 	t->snapshots++;
 	snprintf(sn->result_why, sizeof(sn->result_why),
 		 "%" PRIu64 " events, %" PRIu64 " bytes%s%s; %" PRIu64
-		 " ring bytes evicted while it was written",
+		 " ring bytes evicted while it was written, %" PRIu64
+		 " flow arrows left out with their call",
 		 (uint64_t)t->in_file, (uint64_t)bytes, sn->reason[0] ? ", " : "", sn->reason,
-		 (uint64_t)sn->skipped);
+		 (uint64_t)sn->skipped, (uint64_t)sn->orphans);
 	t->snap_lost += sn->skipped;
 	t->in_file = 0;
 }
@@ -1668,12 +1680,22 @@ static void snap_step(struct timeline *t, __u64 budget)
 	__u64 done = 0;
 
 	while (done < budget) {
+		__u64 skipped = sn->skipped;
+
 		if (trace_ring__next(t->ring, &sn->pos, sn->end, &rec, &sn->skipped)) {
 			snap_finish(t);
 			return;
 		}
-		if (rec.ts < sn->cutoff)
+		if (sn->skipped != skipped) /* evicted under the writer */
+			sn->valid_from = rec.pos;
+		if (rec.ts < sn->cutoff) {
+			sn->valid_from = sn->pos;
 			continue;
+		}
+		if (rec.dep && rec.dep - 1 < sn->valid_from) {
+			sn->orphans++;
+			continue;
+		}
 		out__write(sn->o, sn->events ? ",\n" : "", sn->events ? 2 : 0);
 		out__write(sn->o, rec.text, rec.len);
 		/* a flow's two ends share a record: the only one with a line break inside */
@@ -1728,8 +1750,11 @@ static int snap_start(struct timeline *t, const char *path, const char *reason, 
 	sn->pos = trace_ring__head(t->ring);
 	sn->end = trace_ring__tail(t->ring);
 	sn->cutoff = t->max_ts > t->keep_ns ? t->max_ts - t->keep_ns : 0;
-	sn->events = sn->skipped = 0;
+	sn->events = sn->skipped = sn->orphans = 0;
+	sn->valid_from = sn->pos;
 	out__write(sn->o, trace_head, sizeof(trace_head) - 1);
+	/* a first part now: new events evict from the head, where the writer starts */
+	snap_step(t, SNAP_STEP_BYTES);
 	return 0;
 }
 

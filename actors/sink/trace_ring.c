@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HDR 16u /* struct hdr */
+#define HDR 24u /* struct hdr */
 #define WRAP 0xffffffffu /* len of a wrap mark: the rest of the buffer is unused */
 #define MIN_SIZE 4096u
 
@@ -14,6 +14,7 @@ struct hdr {
 	__u32 len; /* text bytes, or WRAP */
 	__u32 pad;
 	__u64 ts;
+	__u64 dep; /* trace_ring__append's */
 };
 
 struct trace_ring {
@@ -82,11 +83,12 @@ static void drop_head(struct trace_ring *r)
 	r->head += skip;
 }
 
-int trace_ring__append(struct trace_ring *r, const char *text, size_t len, __u64 ts)
+int trace_ring__append(struct trace_ring *r, const char *text, size_t len, __u64 ts, __u64 dep,
+		       __u64 *pos)
 {
 	__u64 need = rec_size((__u32)len), off = r->tail % r->size, rest = r->size - off;
 	__u64 room = need + (rest < need ? rest : 0); /* a record never straddles the end */
-	struct hdr h = { .len = (__u32)len, .ts = ts };
+	struct hdr h = { .len = (__u32)len, .ts = ts, .dep = dep };
 
 	if (len >= WRAP || need > r->size) {
 		r->too_big++;
@@ -117,6 +119,8 @@ int trace_ring__append(struct trace_ring *r, const char *text, size_t len, __u64
 	}
 	memcpy(r->buf + off, &h, sizeof(h));
 	memcpy(r->buf + off + HDR, text, len);
+	if (pos)
+		*pos = r->tail;
 	r->tail += need;
 	r->records++;
 	return 0;
@@ -168,6 +172,8 @@ int trace_ring__next(const struct trace_ring *r, __u64 *pos, __u64 end, struct t
 	rec->text = (const char *)r->buf + *pos % r->size + HDR;
 	rec->len = h.len;
 	rec->ts = h.ts;
+	rec->dep = h.dep;
+	rec->pos = *pos;
 	*pos += rec_size(h.len);
 	return 0;
 }
