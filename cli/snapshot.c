@@ -6,8 +6,8 @@
  * snapshot. For each: a request file in the session directory (common/topology.h), renamed
  * into place so the sink never reads half of it, then SIGUSR1 to the sink's pid; the sink
  * answers in its reply file as the snapshot starts and again when it is written or failed.
- * The request carries an id (our pid and the time) that the reply repeats, so a reply left by
- * an earlier request is never taken for ours.
+ * Both files are named by an id of ours (our pid and the time), so two commands asking at
+ * once each get their own answer.
  */
 #include "cli/snapshot.h"
 
@@ -83,7 +83,7 @@ static bool is_ring(const struct conf_actor *a)
 /* Write the request of t and signal the sink. 0 or -errno (said). */
 static int ask(const struct session *s, struct target *t, const char *out)
 {
-	char name[96], tmp[112], reply[96];
+	char name[192], tmp[208];
 	struct timespec now;
 	FILE *f;
 	int fd;
@@ -91,10 +91,8 @@ static int ask(const struct session *s, struct target *t, const char *out)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	snprintf(t->id, sizeof(t->id), "%d-%lld%09ld", (int)getpid(), (long long)now.tv_sec,
 		 now.tv_nsec);
-	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT, t->actor->name);
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", name, (int)getpid());
-	snprintf(reply, sizeof(reply), XPU_SNAPSHOT_REPLY_FMT, t->actor->name);
-	unlinkat(s->dirfd, reply, 0);
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT "%s", t->actor->name, t->id);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
@@ -104,7 +102,7 @@ static int ask(const struct session *s, struct target *t, const char *out)
 			close(fd);
 		return -EIO;
 	}
-	fprintf(f, "%s\n%s\n", t->id, out ? out : "");
+	fprintf(f, "%s\n", out ? out : "");
 	if (fclose(f) || renameat(s->dirfd, tmp, s->dirfd, name)) {
 		fprintf(stderr, "xpusup: unable to snapshot: cannot write in %s: %s\n", s->dir,
 			strerror(errno));
@@ -120,15 +118,14 @@ static int ask(const struct session *s, struct target *t, const char *out)
 	return 0;
 }
 
-/* Read t's reply and say what changed. */
+/* Read t's reply and say what changed; the reply file goes once it is final. */
 static void poll_reply(const struct session *s, struct target *t)
 {
-	char name[96], buf[8192], *path, *words, *nl, state[16];
-	size_t idlen = strlen(t->id);
+	char name[192], buf[8192], *path, *words, *nl;
 	ssize_t n;
 	int fd;
 
-	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, t->actor->name);
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, t->actor->name, t->id);
 	fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -137,10 +134,10 @@ static void poll_reply(const struct session *s, struct target *t)
 	if (n <= 0)
 		return;
 	buf[n] = 0;
-	if (strncmp(buf, t->id, idlen) || buf[idlen] != ' ' || !(path = strchr(buf, '\n')))
-		return; /* not ours yet, or an earlier request's */
+	path = strchr(buf, '\n');
+	if (!path)
+		return;
 	*path++ = 0;
-	snprintf(state, sizeof(state), "%s", buf + idlen + 1);
 	words = strchr(path, '\n');
 	if (!words)
 		return;
@@ -148,18 +145,20 @@ static void poll_reply(const struct session *s, struct target *t)
 	nl = strchr(words, '\n');
 	if (nl)
 		*nl = 0;
-	if (!strcmp(state, "started") && t->state == 0) {
+	if (!strcmp(buf, "started") && t->state == 0) {
 		t->state = 1;
 		fprintf(stderr, "xpusup: sink %s is writing its snapshot...\n", t->actor->name);
-	} else if (!strcmp(state, "done")) {
+	} else if (!strcmp(buf, "done")) {
 		t->state = 2;
 		printf("%s\n", path);
 		fprintf(stderr, "xpusup: snapshot of sink %s written: %s (%s)\n", t->actor->name,
 			path, words);
-	} else if (!strcmp(state, "error")) {
+	} else if (!strcmp(buf, "error")) {
 		t->state = -1;
 		fprintf(stderr, "xpusup: unable to snapshot sink %s: %s\n", t->actor->name, words);
 	}
+	if (t->state == 2 || t->state == -1)
+		unlinkat(s->dirfd, name, 0);
 }
 
 int snapshot_cmd(int argc, char **argv)

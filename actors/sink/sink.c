@@ -3,6 +3,7 @@
 #include "actors/sink/sink.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,6 +80,7 @@ struct sink {
 	int fmt_counters[FMT_COUNTERS_MAX];
 	unsigned int n_fmt_counters;
 	char snap_id[64]; /* the request whose snapshot is being written; "" none */
+	__u64 snap_started, snap_refused; /* xpu_now_ns of the last of each */
 };
 
 /* SIGUSR1: a snapshot is asked for (sink__snapshot_asked, at the next turn of the loop). */
@@ -265,15 +267,15 @@ static void outcome(void *ctx, int err, const char *why)
 	}
 }
 
-/* The reply to request id (docs: common/topology.h), renamed into place. */
+/* The reply to request id (common/topology.h), renamed into place. */
 static void snapshot_reply(const struct sink *s, const char *id, const char *state,
 			   const char *path, const char *words)
 {
-	char name[96], tmp[112];
+	char name[192], tmp[208];
 	FILE *f;
 	int fd;
 
-	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, s->a->self->name);
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, s->a->self->name, id);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	fd = openat(s->a->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -283,53 +285,79 @@ static void snapshot_reply(const struct sink *s, const char *id, const char *sta
 		close(fd);
 		return;
 	}
-	fprintf(f, "%s %s\n%s\n%s\n", id, state, path, words);
+	fprintf(f, "%s\n%s\n%s\n", state, path, words);
 	if (fclose(f) == 0)
 		renameat(s->a->dirfd, tmp, s->a->dirfd, name);
 }
 
-/* SIGUSR1 came: take the request file if there is one (an `xpusup snapshot`), else a plain
- * signal asks for a snapshot under the format's own name. */
-static void snapshot_asked(struct sink *s)
+/* One request: a snapshot into path (NULL: the format's own name); id "" for a plain
+ * SIGUSR1, which has no reply file. */
+static void snapshot_start(struct sink *s, const char *id, const char *path)
 {
-	char name[96], buf[4096 + 128], id[64] = "-", *path = NULL, *nl, why[600];
-	ssize_t n = 0;
-	int fd, err;
+	char why[600] = "";
+	int err;
 
-	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT, s->a->self->name);
-	fd = openat(s->a->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		unlinkat(s->a->dirfd, name, 0);
-	}
-	if (n > 0) {
-		buf[n] = 0;
-		nl = strchr(buf, '\n');
-		if (nl) {
-			*nl = 0;
-			path = nl + 1;
-			nl = strchr(path, '\n');
-			if (nl)
-				*nl = 0;
-		}
-		snprintf(id, sizeof(id), "%.63s", buf);
-		if (path && !path[0])
-			path = NULL;
-	}
-	why[0] = 0;
 	err = s->drv.fmt->snapshot ? s->drv.fmt->snapshot(s->drv.st, path, why, sizeof(why)) :
 				     -ENOTSUP;
 	if (err == -ENOTSUP && !why[0])
 		snprintf(why, sizeof(why), "a %s sink keeps nothing to snapshot", s->drv.fmt->kind);
 	if (err) {
+		s->snap_refused = xpu_now_ns();
 		fprintf(stderr, "%s: snapshot refused: %s\n", s->a->prog, why);
 		actor__problem(s->a, "snapshot refused: %s", why);
-		snapshot_reply(s, id, "error", path ? path : "", why);
+		if (id[0])
+			snapshot_reply(s, id, "error", path ? path : "", why);
 		return;
 	}
+	s->snap_started = xpu_now_ns();
 	snprintf(s->snap_id, sizeof(s->snap_id), "%s", id);
-	snapshot_reply(s, id, "started", path ? path : "", "");
+	if (id[0])
+		snapshot_reply(s, id, "started", path ? path : "", "");
+}
+
+/* SIGUSR1 came: take every request file there is (`xpusup snapshot`), oldest name first as
+ * the directory gives them; without any, a plain signal asks for a snapshot under the
+ * format's own name. */
+static void snapshot_asked(struct sink *s)
+{
+	char prefix[96], buf[4200], *nl;
+	struct dirent *de;
+	unsigned int n = 0;
+	size_t plen;
+	ssize_t len;
+	DIR *d;
+	int fd;
+
+	snprintf(prefix, sizeof(prefix), XPU_SNAPSHOT_REQ_FMT, s->a->self->name);
+	plen = strlen(prefix);
+	fd = openat(s->a->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		const char *id = de->d_name + plen;
+
+		if (strncmp(de->d_name, prefix, plen) || !id[0] || strlen(id) >= 64 ||
+		    strchr(id, '.'))
+			continue; /* not a request, or one still being written (.tmp) */
+		fd = openat(s->a->dirfd, de->d_name, O_RDONLY | O_CLOEXEC);
+		len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		unlinkat(s->a->dirfd, de->d_name, 0);
+		if (len < 0)
+			continue;
+		buf[len] = 0;
+		nl = strchr(buf, '\n');
+		if (nl)
+			*nl = 0;
+		snapshot_start(s, id, buf[0] ? buf : NULL);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (!n)
+		snapshot_start(s, "", NULL);
 }
 
 /* A snapshot finished (asked for, or fired by a trigger of the format): said in the log, in
@@ -346,7 +374,9 @@ static void snapshot_done(struct sink *s)
 		return;
 	if (r > 0) {
 		fprintf(stderr, "%s: snapshot written to %s: %s\n", s->a->prog, path, why);
-		actor__problem(s->a, NULL);
+		/* a refusal since it started stays shown: it is news to whoever asked */
+		if (s->snap_refused < s->snap_started)
+			actor__problem(s->a, NULL);
 	} else {
 		fprintf(stderr, "%s: snapshot to %s failed: %s\n", s->a->prog, path, why);
 		actor__problem(s->a, "snapshot to %s failed: %s", path, why);

@@ -224,8 +224,9 @@ struct snapshot {
 	__u64 pos, end; /* ring positions still to write */
 	__u64 cutoff; /* records stamped before this are older than keep_s: left out */
 	__u64 events, skipped; /* written; ring bytes evicted before they could be */
-	/* every record the writer passed from here on was written: a record needing one
-	 * before it (a flow needs its call's slice) is left out */
+	/* no record from here on was evicted before the writer passed it: a record needing
+	 * one before it (a flow needs its call's slice), or one older than the cut, is left
+	 * out */
 	__u64 valid_from;
 	__u64 orphans; /* flows left out so */
 	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
@@ -255,7 +256,7 @@ struct timeline {
 	__u64 keep_ns;
 	__u64 cur_last; /* the event being handled's last time: what ring records are stamped */
 	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
-	__u64 dep; /* what the record being grouped needs: the launching call's */
+	__u64 dep, dep_ts; /* what the record being grouped needs: the launching call's */
 	__u64 last_pos; /* the last record emitted: its position + 1 */
 	size_t hold_len;
 	bool grouping; /* emit holds instead of storing */
@@ -426,13 +427,14 @@ static bool emit_ring(struct timeline *t)
 		t->hold_len += t->len;
 		if (t->grouping)
 			return true;
-		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep, NULL);
+		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep,
+					 t->dep_ts, NULL);
 		t->written += ok ? 2 : 0;
 		t->dropped += ok ? 0 : 2;
 		t->hold_len = 0;
 		return ok;
 	}
-	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, &t->last_pos)) {
+	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, 0, &t->last_pos)) {
 		t->dropped++;
 		return false;
 	}
@@ -797,6 +799,7 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 	t->flows++;
 	t->grouping = true; /* in the ring, both ends in one record, which needs the call's */
 	t->dep = from->pos;
+	t->dep_ts = from->ts;
 	begin(t, "s", "launch", 6, "launch", cpu_pid(t, from->pid), from->tid, from->ts);
 	put(t, ",\"id\":%" PRIu64, (uint64_t)t->flows);
 	emit(t);
@@ -812,12 +815,17 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 /* The counter is written only when it changes: a counter holds its value until the next. */
 static void sm_write(struct timeline *t, struct sm_track *k, __u32 pid, __u64 ts, __u32 milli)
 {
+	__u64 keep;
+
 	if (milli + 1 == k->last1)
 		return;
 	k->last1 = milli + 1;
+	keep = t->cur_last;
+	t->cur_last = ts; /* in the ring, its own time: written late, it is no younger */
 	begin(t, "C", "SM active", 9, "gpu", pid, pid, ts);
 	put(t, ",\"args\":{\"%%\":%u.%03u}", milli / 1000, milli % 1000);
 	emit(t);
+	t->cur_last = keep;
 }
 
 /* The track of an sm_active entity: a device's pseudo-process, or the process itself. */
@@ -1679,6 +1687,8 @@ static void snap_step(struct timeline *t, __u64 budget)
 	struct trace_ring_rec rec;
 	__u64 done = 0;
 
+	if (!sn->o)
+		return;
 	while (done < budget) {
 		__u64 skipped = sn->skipped;
 
@@ -1688,11 +1698,11 @@ static void snap_step(struct timeline *t, __u64 budget)
 		}
 		if (sn->skipped != skipped) /* evicted under the writer */
 			sn->valid_from = rec.pos;
-		if (rec.ts < sn->cutoff) {
-			sn->valid_from = sn->pos;
+		if (rec.ts < sn->cutoff)
 			continue;
-		}
-		if (rec.dep && rec.dep - 1 < sn->valid_from) {
+		/* the call's slice was written if it was still there and in the cut (its
+		 * start in the cut is enough: its record is stamped with its end) */
+		if (rec.dep && (rec.dep - 1 < sn->valid_from || rec.dep_ts < sn->cutoff)) {
 			sn->orphans++;
 			continue;
 		}
@@ -1762,8 +1772,9 @@ static int snap_start(struct timeline *t, const char *path, const char *reason, 
  * one is being written or the last trigger was less than trigger_holdoff_s ago. */
 static void trigger_check(struct timeline *t, const struct xpu_cevent *e)
 {
-	char reason[160];
+	char reason[160], why[600];
 	__u64 now;
+	int err;
 
 	if (e->kind == XPU_REC_GPU_KERNEL && t->trig_kernel_ns && e->end_ns > e->ts_ns &&
 	    e->end_ns - e->ts_ns > t->trig_kernel_ns)
@@ -1782,13 +1793,14 @@ static void trigger_check(struct timeline *t, const struct xpu_cevent *e)
 		return;
 	t->trig_last = now;
 	t->triggered++;
-	t->snap.result =
-		snap_start(t, NULL, reason, t->snap.result_why, sizeof(t->snap.result_why));
-	if (!t->snap.result) /* started: its outcome comes when it is written */
+	/* started (maybe written already): its outcome comes with snapshot_result; busy: the
+	 * one in progress covers this moment */
+	err = snap_start(t, NULL, reason, why, sizeof(why));
+	if (!err || err == -EBUSY)
 		return;
+	t->snap.result = err;
 	snprintf(t->snap.result_path, sizeof(t->snap.result_path), "%s", t->path);
-	if (t->snap.result == -EBUSY)
-		t->snap.result = 0; /* one in progress already covers this moment */
+	snprintf(t->snap.result_why, sizeof(t->snap.result_why), "%s", why);
 }
 
 static int ring_tick(struct timeline *t, char *why, size_t why_len)
