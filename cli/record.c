@@ -54,7 +54,8 @@ static const char usage_record[] =
 	"the timeline (trace.json, for Perfetto UI or speedscope) and statistics (stats.json,\n"
 	"stats.txt). Exits with CMD's exit status (128+N when a signal N ended it).\n"
 	"\n"
-	"A run longer than " RECORD_WINDOW_S " s leaves its timeline in windows instead: trace-<UTC start>.json,\n"
+	"A run longer than " RECORD_WINDOW_S
+	" s leaves its timeline in windows instead: trace-<UTC start>.json,\n"
 	"one a minute, each a whole trace that opens on its own, listed in trace.index.json,\n"
 	"the oldest deleted to keep them under " RECORD_MAX_MB " MB (docs/record.md).\n"
 	"\n"
@@ -295,8 +296,9 @@ static bool show_windows(const char *path)
 		n += !strncmp(line, "{\"file\":", 8);
 	free(line);
 	fclose(f);
-	fprintf(stderr, "  %-10s %s (%u windows of up to " RECORD_WINDOW_S
-			" s, each a trace of its own,\n  %-10s beside it as %.*s-<UTC start>.json)\n",
+	fprintf(stderr,
+		"  %-10s %s (%u windows of up to " RECORD_WINDOW_S
+		" s, each a trace of its own,\n  %-10s beside it as %.*s-<UTC start>.json)\n",
 		"timeline", index, n, "", (int)(len - 5), path);
 	return true;
 }
