@@ -421,8 +421,10 @@ static bool emit_ring(struct timeline *t)
 			t->dropped += 2;
 			return false;
 		}
-		if (t->hold_len)
-			memcpy(t->hold + t->hold_len, ",\n", 2), t->hold_len += 2;
+		if (t->hold_len) {
+			memcpy(t->hold + t->hold_len, ",\n", 2);
+			t->hold_len += 2;
+		}
 		memcpy(t->hold + t->hold_len, t->ev, t->len);
 		t->hold_len += t->len;
 		if (t->grouping)
