@@ -137,7 +137,7 @@ struct ev {
 	char sf_text[SHORT_KEEP];
 	uint64_t sf_hash;
 	bool has_ph, has_name, has_pid, has_tid, has_ts, has_dur, has_id, has_bind, has_sf;
-	bool pid_bad, tid_bad, ts_bad, dur_bad; /* present but not what it must be */
+	bool pid_bad, tid_bad, ts_bad, dur_bad, sf_bad; /* present but not what it must be */
 	bool flow_in, flow_out, has_args_name;
 	unsigned int args_kind; /* 0 none, 1 an object, 2 something else */
 	unsigned int args_n, args_numeric;
@@ -272,8 +272,14 @@ static int event_member(struct json_reader *p, const char *key, void *arg)
 		return read_id(p, &e->has_id, &e->id_hash, NULL);
 	if (!strcmp(key, "bind_id"))
 		return read_id(p, &e->has_bind, &e->bind_hash, NULL);
-	if (!strcmp(key, "sf"))
+	if (!strcmp(key, "sf")) {
+		c = json_reader__peek(p);
+		if (c != '"' && c != '-' && (c < '0' || c > '9')) {
+			e->sf_bad = true;
+			return json_reader__skip_value(p, 2);
+		}
 		return read_id(p, &e->has_sf, &e->sf_hash, e->sf_text);
+	}
 	if (!strcmp(key, "flow_in") || !strcmp(key, "flow_out")) {
 		c = json_reader__peek(p);
 		t = c == 't';
@@ -908,7 +914,8 @@ static void on_sf(struct check *c, const struct ev *e)
 		return;
 	c->refs[c->n_refs].id = e->sf_hash;
 	c->refs[c->n_refs].off = e->off;
-	snprintf(c->refs[c->n_refs].text, sizeof(c->refs[0].text), "%s", e->sf_text);
+	snprintf(c->refs[c->n_refs].text, sizeof(c->refs[0].text), "%s",
+		 e->sf_text[0] ? e->sf_text : "(a long id)");
 	c->n_refs++;
 }
 
@@ -921,6 +928,10 @@ static void on_event(struct check *c, const struct ev *e)
 	c->events++;
 	if (e->has_sf)
 		on_sf(c, e);
+	if (e->sf_bad) {
+		describe_ev(e, a, sizeof(a));
+		report(c, K_STACK, e->off, "%s: sf is not an id (a number or a string)", a);
+	}
 	if (!e->has_ph || strlen(e->ph) != 1 || !strchr("BEXiICbneSTpFstfPNODMVvRc()", ph)) {
 		describe_ev(e, a, sizeof(a));
 		report(c, K_EVENT, e->off, "%s: %s", a, e->has_ph ? "unknown ph" : "no ph");

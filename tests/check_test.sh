@@ -217,7 +217,8 @@ cat >"$WORK/stacks_bad.json" <<'EOF'
 {"traceEvents":[
 {"ph":"i","name":"lost","cat":"cpu","pid":42,"tid":42,"ts":1,"s":"t","sf":9},
 {"ph":"i","name":"orphan","cat":"cpu","pid":42,"tid":42,"ts":2,"s":"t","sf":"5"},
-{"ph":"i","name":"lost again","cat":"cpu","pid":42,"tid":42,"ts":3,"s":"t","sf":"9"}
+{"ph":"i","name":"lost again","cat":"cpu","pid":42,"tid":42,"ts":3,"s":"t","sf":"9"},
+{"ph":"i","name":"not an id","cat":"cpu","pid":42,"tid":42,"ts":4,"s":"t","sf":{"id":1}}
 ],
 "stackFrames":{
 "1":{"name":"main"},
@@ -234,8 +235,8 @@ EOF
 check_bad stacks_bad stack 'i "lost" ts 1 on (42, 42): its sf "9" names no frame of stackFrames' \
 	'stackFrames "5": its parent "7" is not a frame' 'stackFrames "6": no name' \
 	'stackFrames "1" is there twice' 'stackFrames "10": its parents lead back to it (a cycle)' \
-	'stackFrames "14" is not an object'
-summary_is stacks_bad "6 violations (stack 6)"
+	'stackFrames "14" is not an object' 'i "not an id" ts 4 on (42, 42): sf is not an id'
+summary_is stacks_bad "7 violations (stack 7)"
 printf '{"traceEvents":[{"ph":"i","name":"a","pid":1,"tid":1,"ts":1,"s":"t","sf":1}],"stackFrames":[]}' >"$WORK/stacks_none.json"
 check_bad stacks_none stack 'stackFrames is not an object' \
 	'i "a" ts 1 on (1, 1): its sf "1" names no frame of stackFrames'
