@@ -286,6 +286,7 @@ struct timeline {
 	size_t frame_names_len;
 	__u64 stacks_inline; /* stacks written inline: the tree was full */
 	struct api_cached api_cache[API_CACHE];
+	struct thread *last_thread; /* touch's last, in the threads table */
 	struct {
 		const char *s;
 		size_t len;
@@ -620,7 +621,7 @@ static __u32 frame_node_of(struct timeline *t, __u32 parent, __u64 ip, bool kern
 	for (; (id = t->frame_slots[i]); i = (i + 1) & FRAME_SLOTS_MASK) {
 		f = &t->frames[id - 1];
 		if (f->ip == ip && f->parent == parent && f->kernel == kernel &&
-		    !strcmp(t->frame_names + f->name_off, name))
+		    (f->name_off ? !strcmp(t->frame_names + f->name_off, name) : !*name))
 			return id;
 	}
 	len = *name ? strnlen(name, XPU_WIRE_FRAME_NAME_MAX) : 0;
@@ -823,13 +824,24 @@ static void learn_comm(struct timeline *t, const struct xpu_cevent *e, __u8 rank
 	}
 }
 
+/* The thread (pid, tid) when it is the one last touched: events come in runs of one thread. */
+static struct thread *thread_cached(struct timeline *t, __u32 pid, __u32 tid)
+{
+	struct thread *th = t->last_thread;
+
+	return th && th->k.a == pid && th->k.b == tid ? th : NULL;
+}
+
 /* Every CPU-side track gets its names at finish: make sure it is known. */
 static void touch(struct timeline *t, __u32 pid, __u32 tid)
 {
-	if (!pid)
+	struct thread *th;
+
+	if (!pid || thread_cached(t, pid, cpu_tid(pid, tid)))
 		return;
-	proc_of(t, pid);
-	thread_of(t, pid, cpu_tid(pid, tid));
+	/* remembered once its process and it are in the tables: entries never move */
+	if (proc_of(t, pid) && (th = thread_of(t, pid, cpu_tid(pid, tid))))
+		t->last_thread = th;
 }
 
 /* [s, e] nests with every slice the lane holds: inside it, around it, or apart. */
@@ -857,11 +869,11 @@ static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
  */
 static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 {
-	struct thread *th = table__get(&t->threads, pid, tid, false);
+	struct thread *th = thread_cached(t, pid, tid);
 	struct lane *l = NULL;
 	__u32 i;
 
-	if (!th)
+	if (!th && !(th = table__get(&t->threads, pid, tid, false)))
 		return tid;
 	for (i = 0; i < LANES; i++) {
 		l = th->lane[i];
@@ -1015,7 +1027,7 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 	bool linked = false;
 	__u32 i;
 
-	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX && !from; i++) {
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
 		linked = true;
