@@ -4,7 +4,9 @@
 #   baseline  one sink of kind test (decodes and counts every batch)
 #   folded, timeline, stats alone, then all three together (each decodes every batch)
 # Each line: events/s = events the slowest sink received / time from the start until it had
-# them all; the ratio is sinks / baseline. Files go to a temporary folder, removed after.
+# them all; the ratio is sinks / baseline; sink CPU is the user + system time of the sink
+# actors over the events received (less sensitive than the rate to what else runs). Then the
+# timeline's bytes per correlated event. Files go to a temporary folder, removed after.
 #
 # Usage: bench/sinks_bench.sh XPUSUP_BINARY [COUNT]   (root, or XDG_RUNTIME_DIR)
 set -u
@@ -55,6 +57,7 @@ PYEOF
 read -r be bt bc < <(run baseline '[sink out]' 'kind = test')
 read -r fe ft fc < <(run folded '[sink flame]' 'kind = folded' 'path = out/flame.folded')
 read -r te tt tc < <(run timeline '[sink trace]' 'kind = timeline' 'path = out/trace.json')
+tbytes=$(stat -c %s "$WORK/out/trace.json" 2>/dev/null || echo 0)
 read -r ue ut uc < <(run stats '[sink stats]' 'kind = stats' 'path = out/stats.json')
 read -r se st sc < <(run sinks '[sink flame]' 'kind = folded' 'path = out/flame.folded' \
 	'[sink trace]' 'kind = timeline' 'path = out/trace.json' \
@@ -74,3 +77,4 @@ for name, e, t, c in runs:
     print(f"{name:27s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
           f" sink CPU {c * 1e9 / e if e else 0:4.0f} ns/event")
 PYEOF
+echo "timeline alone: trace.json of $tbytes bytes, $((tbytes / (te > 0 ? te : 1))) bytes per correlated event"

@@ -22,6 +22,7 @@
 #include "cli/gpu_env.h"
 #include "cli/record.h"
 #include "cli/session_ctl.h"
+#include "cli/snapshot.h"
 #include "cli/status_cmd.h"
 #include "cli/subscribe.h"
 #include "common/config.h"
@@ -42,6 +43,7 @@ static const char usage_main[] =
 	"  run -- CMD            run CMD attached to a running session (GPU activity, ranges)\n"
 	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
 	"  check TRACE.json      check a trace's invariants: order, streams, nesting, flows\n"
+	"  snapshot              write what a session's flight recorder (timeline ring) keeps\n"
 	"\n"
 	"`xpusup COMMAND --help` describes each command. Exit status: 0 success,\n"
 	"100 usage or configuration error, 111 system failure.\n"
@@ -437,6 +439,8 @@ dispatch:
 		return subscribe_cmd(argc, argv);
 	if (!strcmp(cmd, "check"))
 		return check_cmd(argc, argv);
+	if (!strcmp(cmd, "snapshot"))
+		return snapshot_cmd(argc, argv);
 	fprintf(stderr, "xpusup: unable to run '%s': unknown command (see `xpusup --help`)\n", cmd);
 	return XPUSUP_EXIT_USAGE;
 }

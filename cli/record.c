@@ -37,6 +37,12 @@
 #include "supervisor/supervisor.h"
 
 #define OUT_DEFAULT "xpusup-out"
+/* The timeline of a long run comes in windows, the oldest deleted past the cap: a trace
+ * viewer opens one window (about 15-60 MB at a few hundred thousand events a second) where it
+ * could not open the hour; a run shorter than a window still leaves one trace.json
+ * (docs/record.md says why these values). */
+#define RECORD_WINDOW_S "60"
+#define RECORD_MAX_MB "1024"
 #define TOP_FUNCTIONS 5
 
 static const char usage_record[] =
@@ -47,6 +53,11 @@ static const char usage_record[] =
 	"exits, and leave in DIR the folded stacks and flame graph (flame.folded, flame.html),\n"
 	"the timeline (trace.json, for Perfetto UI or speedscope) and statistics (stats.json,\n"
 	"stats.txt). Exits with CMD's exit status (128+N when a signal N ended it).\n"
+	"\n"
+	"A run longer than " RECORD_WINDOW_S
+	" s leaves its timeline in windows instead: trace-<UTC start>.json,\n"
+	"one a minute, each a whole trace that opens on its own, listed in trace.index.json,\n"
+	"the oldest deleted to keep them under " RECORD_MAX_MB " MB (docs/record.md).\n"
 	"\n"
 	"The built-in pipeline samples CPU stacks (eBPF, cpu-clock) and reads counters (perf\n"
 	"events: those this machine has of cycles, instructions, cache and branch misses,\n"
@@ -104,6 +115,8 @@ static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, 
 				   "[sink trace]\n"
 				   "kind = timeline\n"
 				   "path = trace.json\n"
+				   "window_s = " RECORD_WINDOW_S "\n"
+				   "max_mb = " RECORD_MAX_MB "\n"
 				   "\n"
 				   "[sink stats]\n"
 				   "kind = stats\n"
@@ -265,6 +278,31 @@ static void show_top(const char *folded)
 	}
 }
 
+/* A timeline in windows (DIR/trace.index.json beside the path DIR/trace.json): where they
+ * are and how many. false when there is no index. */
+static bool show_windows(const char *path)
+{
+	char index[PATH_MAX], *line = NULL;
+	size_t len = strlen(path), cap = 0;
+	unsigned int n = 0;
+	FILE *f;
+
+	if (len <= 5 || strcmp(path + len - 5, ".json") ||
+	    snprintf(index, sizeof(index), "%.*s.index.json", (int)(len - 5), path) >=
+		    (int)sizeof(index) ||
+	    !(f = fopen(index, "r")))
+		return false;
+	while (getline(&line, &cap, f) > 0)
+		n += !strncmp(line, "{\"file\":", 8);
+	free(line);
+	fclose(f);
+	fprintf(stderr,
+		"  %-10s %s (%u windows of up to " RECORD_WINDOW_S
+		" s, each a trace of its own,\n  %-10s beside it as %.*s-<UTC start>.json)\n",
+		"timeline", index, n, "", (int)(len - 5), path);
+	return true;
+}
+
 /* Where each sink of conf wrote, as the user will look for it. */
 static void show_outputs(const struct conf *conf)
 {
@@ -278,6 +316,8 @@ static void show_outputs(const struct conf *conf)
 
 		if (a->role != CONF_ROLE_SINK ||
 		    conf_actor__path(conf, a, "path", path, sizeof(path)))
+			continue;
+		if (stat(path, &st) && !strcmp(a->kind, "timeline") && show_windows(path))
 			continue;
 		if (stat(path, &st))
 			fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind,

@@ -1151,6 +1151,37 @@ static void section__check_kind(struct parser *p, struct section *sec)
 	sec->kind = k;
 }
 
+static int kind__fill(const struct conf_kind *kind, unsigned int role_bit,
+		      const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
+		      size_t size, char *why, size_t why_len);
+
+static const char *section__get(void *ctx, const char *key)
+{
+	const struct conf_kv *kv = section__find_kv(ctx, key);
+
+	return kv ? kv->value : NULL;
+}
+
+/* The kind's rules across its keys (conf_kind.check), over its options as the actor will read
+ * them, defaults included; a broken rule is reported at the line of the key it names. */
+static void section__check_kind_rules(struct parser *p, struct section *sec, unsigned int role_bit)
+{
+	_Alignas(max_align_t) unsigned char opts[OPTIONS_MAX];
+	const struct conf_kv *kv;
+	const char *key;
+	char why[256];
+
+	if (sec->kind->options_size > sizeof(opts) ||
+	    kind__fill(sec->kind, role_bit, section__get, sec, opts, sec->kind->options_size, why,
+		       sizeof(why)))
+		return; /* reported already: a bad value, or the struct's size */
+	key = sec->kind->check(opts, why, sizeof(why));
+	if (!key)
+		return;
+	kv = section__find_kv(sec, key);
+	report(p, kv ? kv->line : sec->line, "%s in [%s]", why, sec->header);
+}
+
 /* Checks every key of sec; the values of rows in table land in vals[row index], those of the
  * kind's keys in a scratch copy of its options struct (the check is the fill). */
 static void section__check_keys(struct parser *p, struct section *sec, const struct conf_key *table,
@@ -1160,6 +1191,7 @@ static void section__check_keys(struct parser *p, struct section *sec, const str
 	char expected[256], qbuf[QUOTE_MAX + 4];
 	_Alignas(max_align_t) unsigned char scratch[OPTIONS_MAX];
 	size_t opts_size = sec->kind ? sec->kind->options_size : 0;
+	bool any_bad = false;
 	int bad;
 
 	if (opts_size > sizeof(scratch)) {
@@ -1195,6 +1227,7 @@ static void section__check_keys(struct parser *p, struct section *sec, const str
 		else
 			bad = key__store(k, kv->value, scratch, opts_size);
 		if (bad) {
+			any_bad = true;
 			key_schema__expected(k, expected, sizeof(expected));
 			report(p, kv->line, "bad value '%s' for '%s': expected %s",
 			       quote(kv->value, qbuf), kv->key, expected);
@@ -1204,6 +1237,8 @@ static void section__check_keys(struct parser *p, struct section *sec, const str
 		if (dst)
 			*dst = v;
 	}
+	if (sec->kind && sec->kind->check && !any_bad)
+		section__check_kind_rules(p, sec, role_bit);
 }
 
 /* Fills unset, not-bad values from the table's defaults. */
@@ -1610,9 +1645,10 @@ int conf_actor__options(const struct conf_actor *actor, void *opts, size_t size)
 				  (void *)actor, opts, size, why, sizeof(why));
 }
 
-int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
-		       const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
-		       size_t size, char *why, size_t why_len)
+/* conf_kind__options without the kind's cross-key check. */
+static int kind__fill(const struct conf_kind *kind, unsigned int role_bit,
+		      const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
+		      size_t size, char *why, size_t why_len)
 {
 	char expected[256], qbuf[QUOTE_MAX + 4];
 	const struct conf_key *k;
@@ -1638,6 +1674,17 @@ int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int conf_kind__options(const struct conf_kind *kind, unsigned int role_bit,
+		       const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
+		       size_t size, char *why, size_t why_len)
+{
+	int err = kind__fill(kind, role_bit, get, ctx, opts, size, why, why_len);
+
+	if (err || !kind->check || !kind->check(opts, why, why_len))
+		return err;
+	return -EINVAL;
 }
 
 int conf_kind__check(const struct conf_kind *kind, char *why, size_t why_len)

@@ -111,6 +111,10 @@ struct conf_kind {
 	 * source a pipeline */
 	const char *in_process_socket;
 	size_t options_size; /* sizeof its options struct */
+	/* optional: the rules across keys, over the options as read (defaults included):
+	 * NULL when they hold, else the key to blame (its line is reported; a key not
+	 * written points at the section) with why in words */
+	const char *(*check)(const void *opts, char *why, size_t why_len);
 };
 
 struct conf_kv {

@@ -16,6 +16,15 @@
  * correlator shard pushes every batch to every sink). */
 #define XPU_SINK_URL_FMT "ipc://%s/sink.%s.ipc"
 
+/* A snapshot asked of sink NAME (`xpusup snapshot`, docs/timeline.md): the asker writes its
+ * request file in the session directory (renamed into place), named by an id of its own, and
+ * sends the sink SIGUSR1; the sink takes every request file there is (one snapshot at a time:
+ * the others are refused) and answers each in its reply file, rewritten as the snapshot goes.
+ *	snapshot.NAME.req.ID:    "PATH\n"          (PATH empty: the sink's own name)
+ *	snapshot.NAME.reply.ID:  "STATE\nPATH\nWORDS\n"  STATE started, done or error */
+#define XPU_SNAPSHOT_REQ_FMT "snapshot.%s.req."
+#define XPU_SNAPSHOT_REPLY_FMT "snapshot.%s.reply.%s"
+
 /* The correlator shard that owns pid: every source routes a process's records there, so one
  * shard holds all of a process's join state. */
 static inline __u32 xpu_shard_of(__u32 pid, __u32 shards)

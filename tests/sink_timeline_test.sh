@@ -14,9 +14,8 @@ TESTS=${2:?usage: sink_timeline_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR}
 . "$(dirname "$0")/session_lib.sh"
 session_lib_init timelinetest t
 CHECK="$TESTS/timeline_check.py"
-SPEEDSCOPE="$TESTS/web/node_modules/speedscope/dist/release"
-HTTP_PID=""
-cleanup_extra() { [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null; }
+. "$(dirname "$0")/speedscope_lib.sh"
+cleanup_extra() { speedscope_stop; }
 
 summary() { # summary CHECKER_OUTPUT_FILE KEY: a value from the checker's JSON summary
 	tail -n 1 "$1" | "$PY" -c "import json, sys; print(json.load(sys.stdin).get('$2'))" 2>/dev/null
@@ -73,7 +72,7 @@ ok $? "paced: trace.json is valid JSON ($(head -c 200 "$WORK/json.err"))"
 read -r k c m <<<"$(gpu_counts 2400)"
 "$PY" "$CHECK" "$WORK/paced/trace.json" --nesting --sm exact --expect kernel="$k" \
 	--expect memcpy="$c" --expect memset="$m" --expect flows=2400 --expect cuda_api=2400 \
-	--expect cpu_samples=150 --expect stacks=$((2400 + 2400 + 150)) --expect stacks_inline=0 \
+	--expect cpu_samples=150 --expect stacks=$((2400 + 2400 + 150)) --expect stacks_inline=0 --frames-exact \
 	>"$WORK/paced.check" 2>&1
 ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m memsets, 2400 flows, a stack in stackFrames for every launch, GPU record and sample ($(head -c 600 "$WORK/paced.check" | tr '\n' ' '))"
 [ "$(summary "$WORK/paced.check" sm_windows_checked)" -gt 0 ] 2>/dev/null &&
@@ -81,72 +80,14 @@ ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m me
 	[ "$(summary "$WORK/paced.check" ranges)" -gt 0 ] 2>/dev/null
 ok $? "paced: 8 stream tracks (4 processes x 2 streams), ranges, and SM-active windows checked ($(tail -n 1 "$WORK/paced.check"))"
 
-# ---- speedscope in headless Chromium ---------------------------------------------------
-# speedscope_renders FILE WANT...: speedscope (served on $port) fetches FILE and its page, as
-# headless Chromium leaves it, holds the title "FILE - speedscope" and every WANT text, and
-# no error page. speedscope draws with WebGL after the fetch: virtual time lets that finish
-# before the DOM is dumped; a browser start can fail, so up to 3 tries.
-speedscope_renders() {
-	local file=$1 try
-	shift
-	for try in 1 2 3; do
-		rm -rf "$WORK/chrome"
-		timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --enable-unsafe-swiftshader \
-			--disable-dev-shm-usage --no-first-run --user-data-dir="$WORK/chrome" \
-			--window-size=1400,900 --virtual-time-budget=20000 --dump-dom \
-			"http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2F$file&view=sandwich" \
-			>"$WORK/dom.html" 2>"$WORK/chromium.err"
-		"$PY" - "$WORK/dom.html" "$file - speedscope" "$@" >"$WORK/dom.check" 2>&1 <<'PYEOF' && return 0
-import re, sys
-dom = open(sys.argv[1], encoding="utf-8", errors="replace").read()
-text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
-missing = [w for w in sys.argv[2:] if w not in text]
-for w in ("Something went wrong", "Drag and drop a profile"):
-    if w in text:
-        missing.append(f"(shows {w!r})")
-print("missing: " + ", ".join(missing) if missing else "rendered")
-sys.exit(1 if missing else 0)
-PYEOF
-	done
-	return 1
-}
-
-speedscope_said() { # what the last check found, and what Chromium said that matters
-	head -c 300 "$WORK/dom.check"
-	grep -v -e dbus -e WebGL -e 'GL Driver' -e 'unexpected operator' "$WORK/chromium.err" | head -c 300
-}
-
-CHROMIUM=$(command -v chromium || command -v chromium-browser)
-if [ -z "$CHROMIUM" ] || [ ! -f "$SPEEDSCOPE/index.html" ]; then
-	why="needs chromium and speedscope: run scripts/install-deps"
-	if [ "${CI:-}" = true ]; then
-		ok 1 "speedscope: $why"
-	else
-		n=$((n + 1))
-		echo "ok $n # SKIP speedscope: $why"
-	fi
+# ---- speedscope in headless Chromium (tests/speedscope_lib.sh) -------------------------
+speedscope_start
+rc=$?
+if [ $rc = 1 ]; then
+	speedscope_missing "speedscope"
 else
-	mkdir -p "$WORK/web"
-	cp -r "$SPEEDSCOPE/." "$WORK/web/" && cp "$WORK/paced/trace.json" "$WORK/web/trace.json"
-	port=""
-	for try in 1 2 3; do # a port another process takes between the pick and the bind
-		port=$(free_port)
-		"$PY" -m http.server "$port" --bind 127.0.0.1 --directory "$WORK/web" >"$WORK/http.log" 2>&1 &
-		HTTP_PID=$!
-		"$PY" - "$port" <<'PYEOF' && break
-import sys, time, urllib.request
-for _ in range(100):
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/index.html", timeout=1).read()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit(1)
-PYEOF
-		kill "$HTTP_PID" 2>/dev/null
-		HTTP_PID=""
-	done
-	[ -n "$HTTP_PID" ]
+	cp "$WORK/paced/trace.json" "$WORK/web/trace.json"
+	[ $rc = 0 ]
 	ok $? "speedscope: its files and trace.json are served on 127.0.0.1:$port"
 	tracks=$(summary "$WORK/paced.check" tracks_with_slices)
 	# trace.json: one profile per thread or stream track with slices, the first named by

@@ -35,7 +35,7 @@ struct fmt_env {
 	const struct xpu_status_block *status;
 };
 
-#define FMT_COUNTERS_MAX 12
+#define FMT_COUNTERS_MAX 20
 
 enum { FMT_IDLE = 0, FMT_COMPLETE = 1, FMT_WROTE = 2 };
 
@@ -57,6 +57,14 @@ struct fmt_ops {
 	void (*free)(void *st);
 	/* up to max (name, value) counters to show in status; returns how many */
 	unsigned int (*counters)(void *st, const char **names, __u64 *values, unsigned int max);
+	/* optional: start a snapshot of what the format keeps in memory (the timeline's
+	 * mode = ring) into path (NULL: a name of its own). 0: started, written over the next
+	 * ticks; -EBUSY: one is being written; -ENOTSUP: the format keeps nothing; -errno;
+	 * each with why */
+	int (*snapshot)(void *st, const char *path, char *why, size_t why_len);
+	/* optional: the outcome of the last snapshot, told once: 1 written (path, and a
+	 * summary in why), -errno failed (why), 0 nothing new */
+	int (*snapshot_result)(void *st, char *path, size_t path_len, char *why, size_t why_len);
 };
 
 extern const struct fmt_ops fmt_folded;

@@ -3,7 +3,9 @@
 #include "actors/sink/sink.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +79,18 @@ struct sink {
 	int counters[C_N];
 	int fmt_counters[FMT_COUNTERS_MAX];
 	unsigned int n_fmt_counters;
+	char snap_id[64]; /* the request whose snapshot is being written; "" none */
+	__u64 snap_started, snap_refused; /* xpu_now_ns of the last of each */
 };
+
+/* SIGUSR1: a snapshot is asked for (sink__snapshot_asked, at the next turn of the loop). */
+static volatile sig_atomic_t snapshot_signal;
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+	snapshot_signal = 1;
+}
 
 static const char *env_get(void *ctx, const char *key)
 {
@@ -254,6 +267,125 @@ static void outcome(void *ctx, int err, const char *why)
 	}
 }
 
+/* The reply to request id (common/topology.h), renamed into place. */
+static void snapshot_reply(const struct sink *s, const char *id, const char *state,
+			   const char *path, const char *words)
+{
+	char name[192], tmp[208];
+	FILE *f;
+	int fd;
+
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, s->a->self->name, id);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(s->a->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	fprintf(f, "%s\n%s\n%s\n", state, path, words);
+	if (fclose(f) == 0)
+		renameat(s->a->dirfd, tmp, s->a->dirfd, name);
+}
+
+/* One request: a snapshot into path (NULL: the format's own name); id "" for a plain
+ * SIGUSR1, which has no reply file. */
+static void snapshot_start(struct sink *s, const char *id, const char *path)
+{
+	char why[600] = "";
+	int err;
+
+	err = s->drv.fmt->snapshot ? s->drv.fmt->snapshot(s->drv.st, path, why, sizeof(why)) :
+				     -ENOTSUP;
+	if (err == -ENOTSUP && !why[0])
+		snprintf(why, sizeof(why), "a %s sink keeps nothing to snapshot", s->drv.fmt->kind);
+	if (err) {
+		s->snap_refused = xpu_now_ns();
+		fprintf(stderr, "%s: snapshot refused: %s\n", s->a->prog, why);
+		actor__problem(s->a, "snapshot refused: %s", why);
+		if (id[0])
+			snapshot_reply(s, id, "error", path ? path : "", why);
+		return;
+	}
+	s->snap_started = xpu_now_ns();
+	snprintf(s->snap_id, sizeof(s->snap_id), "%s", id);
+	if (id[0])
+		snapshot_reply(s, id, "started", path ? path : "", "");
+}
+
+/* SIGUSR1 came: take every request file there is (`xpusup snapshot`), oldest name first as
+ * the directory gives them; without any, a plain signal asks for a snapshot under the
+ * format's own name. */
+static void snapshot_asked(struct sink *s)
+{
+	char prefix[96], buf[4200], *nl;
+	struct dirent *de;
+	unsigned int n = 0;
+	size_t plen;
+	ssize_t len;
+	DIR *d;
+	int fd;
+
+	snprintf(prefix, sizeof(prefix), XPU_SNAPSHOT_REQ_FMT, s->a->self->name);
+	plen = strlen(prefix);
+	fd = openat(s->a->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		const char *id = de->d_name + plen;
+
+		if (strncmp(de->d_name, prefix, plen) || !id[0] || strlen(id) >= 64 ||
+		    strchr(id, '.'))
+			continue; /* not a request, or one still being written (.tmp) */
+		fd = openat(s->a->dirfd, de->d_name, O_RDONLY | O_CLOEXEC);
+		len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		unlinkat(s->a->dirfd, de->d_name, 0);
+		if (len < 0)
+			continue;
+		buf[len] = 0;
+		nl = strchr(buf, '\n');
+		if (nl)
+			*nl = 0;
+		snapshot_start(s, id, buf[0] ? buf : NULL);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (!n)
+		snapshot_start(s, "", NULL);
+}
+
+/* A snapshot finished (asked for, or fired by a trigger of the format): said in the log, in
+ * the reply when one was asked for, and as the sink's problem when it failed. */
+static void snapshot_done(struct sink *s)
+{
+	char path[4096], why[600];
+	int r;
+
+	if (!s->drv.fmt->snapshot_result)
+		return;
+	r = s->drv.fmt->snapshot_result(s->drv.st, path, sizeof(path), why, sizeof(why));
+	if (!r)
+		return;
+	if (r > 0) {
+		fprintf(stderr, "%s: snapshot written to %s: %s\n", s->a->prog, path, why);
+		/* a refusal since it started stays shown: it is news to whoever asked */
+		if (s->snap_refused < s->snap_started)
+			actor__problem(s->a, NULL);
+	} else {
+		fprintf(stderr, "%s: snapshot to %s failed: %s\n", s->a->prog, path, why);
+		actor__problem(s->a, "snapshot to %s failed: %s", path, why);
+	}
+	if (s->snap_id[0])
+		snapshot_reply(s, s->snap_id, r > 0 ? "done" : "error", path, why);
+	s->snap_id[0] = 0;
+}
+
 static bool stopping(void *ctx)
 {
 	const struct sink *s = ctx;
@@ -266,6 +398,11 @@ static void beat(void *ctx)
 	struct sink *s = ctx;
 
 	actor__beat(s->a);
+	if (snapshot_signal) {
+		snapshot_signal = 0;
+		snapshot_asked(s);
+	}
+	snapshot_done(s);
 }
 
 static const struct sink_driver_ops sink_actor_ops = {
@@ -291,6 +428,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 {
 	char prog[64], why[512];
 	struct sink s = { .drv = { .fmt = fmt, .ops = &sink_actor_ops, .tick_at_once = true } };
+	struct sigaction usr1 = { .sa_handler = on_sigusr1 };
 	struct fmt_env env;
 	struct actor a;
 	int err, i;
@@ -316,6 +454,8 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	}
 	for (i = 0; i < C_N; i++)
 		s.counters[i] = actor__counter(&a, counter_names[i]);
+	sigemptyset(&usr1.sa_mask);
+	sigaction(SIGUSR1, &usr1, NULL);
 	actor__ready(&a);
 	sink_driver__run(&s.drv);
 	/* Stopping: the correlators stopped first; take what they left in the queue. */
@@ -323,6 +463,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 		sink_driver__step(&s.drv, i < 5);
 	why[0] = 0;
 	err = fmt->finish(s.drv.st, why, sizeof(why));
+	snapshot_done(&s); /* one asked for while stopping was finished by finish */
 	outcome(&s, err ? err : FMT_COMPLETE, why);
 	publish(&s);
 	sink__close(&s);

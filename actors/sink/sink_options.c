@@ -2,6 +2,8 @@
 /* The sink kinds' keys (docs/sinks.md), and where each lands in its format's options struct. */
 #include "actors/sink/sink_options.h"
 
+#include <stdio.h>
+
 /* kind = stats (actors/sink/stats.c, docs/stats.md). */
 static const struct conf_key stats_keys[] = {
 	{ .key = "path",
@@ -162,6 +164,8 @@ const struct conf_kind publish_conf_kind = {
 	.options_size = sizeof(struct publish_options),
 };
 
+static const char *const timeline_mode_names[] = { "file", "ring", NULL };
+
 /* kind = timeline (actors/sink/timeline.c, docs/timeline.md). */
 static const struct conf_key timeline_keys[] = {
 	{ .key = "path",
@@ -193,8 +197,89 @@ static const struct conf_key timeline_keys[] = {
 	  .max = 16777216,
 	  .def = "262144",
 	  .doc = "recent launches remembered for flow arrows to the GPU work they launched" },
+	{ .key = "mode",
+	  CONF_MEMBER(struct timeline_options, mode),
+	  .type = CONF_T_ENUM,
+	  .roles = CONF_SINK,
+	  .names = timeline_mode_names,
+	  .def = "file",
+	  .doc = "file: events go to disk as they come; ring: the last keep_s in memory, "
+		 "written on `xpusup snapshot`, SIGUSR1, a trigger and at stop" },
+	{ .key = "window_s",
+	  CONF_MEMBER(struct timeline_options, window_s),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .max = 86400,
+	  .def = "0",
+	  .doc = "mode = file: a new self-contained file every N seconds, listed in an index; "
+		 "0: one file" },
+	{ .key = "max_mb",
+	  CONF_MEMBER(struct timeline_options, max_mb),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .max = 1048576,
+	  .doc = "windows: the most MiB on disk, oldest windows deleted (default none); ring: "
+		 "the most MiB of events in memory (default 256)" },
+	{ .key = "keep_s",
+	  CONF_MEMBER(struct timeline_options, keep_s),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 86400,
+	  .def = "60",
+	  .doc = "mode = ring: seconds of events kept, before the newest" },
+	{ .key = "trigger_kernel_us",
+	  CONF_MEMBER(struct timeline_options, trigger_kernel_us),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .max = 3600000000ull,
+	  .def = "0",
+	  .doc = "mode = ring: a snapshot when a GPU kernel runs longer than this; 0: never" },
+	{ .key = "trigger_mark",
+	  CONF_MEMBER(struct timeline_options, trigger_mark),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .doc = "mode = ring: a snapshot when a user mark or range of this name arrives "
+		 "(annotate API)" },
+	{ .key = "trigger_holdoff_s",
+	  CONF_MEMBER(struct timeline_options, trigger_holdoff_s),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .max = 86400,
+	  .def = "10",
+	  .doc = "mode = ring: after a triggered snapshot, triggers are ignored this long" },
 	{ .key = NULL },
 };
+
+/* What only makes sense in one mode is refused in the other, rather than ignored. */
+static const char *timeline_check(const void *opts, char *why, size_t why_len)
+{
+	const struct timeline_options *o = opts;
+
+	if (o->mode == TIMELINE_RING && o->window_s) {
+		snprintf(why, why_len,
+			 "window_s is for mode = file (mode = ring keeps events in "
+			 "memory and writes them on demand)");
+		return "window_s";
+	}
+	if (o->mode == TIMELINE_FILE && o->max_mb && !o->window_s) {
+		snprintf(why, why_len,
+			 "max_mb needs window_s in mode = file (old windows are "
+			 "what is deleted to stay under it)");
+		return "max_mb";
+	}
+	if (o->mode == TIMELINE_FILE && (o->trigger_kernel_us || o->trigger_mark)) {
+		snprintf(why, why_len,
+			 "triggers are for mode = ring (mode = file writes every "
+			 "event already)");
+		return o->trigger_kernel_us ? "trigger_kernel_us" : "trigger_mark";
+	}
+	if (o->trigger_mark && !o->trigger_mark[0]) {
+		snprintf(why, why_len, "an empty trigger_mark");
+		return "trigger_mark";
+	}
+	return NULL;
+}
 
 const struct conf_kind timeline_conf_kind = {
 	.name = "timeline",
@@ -203,4 +288,5 @@ const struct conf_kind timeline_conf_kind = {
 	.keys = timeline_keys,
 	.doc = "Chrome trace JSON for Perfetto and speedscope",
 	.options_size = sizeof(struct timeline_options),
+	.check = timeline_check,
 };

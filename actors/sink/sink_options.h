@@ -42,13 +42,26 @@ struct publish_options {
 	unsigned long long linger_ms;
 };
 
+/* timeline's `mode`: in the order of the schema's names. */
+enum timeline_mode { TIMELINE_FILE, TIMELINE_RING };
+
 /* kind = timeline: one member per key of timeline_keys. */
 struct timeline_options {
 	const char *path;
 	unsigned long long sm_window_ms;
 	unsigned long long sm_lateness_ms;
 	unsigned long long max_launches;
+	int mode; /* enum timeline_mode */
+	unsigned long long window_s; /* file: a new file every window_s; 0: one file */
+	unsigned long long max_mb; /* file with windows: on disk; ring: in memory; 0: none */
+	unsigned long long keep_s; /* ring */
+	unsigned long long trigger_kernel_us; /* ring: 0 none */
+	const char *trigger_mark; /* ring: NULL none */
+	unsigned long long trigger_holdoff_s; /* ring */
 };
+
+/* Defaults of the ring when its keys are not written (docs/pipeline.md says why). */
+#define TIMELINE_RING_MB_DEFAULT 256
 
 extern const struct conf_kind stats_conf_kind;
 extern const struct conf_kind folded_conf_kind;

@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actors/sink/clock_sync.h"
 #include "actors/sink/derived.h"
@@ -60,6 +61,8 @@
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
 #include "actors/sink/sm_active.h"
+#include "actors/sink/trace_files.h"
+#include "actors/sink/trace_ring.h"
 #include "common/config.h"
 #include "common/hash.h"
 #include "common/json_escape.h"
@@ -100,6 +103,10 @@
 #define FRAME_SLOTS_MASK (2 * FRAMES_MAX - 1)
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
+#define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
+/* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
+ * receiving meanwhile (a big ring at disk speed takes seconds). */
+#define SNAP_STEP_BYTES (32ull << 20)
 
 /* ---- bounded hash tables: open addressing, at most half full, never shrink ---- */
 
@@ -250,9 +257,57 @@ struct sync_reading {
 	__u64 ref_before, other, ref_after;
 };
 
+/* A snapshot of the ring being written (mode = ring), and the last one's outcome. */
+struct snapshot {
+	struct out *o; /* NULL: none in progress */
+	char path[TL_PATH_MAX];
+	char reason[160];
+	__u64 pos, end; /* ring positions still to write */
+	__u64 cutoff; /* records stamped before this are older than keep_s: left out */
+	__u64 events, skipped; /* written; ring bytes evicted before they could be */
+	/* no record from here on was evicted before the writer passed it: a record needing
+	 * one before it (a flow needs its call's slice), or one older than the cut, is left
+	 * out */
+	__u64 valid_from;
+	__u64 orphans; /* flows left out so */
+	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
+	int result;
+	char result_path[TL_PATH_MAX];
+	char result_why[600];
+	__u64 result_events, result_bytes;
+};
+
 struct timeline {
 	char path[TL_PATH_MAX];
+	char cur_path[TL_PATH_MAX]; /* the file being written: path, or the window's */
 	__u64 window_ns, lateness_ns;
+	int mode; /* enum timeline_mode */
+	/* windows (mode = file, window_s): */
+	struct trace_windows *windows; /* NULL: one file */
+	__u64 rot_ns; /* window_s */
+	__u64 max_bytes; /* max_mb */
+	__u64 win_limit; /* a window closes early at this size: the cap holds a few */
+	__u64 trim_at; /* out__bytes at which older windows must go for the cap */
+	__u64 win_opened; /* xpu_now_ns of the current window's start */
+	__u64 win_wall; /* its CLOCK_REALTIME start */
+	__u64 win_first, win_last; /* the events' time range in the current window */
+	bool rotate; /* the current window is full: closed after this event */
+	/* the flight recorder (mode = ring): */
+	struct trace_ring *ring;
+	__u64 keep_ns;
+	__u64 cur_last; /* the event being handled's last time: what ring records are stamped */
+	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
+	__u64 dep, dep_ts; /* what the record being grouped needs: the launching call's */
+	__u64 last_pos; /* the last record emitted: its position + 1 */
+	size_t hold_len;
+	bool grouping; /* emit holds instead of storing */
+	struct snapshot snap;
+	__u64 trig_kernel_ns, holdoff_ns, trig_last;
+	char trig_mark[XPU_STRING_MAX + 1];
+	size_t trig_mark_len;
+	__u64 snapshots, snapshot_errors, triggered, snap_busy, snap_lost;
+	int win_err; /* a window that could not be closed, shown at the next tick */
+	char win_why[600];
 	struct out *o; /* NULL while the file cannot be created */
 	int werr; /* a write to o failed: the file is broken */
 	int open_err;
@@ -298,6 +353,17 @@ static const char *const counter_names[] = {
 	"bytes_written",   "events_dropped", "ranges_unmatched",
 	"sm_late_kernels", "tables_full",    "lanes_full",
 	"stacks_inline",
+};
+#define COUNTERS_BASE 10
+
+/* after the base ones: with windows */
+static const char *const window_counter_names[] = { "windows_written", "windows_deleted",
+						    "window_bytes_deleted", "windows_on_disk" };
+/* in mode = ring */
+static const char *const ring_counter_names[] = {
+	"ring_bytes",	       "ring_events",	    "ring_evicted",
+	"ring_expired",	       "snapshots",	    "snapshot_errors",
+	"snapshots_triggered", "snapshots_refused", "snapshot_lost_bytes",
 };
 
 /* ---- building one event ---- */
@@ -507,6 +573,45 @@ static void begin(struct timeline *t, char ph, const char *name, size_t name_len
 	}
 }
 
+/* mode = ring: the event into the ring, stamped with the last time of what it came from (so
+ * a slice that ended lately is kept as long as its end is), or held while grouping (a flow's
+ * start: its end joins it in one record, so the two leave the ring together). */
+static bool emit_ring(struct timeline *t)
+{
+	bool ok = true;
+
+	if (t->grouping || t->hold_len) {
+		if (t->hold_len + 2 + t->len > HOLD_MAX) {
+			t->hold_len = 0;
+			t->dropped += 2;
+			return false;
+		}
+		if (t->hold_len) {
+			memcpy(t->hold + t->hold_len, ",\n", 2);
+			t->hold_len += 2;
+		}
+		memcpy(t->hold + t->hold_len, t->ev, t->len);
+		t->hold_len += t->len;
+		if (t->grouping)
+			return true;
+		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep,
+					 t->dep_ts, NULL);
+		t->written += ok ? 2 : 0;
+		t->dropped += ok ? 0 : 2;
+		t->hold_len = 0;
+		return ok;
+	}
+	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, 0, &t->last_pos)) {
+		t->dropped++;
+		return false;
+	}
+	t->last_pos++; /* + 1: 0 is none */
+	t->written++;
+	return true;
+}
+
+static void window_full(struct timeline *t);
+
 /* Finish the event and append it to the file: the one place events leave. The event is
  * t->ev[0, t->len); the separator from the previous one goes into the EV_HEAD bytes before
  * it, so both leave in one copy. An event that cannot be written (no file, a broken one, or
@@ -517,6 +622,8 @@ static bool emit(struct timeline *t)
 	int err;
 
 	put_lit(t, "}");
+	if (t->ring && !t->o && !t->overflow)
+		return emit_ring(t);
 	if (t->overflow || !t->o || t->werr) {
 		t->dropped++;
 		return false;
@@ -534,6 +641,8 @@ static bool emit(struct timeline *t)
 	}
 	t->in_file++;
 	t->written++;
+	if (t->windows && out__bytes(t->o) >= t->trim_at)
+		window_full(t);
 	return true;
 }
 
@@ -1006,16 +1115,18 @@ static const char *clock_name(__u32 c)
 /* ---- flows: launches ---- */
 
 /* tid: the track the event went to (its thread's, or an overlap lane); gen: its file. */
-static void launches__add(struct launch_map *m, __u32 producer, const struct xpu_cevent *e,
-			  __u32 tid, __u32 gen)
+static void launches__add(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 tid,
+			  bool written)
 {
-	struct recent_launch *l = launch_map__put(m, producer, e->id);
+	struct recent_launch *l = launch_map__put(&t->launches, producer, e->id);
+	__u32 gen = written ? t->gen : 0;
 
 	l->ts = e->ts_ns;
 	l->pid = e->pid;
 	l->tid = tid;
 	l->gen = gen;
 	l->kind = e->kind;
+	l->pos = written ? t->last_pos : 0;
 }
 
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
@@ -1048,13 +1159,18 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		return;
 	}
 	t->flows++;
+	t->grouping = true; /* in the ring, both ends in one record, which needs the call's */
+	t->dep = from->pos;
+	t->dep_ts = from->ts;
 	begin(t, 's', LIT("launch"), LIT("launch"), cpu_pid(t, from->pid), from->tid, from->ts);
 	put_member(t, LIT(",\"id\":"), t->flows);
 	emit(t);
+	t->grouping = false;
 	begin(t, 'f', LIT("launch"), LIT("launch"), vpid, e->stream, e->ts_ns);
 	put_lit(t, ",\"bp\":\"e\",\"id\":");
 	put_u64(t, t->flows);
 	emit(t);
+	t->dep = 0;
 }
 
 /* ---- SM active % ---- */
@@ -1062,14 +1178,19 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 /* The counter is written only when it changes: a counter holds its value until the next. */
 static void sm_write(struct timeline *t, struct sm_track *k, __u32 pid, __u64 ts, __u32 milli)
 {
+	__u64 keep;
+
 	if (milli + 1 == k->last1)
 		return;
 	k->last1 = milli + 1;
+	keep = t->cur_last;
+	t->cur_last = ts; /* in the ring, its own time: written late, it is no younger */
 	begin(t, 'C', LIT("SM active"), LIT("gpu"), pid, pid, ts);
 	put_lit(t, ",\"args\":{\"%\":");
 	put_us(t, milli); /* thousandths of a percent, as put_us writes ns in us */
 	put_lit(t, "}");
 	emit(t);
+	t->cur_last = keep;
 }
 
 /* The track of an sm_active entity: a device's pseudo-process, or the process itself. */
@@ -1415,8 +1536,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 	put_call_ids(t, e); /* the name says the domain: cuda* runtime, cu* driver */
 	put_corr(t, e);
 	put_lit(t, "}");
-	if (emit(t))
-		launches__add(&t->launches, producer, e, tid, t->gen);
+	launches__add(t, producer, e, tid, emit(t));
 }
 
 static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
@@ -1608,6 +1728,9 @@ static void clock_sync(struct timeline *t, const struct xpu_cevent *e)
 							.ref_after = e->end_ns };
 }
 
+static void trigger_check(struct timeline *t, const struct xpu_cevent *e);
+static void window_rotate(struct timeline *t);
+
 static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct timeline *t = st;
@@ -1619,6 +1742,13 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 
 		if (e->kind != XPU_REC_CLOCK_SYNC && last > t->max_ts)
 			t->max_ts = last;
+		t->cur_last = last;
+		if (t->windows && e->kind != XPU_REC_CLOCK_SYNC) {
+			if (!t->win_first || e->ts_ns < t->win_first)
+				t->win_first = e->ts_ns;
+			if (last > t->win_last)
+				t->win_last = last;
+		}
 		switch (e->kind) {
 		case XPU_REC_CPU_SAMPLE:
 			cpu_sample(t, e);
@@ -1657,23 +1787,43 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 		default: /* STRING: the correlator already put names where they are used */
 			break;
 		}
+		if (t->ring && (t->trig_kernel_ns || t->trig_mark_len))
+			trigger_check(t, e);
+		if (t->rotate) /* between events: a window never splits one, nor a flow */
+			window_rotate(t);
 	}
 }
 
 /* ---- the file ---- */
 
+static const char trace_head[] = "{\"traceEvents\":[\n";
+
+/* Open the file events go to: path, or with windows a new window's. */
 static int file_open(struct timeline *t)
 {
-	static const char head[] = "{\"traceEvents\":[\n";
 	int err;
 
-	err = out__open(&t->o, t->path, t->open_why, sizeof(t->open_why));
+	if (t->windows) {
+		err = trace_windows__name(t->windows, t->cur_path, sizeof(t->cur_path),
+					  &t->win_wall);
+		if (err) {
+			snprintf(t->open_why, sizeof(t->open_why), "%.500s: name too long",
+				 t->path);
+			return t->open_err = err;
+		}
+		t->win_opened = xpu_now_ns();
+		t->win_first = t->win_last = 0;
+		t->rotate = false;
+	}
+	err = out__open(&t->o, t->cur_path, t->open_why, sizeof(t->open_why));
 	t->open_err = err;
 	if (err)
 		return err;
 	t->in_file = 0;
 	t->gen++;
-	t->werr = out__write(t->o, head, sizeof(head) - 1);
+	t->werr = out__write(t->o, trace_head, sizeof(trace_head) - 1);
+	if (t->windows) /* what is on disk, this window included, stays under the cap */
+		window_full(t);
 	return 0;
 }
 
@@ -1691,13 +1841,11 @@ static void name_track(struct timeline *t, bool thread, __u32 pid, __u32 tid, co
 	emit(t);
 }
 
-/* What only the end can say: ranges never popped, the last SM-active windows, the names
- * of every track. */
-static void write_tail(struct timeline *t)
+/* What only the end of the session can say: ranges never popped, the last SM-active windows
+ * and where each track went idle after them. */
+static void close_all(struct timeline *t)
 {
-	char name[96];
-	__u32 i, l;
-	int n;
+	__u32 i;
 
 	for (i = 0; i < RANGES_MAX; i++) {
 		struct open_range *r = &t->ranges[i];
@@ -1712,10 +1860,30 @@ static void write_tail(struct timeline *t)
 	for (i = 0; i <= t->devices.mask; i++) {
 		struct device *d = table__slot(&t->devices, i);
 
+		if (d->k.used && d->sm.next) /* after its last window, the device is idle */
+			sm_write(t, &d->sm, d->vpid, d->sm.next, 0);
+	}
+	for (i = 0; i <= t->procs.mask; i++) {
+		struct proc *p = table__slot(&t->procs, i);
+
+		if (p->k.used && p->sm.next)
+			sm_write(t, &p->sm, (__u32)p->k.a, p->sm.next, 0);
+	}
+}
+
+/* The names of every track known so far: each file (the one trace, each window, each
+ * snapshot) says them all, so that it reads on its own. */
+static void write_names(struct timeline *t)
+{
+	char name[96];
+	__u32 i, l;
+	int n;
+
+	for (i = 0; i <= t->devices.mask; i++) {
+		struct device *d = table__slot(&t->devices, i);
+
 		if (!d->k.used)
 			continue;
-		if (d->sm.next) /* after its last window, the device is idle */
-			sm_write(t, &d->sm, d->vpid, d->sm.next, 0);
 		n = snprintf(name, sizeof(name), "GPU %" PRIu64, (uint64_t)d->k.a);
 		name_track(t, false, d->vpid, d->vpid, name, n);
 	}
@@ -1724,8 +1892,6 @@ static void write_tail(struct timeline *t)
 
 		if (!p->k.used)
 			continue;
-		if (p->sm.next)
-			sm_write(t, &p->sm, (__u32)p->k.a, p->sm.next, 0);
 		n = p->comm[0] ? snprintf(name, sizeof(name), "%s", p->comm) :
 				 snprintf(name, sizeof(name), "pid %" PRIu64, (uint64_t)p->k.a);
 		name_track(t, false, (__u32)p->k.a, (__u32)p->k.a, name, n);
@@ -1778,7 +1944,9 @@ static void write_other(struct timeline *t)
 		return;
 	sm_active__counts(t->sm, &c);
 	out__write(t->o, LIT("\n],\n"));
-	write_stack_frames(t, false);
+	/* a snapshot of the ring holds events of any time: every node; a file or a window, the
+	 * nodes of its own events */
+	write_stack_frames(t, t->ring != NULL);
 	out__printf(t->o,
 		    "\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"xpusup "
 		    "timeline sink\",\"xpusup_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
@@ -1816,11 +1984,276 @@ static void write_other(struct timeline *t)
 	out__printf(t->o, "]}}\n");
 }
 
+/* ---- windows (mode = file, window_s) ---- */
+
+/* The current window reached a size where something must give: at its limit it is closed
+ * after the event in hand; with a cap, the oldest windows go so that what is on disk, this
+ * window and room for its metadata included, stays under it. Called from emit as the window
+ * passes trim_at, so the check costs nothing per event. */
+static void window_full(struct timeline *t)
+{
+	__u64 cur = t->o ? out__bytes(t->o) : 0, reserve = t->max_bytes / 16, listed;
+
+	if (cur >= t->win_limit)
+		t->rotate = true;
+	t->trim_at = t->win_limit;
+	if (!t->max_bytes)
+		return;
+	trace_windows__trim(t->windows, cur + reserve);
+	listed = trace_windows__listed_bytes(t->windows);
+	if (t->max_bytes > listed + reserve && t->max_bytes - listed - reserve < t->trim_at)
+		t->trim_at = t->max_bytes - listed - reserve;
+	if (t->trim_at <= cur) /* nothing left to delete but the newest: look again later */
+		t->trim_at = cur + (1u << 20);
+}
+
+/* Close the current window: the names of every track and the metadata, renamed into place
+ * and listed in the index. last: the session ends; a session that never filled a window
+ * leaves path itself, one trace as without windows. */
+static int window_close(struct timeline *t, bool last, char *why, size_t why_len)
+{
+	struct trace_window w = { .start_ns = t->win_wall,
+				  .first_ts = t->win_first,
+				  .last_ts = t->win_last };
+	struct timespec now;
+	int err;
+
+	write_names(t);
+	write_other(t);
+	w.events = t->in_file;
+	w.bytes = out__bytes(t->o);
+	t->bytes_done += w.bytes;
+	err = out__commit(t->o, why, why_len);
+	t->o = NULL;
+	if (err)
+		return err;
+	clock_gettime(CLOCK_REALTIME, &now);
+	w.end_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	if (last && !trace_windows__count(t->windows)) {
+		if (!rename(t->cur_path, t->path))
+			return 0;
+		err = -errno;
+		snprintf(why, why_len, "unable to rename %s to %s: %s", t->cur_path, t->path,
+			 strerror(errno));
+		return err;
+	}
+	return trace_windows__add(t->windows, t->cur_path, &w, why, why_len);
+}
+
+/* The next window, between two events. A failure shows at the next tick, which also tries
+ * to open the file again. */
+static void window_rotate(struct timeline *t)
+{
+	int err;
+
+	t->rotate = false;
+	if (!t->o || t->werr)
+		return;
+	err = window_close(t, false, t->win_why, sizeof(t->win_why));
+	if (err)
+		t->win_err = err;
+	file_open(t);
+}
+
+/* ---- the flight recorder (mode = ring) ---- */
+
+/* The rest of a snapshot: the names of every track and the metadata, then into place. */
+static void snap_finish(struct timeline *t)
+{
+	struct snapshot *sn = &t->snap;
+	__u64 bytes;
+	int err;
+
+	t->o = sn->o; /* emit writes to the file while t->o is set */
+	t->in_file = sn->events;
+	t->werr = 0;
+	write_names(t);
+	write_other(t);
+	bytes = out__bytes(t->o);
+	err = out__commit(t->o, sn->result_why, sizeof(sn->result_why));
+	t->o = NULL;
+	sn->o = NULL;
+	snprintf(sn->result_path, sizeof(sn->result_path), "%s", sn->path);
+	if (err) {
+		sn->result = err;
+		t->snapshot_errors++;
+		return;
+	}
+	sn->result = 1;
+	sn->result_events = t->in_file;
+	sn->result_bytes = bytes;
+	t->bytes_done += bytes;
+	t->snapshots++;
+	snprintf(sn->result_why, sizeof(sn->result_why),
+		 "%" PRIu64 " events, %" PRIu64 " bytes%s%s; %" PRIu64
+		 " ring bytes evicted while it was written, %" PRIu64
+		 " flow arrows left out with their call",
+		 (uint64_t)t->in_file, (uint64_t)bytes, sn->reason[0] ? ", " : "", sn->reason,
+		 (uint64_t)sn->skipped, (uint64_t)sn->orphans);
+	t->snap_lost += sn->skipped;
+	t->in_file = 0;
+}
+
+/* Write up to budget bytes of the ring into the snapshot in progress; finish it at the end. */
+static void snap_step(struct timeline *t, __u64 budget)
+{
+	struct snapshot *sn = &t->snap;
+	struct trace_ring_rec rec;
+	__u64 done = 0;
+
+	if (!sn->o)
+		return;
+	while (done < budget) {
+		__u64 skipped = sn->skipped;
+
+		if (trace_ring__next(t->ring, &sn->pos, sn->end, &rec, &sn->skipped)) {
+			snap_finish(t);
+			return;
+		}
+		if (sn->skipped != skipped) /* evicted under the writer */
+			sn->valid_from = rec.pos;
+		if (rec.ts < sn->cutoff)
+			continue;
+		/* the call's slice was written if it was still there and in the cut (its
+		 * start in the cut is enough: its record is stamped with its end) */
+		if (rec.dep && (rec.dep - 1 < sn->valid_from || rec.dep_ts < sn->cutoff)) {
+			sn->orphans++;
+			continue;
+		}
+		out__write(sn->o, sn->events ? ",\n" : "", sn->events ? 2 : 0);
+		out__write(sn->o, rec.text, rec.len);
+		/* a flow's two ends share a record: the only one with a line break inside */
+		sn->events += memchr(rec.text, '\n', rec.len) ? 2 : 1;
+		done += rec.len;
+	}
+}
+
+/* Start a snapshot into path (NULL: PATHSTEM-snapshot-UTC.json beside path) of what the ring
+ * holds now, its last keep_s before the newest event. */
+static int snap_start(struct timeline *t, const char *path, const char *reason, char *why,
+		      size_t why_len)
+{
+	struct snapshot *sn = &t->snap;
+	char name[TL_PATH_MAX];
+	__u64 wall;
+	int err;
+
+	if (!t->ring) {
+		snprintf(why, why_len,
+			 "snapshots are for mode = ring: this sink writes its trace as "
+			 "events come");
+		return -ENOTSUP;
+	}
+	if (sn->o) {
+		t->snap_busy++;
+		snprintf(why, why_len,
+			 "a snapshot is being written to %s (%" PRIu64 " events so far): ask "
+			 "again when it is done",
+			 sn->path, (uint64_t)sn->events);
+		return -EBUSY;
+	}
+	if (!path) {
+		err = trace_files__stamped(t->path, "snapshot-", name, sizeof(name), &wall);
+		if (err) {
+			snprintf(why, why_len, "%s: name too long", t->path);
+			return err;
+		}
+		path = name;
+	}
+	if (strlen(path) >= sizeof(sn->path)) {
+		snprintf(why, why_len, "snapshot path too long");
+		return -ENAMETOOLONG;
+	}
+	err = out__open(&sn->o, path, why, why_len);
+	if (err) {
+		t->snapshot_errors++;
+		return err;
+	}
+	snprintf(sn->path, sizeof(sn->path), "%s", path);
+	snprintf(sn->reason, sizeof(sn->reason), "%s", reason ? reason : "");
+	sn->pos = trace_ring__head(t->ring);
+	sn->end = trace_ring__tail(t->ring);
+	sn->cutoff = t->max_ts > t->keep_ns ? t->max_ts - t->keep_ns : 0;
+	sn->events = sn->skipped = sn->orphans = 0;
+	sn->valid_from = sn->pos;
+	out__write(sn->o, trace_head, sizeof(trace_head) - 1);
+	/* a first part now: new events evict from the head, where the writer starts */
+	snap_step(t, SNAP_STEP_BYTES);
+	return 0;
+}
+
+/* A trigger of the config (trigger_kernel_us, trigger_mark) fired by e: a snapshot, unless
+ * one is being written or the last trigger was less than trigger_holdoff_s ago. */
+static void trigger_check(struct timeline *t, const struct xpu_cevent *e)
+{
+	char reason[160], why[600];
+	__u64 now;
+	int err;
+
+	if (e->kind == XPU_REC_GPU_KERNEL && t->trig_kernel_ns && e->end_ns > e->ts_ns &&
+	    e->end_ns - e->ts_ns > t->trig_kernel_ns)
+		snprintf(reason, sizeof(reason), "trigger: kernel %.*s ran %" PRIu64 " us",
+			 (int)(e->name_len < 80 ? e->name_len : 80), e->name_len ? e->name : "",
+			 (uint64_t)((e->end_ns - e->ts_ns) / 1000));
+	else if (e->kind == XPU_REC_RANGE && e->sub_kind != XPU_RANGE_POP &&
+		 e->sub_kind != XPU_RANGE_END && t->trig_mark_len &&
+		 e->name_len == t->trig_mark_len && !memcmp(e->name, t->trig_mark, e->name_len))
+		snprintf(reason, sizeof(reason), "trigger: mark %.*s",
+			 (int)(e->name_len < 80 ? e->name_len : 80), e->name);
+	else
+		return;
+	now = xpu_now_ns();
+	if (t->trig_last && now - t->trig_last < t->holdoff_ns)
+		return;
+	t->trig_last = now;
+	t->triggered++;
+	/* started (maybe written already): its outcome comes with snapshot_result; busy: the
+	 * one in progress covers this moment */
+	err = snap_start(t, NULL, reason, why, sizeof(why));
+	if (!err || err == -EBUSY)
+		return;
+	t->snap.result = err;
+	snprintf(t->snap.result_path, sizeof(t->snap.result_path), "%s", t->path);
+	snprintf(t->snap.result_why, sizeof(t->snap.result_why), "%s", why);
+}
+
+static int ring_tick(struct timeline *t, char *why, size_t why_len)
+{
+	if (t->max_ts > t->keep_ns)
+		trace_ring__expire(t->ring, t->max_ts - t->keep_ns);
+	if (t->snap.o)
+		snap_step(t, SNAP_STEP_BYTES);
+	return FMT_IDLE;
+}
+
+static int timeline_snapshot(void *st, const char *path, char *why, size_t why_len)
+{
+	return snap_start(st, path, NULL, why, why_len);
+}
+
+static int timeline_snapshot_result(void *st, char *path, size_t path_len, char *why,
+				    size_t why_len)
+{
+	struct snapshot *sn = &((struct timeline *)st)->snap;
+	int r = sn->result;
+
+	if (!r)
+		return 0;
+	sn->result = 0;
+	snprintf(path, path_len, "%s", sn->result_path);
+	snprintf(why, why_len, "%s", sn->result_why);
+	return r;
+}
+
+/* ---- the format's operations ---- */
+
 static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 {
 	struct timeline *t = st;
 	int err;
 
+	if (t->ring)
+		return ring_tick(t, why, why_len);
 	if (t->o && t->werr) {
 		/* a file that missed a write is broken for good: drop it and start a new one,
 		 * so that the file at stop is whole, with what came after */
@@ -1848,6 +2281,20 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 		snprintf(why, why_len, "%s", t->open_why);
 		return t->open_err ? t->open_err : -EIO;
 	}
+	if (t->win_err) { /* a window that could not be closed: shown once, then the next */
+		err = t->win_err;
+		t->win_err = 0;
+		snprintf(why, why_len, "%s", t->win_why);
+		return err;
+	}
+	/* time for the next window; an empty one goes on (no file of nothing) */
+	if (t->windows && t->in_file && now_ns - t->win_opened >= t->rot_ns) {
+		window_rotate(t);
+		if (t->win_err)
+			return timeline_tick(st, now_ns, why, why_len);
+		t->ticked = 0;
+		return FMT_WROTE;
+	}
 	/* never FMT_COMPLETE: the file is whole only after finish, so a sink killed and
 	 * restarted loses (and its accounting counts) what the killed run received */
 	if (t->in_file == t->ticked)
@@ -1861,11 +2308,35 @@ static int timeline_finish(void *st, char *why, size_t why_len)
 	struct timeline *t = st;
 	int err;
 
+	if (t->ring) {
+		close_all(t); /* into the ring: they end now */
+		if (t->snap.o) /* the one in progress first */
+			snap_step(t, ~0ull);
+		err = snap_start(t, t->path, "at stop", why, why_len);
+		if (err)
+			return err;
+		snap_step(t, ~0ull);
+		if (t->snap.result < 0) {
+			snprintf(why, why_len, "%s", t->snap.result_why);
+			return t->snap.result;
+		}
+		t->snap.result = 0; /* said by the sink's exit, not as a snapshot */
+		return 0;
+	}
 	if (!t->o && file_open(t)) {
 		snprintf(why, why_len, "%s", t->open_why);
 		return t->open_err;
 	}
-	write_tail(t);
+	close_all(t);
+	if (t->windows) {
+		if (!t->in_file && trace_windows__count(t->windows)) {
+			out__abort(t->o); /* nothing since the last window: no empty file */
+			t->o = NULL;
+			return 0;
+		}
+		return window_close(t, true, why, why_len);
+	}
+	write_names(t);
 	write_other(t);
 	t->bytes_done += out__bytes(t->o);
 	err = out__commit(t->o, why, why_len);
@@ -1881,6 +2352,8 @@ static void timeline_free(void *st)
 	if (!t)
 		return;
 	out__abort(t->o);
+	if (t->snap.o != t->o)
+		out__abort(t->snap.o);
 	sm_active__free(t->sm);
 	for (i = 0; t->ranges && i < RANGES_MAX; i++)
 		free(t->ranges[i].name);
@@ -1901,6 +2374,9 @@ static void timeline_free(void *st)
 	free(t->frame_slots);
 	free(t->frame_names);
 	free(t->clocks_json);
+	free(t->hold);
+	trace_ring__free(t->ring);
+	trace_windows__free(t->windows);
 	sink_clocks__free(&t->clocks);
 	free(t);
 }
@@ -1909,8 +2385,10 @@ static unsigned int timeline_counters(void *st, const char **names, __u64 *value
 {
 	struct timeline *t = st;
 	struct sm_counts c;
-	__u64 v[10];
-	unsigned int i;
+	struct trace_ring_counts r;
+	const char *const *more = NULL;
+	__u64 v[COUNTERS_BASE + 9];
+	unsigned int i, n = COUNTERS_BASE;
 
 	sm_active__counts(t->sm, &c);
 	v[0] = t->written;
@@ -1923,8 +2401,27 @@ static unsigned int timeline_counters(void *st, const char **names, __u64 *value
 	v[7] = t->full;
 	v[8] = t->overlaps;
 	v[9] = t->stacks_inline;
-	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
-		names[i] = counter_names[i];
+	if (t->windows) {
+		more = window_counter_names;
+		trace_windows__counts(t->windows, &v[n], &v[n + 1], &v[n + 2]);
+		v[n + 3] = trace_windows__count(t->windows);
+		n += 4;
+	} else if (t->ring) {
+		more = ring_counter_names;
+		trace_ring__counts(t->ring, &r);
+		v[n] = r.bytes;
+		v[n + 1] = r.records;
+		v[n + 2] = r.evicted;
+		v[n + 3] = r.expired;
+		v[n + 4] = t->snapshots;
+		v[n + 5] = t->snapshot_errors;
+		v[n + 6] = t->triggered;
+		v[n + 7] = t->snap_busy;
+		v[n + 8] = t->snap_lost;
+		n += 9;
+	}
+	for (i = 0; i < n && i < max; i++) {
+		names[i] = i < COUNTERS_BASE ? counter_names[i] : more[i - COUNTERS_BASE];
 		values[i] = v[i];
 	}
 	return i;
@@ -1951,6 +2448,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		goto fail;
 	t->window_ns = o.sm_window_ms * 1000000ull;
 	t->lateness_ns = o.sm_lateness_ms * 1000000ull;
+	t->mode = o.mode;
+	snprintf(t->cur_path, sizeof(t->cur_path), "%s", t->path);
 	err = launch_map__init(&t->launches, (__u32)o.max_launches);
 	if (!err)
 		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
@@ -1964,6 +2463,23 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = table__init(&t->devices, sizeof(struct device), DEVICES_MAX);
 	if (!err)
 		err = table__init(&t->pmu, sizeof(struct pmu_track), PMU_TRACKS_MAX);
+	if (!err && o.mode == TIMELINE_RING) {
+		err = trace_ring__new(&t->ring, (o.max_mb ? o.max_mb : TIMELINE_RING_MB_DEFAULT)
+							<< 20);
+		t->hold = malloc(HOLD_MAX);
+		if (!t->hold)
+			err = -ENOMEM;
+		t->keep_ns = o.keep_s * 1000000000ull;
+		t->trig_kernel_ns = o.trigger_kernel_us * 1000ull;
+		t->holdoff_ns = o.trigger_holdoff_s * 1000000000ull;
+		if (o.trigger_mark) {
+			t->trig_mark_len = strlen(o.trigger_mark);
+			if (t->trig_mark_len >= sizeof(t->trig_mark))
+				t->trig_mark_len = sizeof(t->trig_mark) - 1; /* never matches */
+			memcpy(t->trig_mark, o.trigger_mark, t->trig_mark_len);
+		}
+		t->gen = 1; /* one "file" for flows: the ring */
+	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
 	t->ev = malloc(EV_HEAD + EV_MAX);
 	if (t->ev)
@@ -1980,6 +2496,16 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = -ENOMEM;
 		goto fail;
 	}
+	if (o.mode == TIMELINE_FILE && o.window_s) {
+		t->rot_ns = o.window_s * 1000000000ull;
+		t->max_bytes = o.max_mb << 20;
+		t->win_limit = t->max_bytes ? t->max_bytes / 4 : ~0ull;
+		t->trim_at = t->win_limit;
+		err = trace_windows__open(&t->windows, t->path, t->max_bytes, env->resume, why,
+					  why_len);
+		if (err)
+			goto fail;
+	}
 	for (i = 0; i < RANGES_MAX; i++)
 		t->ranges[i].next_free = i + 2 <= RANGES_MAX ? i + 2 : 0;
 	t->free_range = 1;
@@ -1992,7 +2518,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	}
 	/* A file that cannot be created yet (a read-only folder) is not a reason to stop:
 	 * the first tick says so and tries again. */
-	file_open(t);
+	if (!t->ring)
+		file_open(t);
 	*out = t;
 	return 0;
 fail:
@@ -2008,4 +2535,6 @@ const struct fmt_ops fmt_timeline = {
 	.finish = timeline_finish,
 	.free = timeline_free,
 	.counters = timeline_counters,
+	.snapshot = timeline_snapshot,
+	.snapshot_result = timeline_snapshot_result,
 };
