@@ -414,11 +414,20 @@ static char *u64_text(char *end, __u64 v)
 	return p;
 }
 
+/* v in decimal, written in place: its length first, then the digits from the end back. */
 static void put_u64(struct timeline *t, __u64 v)
 {
-	char buf[20], *p = u64_text(buf + sizeof(buf), v);
+	size_t n = 1;
+	__u64 p;
 
-	put_raw(t, p, (size_t)(buf + sizeof(buf) - p));
+	if (t->overflow || EV_MAX - t->len <= 20) {
+		t->overflow = true;
+		return;
+	}
+	for (p = 10; n < 20 && v >= p; p *= 10)
+		n++;
+	u64_text(t->ev + t->len + n, v);
+	t->len += n;
 }
 
 /* A member of an object: its key, ready (",\"key\":"), and an integer value. */
