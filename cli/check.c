@@ -7,7 +7,7 @@
  * UTF-8), and each trace event, decoded into a fixed-size struct ev, goes to the checks. What a check must keep
  * beyond the event in hand is kept per track and small: 24 bytes per slice (start, end and
  * the event's byte offset), 16 per flow end, the open B events, the flows waiting for their
- * other end. Events arrive out of time order (the timeline sink writes them as they come),
+ * other end, each stack frame of stackFrames and each id events name in sf, once. Events arrive out of time order (the timeline sink writes them as they come),
  * so overlap and nesting are decided at the end, over each track's slices sorted. A
  * violation found then names its events by byte offset; only the ones printed are read
  * again (pread, a second reader), so names are never stored.
@@ -65,6 +65,8 @@ const char check_usage[] =
 	"                  flow_out and flow_in with one bind_id), once each, the start not\n"
 	"                  after the end, and s and f (bp e) each on a slice of its track\n"
 	"  counter         C events have at least one value, all numeric\n"
+	"  stack           every sf names a frame of stackFrames; every frame has a name and\n"
+	"                  its parent, when it has one, is a frame; parents never loop back\n"
 	"  metadata        otherData.events, when present, counts the events\n"
 	"\n"
 	"  -m, --max N     print at most N violations of each check per file (default 100;\n"
@@ -132,8 +134,10 @@ struct ev {
 	uint64_t name_hash, cat_hash, id_hash, bind_hash;
 	size_t name_len;
 	int64_t pid, tid, ts, dur;
-	bool has_ph, has_name, has_pid, has_tid, has_ts, has_dur, has_id, has_bind;
-	bool pid_bad, tid_bad, ts_bad, dur_bad; /* present but not what it must be */
+	char sf_text[SHORT_KEEP];
+	uint64_t sf_hash;
+	bool has_ph, has_name, has_pid, has_tid, has_ts, has_dur, has_id, has_bind, has_sf;
+	bool pid_bad, tid_bad, ts_bad, dur_bad, sf_bad; /* present but not what it must be */
 	bool flow_in, flow_out, has_args_name;
 	unsigned int args_kind; /* 0 none, 1 an object, 2 something else */
 	unsigned int args_n, args_numeric;
@@ -169,11 +173,12 @@ static int read_num(struct json_reader *p, struct json_num *n, bool *present, bo
 	return json_reader__number(p, n);
 }
 
-/* An id as flows match it: a string's content, or a number's text (1 and "1" are one id). */
-static int read_id(struct json_reader *p, bool *present, uint64_t *hash)
+/* An id as flows and stack frames match it: a string's content, or a number's text (1 and
+ * "1" are one id); text (SHORT_KEEP bytes, may be NULL) keeps it for printing. */
+static int read_id(struct json_reader *p, bool *present, uint64_t *hash, char *text)
 {
 	char buf[SHORT_KEEP];
-	struct json_str s = { buf, sizeof(buf), 0, 0 };
+	struct json_str s = { text ? text : buf, SHORT_KEEP, 0, 0 };
 	struct json_num n;
 	int c = json_reader__peek(p);
 
@@ -185,6 +190,8 @@ static int read_id(struct json_reader *p, bool *present, uint64_t *hash)
 		if (json_reader__number(p, &n))
 			return -1;
 		*hash = xpu_hash_bytes(n.text, strlen(n.text));
+		if (text)
+			snprintf(text, SHORT_KEEP, "%s", n.text);
 	} else {
 		return json_reader__skip_value(p, 2);
 	}
@@ -262,9 +269,17 @@ static int event_member(struct json_reader *p, const char *key, void *arg)
 		return 0;
 	}
 	if (!strcmp(key, "id"))
-		return read_id(p, &e->has_id, &e->id_hash);
+		return read_id(p, &e->has_id, &e->id_hash, NULL);
 	if (!strcmp(key, "bind_id"))
-		return read_id(p, &e->has_bind, &e->bind_hash);
+		return read_id(p, &e->has_bind, &e->bind_hash, NULL);
+	if (!strcmp(key, "sf")) {
+		c = json_reader__peek(p);
+		if (c != '"' && c != '-' && (c < '0' || c > '9')) {
+			e->sf_bad = true;
+			return json_reader__skip_value(p, 2);
+		}
+		return read_id(p, &e->has_sf, &e->sf_hash, e->sf_text);
+	}
 	if (!strcmp(key, "flow_in") || !strcmp(key, "flow_out")) {
 		c = json_reader__peek(p);
 		t = c == 't';
@@ -357,9 +372,38 @@ struct flow_map {
 	size_t cap, n;
 };
 
-enum check_kind { K_EVENT, K_ORDER, K_OVERLAP, K_NESTING, K_FLOW, K_COUNTER, K_META, K_N };
+/*
+ * Stacks (the format's "stackFrames" dictionary and the "sf" of events), which may come in
+ * either order in the file, are checked at the end from what is kept of them: each frame
+ * (its id, its parent's, by hash) and each id events name in sf, once, with the first event
+ * naming it. That is per distinct frame, not per event: a trace names its stacks many times.
+ */
+struct frame {
+	uint64_t id, parent; /* hashes, as read_id makes them */
+	uint64_t off; /* of its value in stackFrames */
+	uint32_t walk; /* check_frames: the walk on it; FRAME_WALKED: done (a root, or a cycle told) */
+	bool has_parent, named;
+	char id_text[SHORT_KEEP], parent_text[SHORT_KEEP];
+};
+
+#define FRAME_WALKED UINT32_MAX
+
+/* An id events name in sf, with the first of them. */
+struct frame_ref {
+	uint64_t id, off;
+	char text[SHORT_KEEP];
+};
+
+/* id hash -> index in an array (frames or refs); linear probing, grown at half full. */
+struct id_index {
+	uint64_t *keys;
+	uint32_t *idx1; /* index + 1, 0: empty */
+	size_t cap, n;
+};
+
+enum check_kind { K_EVENT, K_ORDER, K_OVERLAP, K_NESTING, K_FLOW, K_COUNTER, K_META, K_STACK, K_N };
 static const char *const kind_names[K_N] = { "event", "order",	 "stream-overlap", "nesting",
-					     "flow",  "counter", "metadata" };
+					     "flow",  "counter", "metadata",	   "stack" };
 
 struct check {
 	const char *path;
@@ -373,6 +417,13 @@ struct check {
 	struct track_map tmap;
 	struct pid_set gpu_pids;
 	struct flow_map flows;
+	struct frame *frames;
+	size_t n_frames, cap_frames;
+	struct id_index frame_index;
+	struct frame_ref *refs;
+	size_t n_refs, cap_refs;
+	struct id_index ref_index;
+	bool frames_seen, frame_ids_long; /* a stackFrames member; one with an id cut (too long) */
 	uint64_t violations[K_N];
 	uint64_t events, slices, flows_done, counters, gpu_tracks;
 	bool saw_events, other_events_set;
@@ -580,6 +631,51 @@ static void flow_remove(struct check *c, struct flow *f)
 
 	oatab__delete(m, (uint32_t)(m->cap - 1), (uint32_t)(f - m->slots), &flow_slot_ops);
 	m->n--;
+}
+
+/* The index of key, or -1; with make >= 0 and the key new, make is stored as its index (-2:
+ * out of memory). */
+static long id_index__get(struct id_index *m, uint64_t key, long make)
+{
+	size_t i, j, mask;
+
+	if (make >= 0 && (m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 256;
+		uint64_t *keys = calloc(ncap, sizeof(*keys));
+		uint32_t *idx1 = calloc(ncap, sizeof(*idx1));
+
+		if (!keys || !idx1) {
+			free(keys);
+			free(idx1);
+			return -2;
+		}
+		for (j = 0; j < m->cap; j++) {
+			if (!m->idx1[j])
+				continue;
+			for (i = xpu_mix64(m->keys[j]) & (ncap - 1); idx1[i];
+			     i = (i + 1) & (ncap - 1))
+				;
+			keys[i] = m->keys[j];
+			idx1[i] = m->idx1[j];
+		}
+		free(m->keys);
+		free(m->idx1);
+		m->keys = keys;
+		m->idx1 = idx1;
+		m->cap = ncap;
+	}
+	if (!m->cap)
+		return -1;
+	mask = m->cap - 1;
+	for (i = xpu_mix64(key) & mask; m->idx1[i]; i = (i + 1) & mask)
+		if (m->keys[i] == key)
+			return (long)m->idx1[i] - 1;
+	if (make < 0)
+		return -1;
+	m->keys[i] = key;
+	m->idx1[i] = (uint32_t)make + 1;
+	m->n++;
+	return make;
 }
 
 /* ---- reporting ----------------------------------------------------------------------------- */
@@ -804,6 +900,25 @@ static void on_metadata(struct check *c, const struct ev *e)
 	}
 }
 
+/* An event's sf: its id kept once, with the first event that names it. */
+static void on_sf(struct check *c, const struct ev *e)
+{
+	long i = id_index__get(&c->ref_index, e->sf_hash, (long)c->n_refs);
+
+	if (i == -2 ||
+	    (i == (long)c->n_refs && !grow(&c->refs, &c->cap_refs, c->n_refs, sizeof(*c->refs)))) {
+		note_oom(c);
+		return;
+	}
+	if (i < (long)c->n_refs)
+		return;
+	c->refs[c->n_refs].id = e->sf_hash;
+	c->refs[c->n_refs].off = e->off;
+	snprintf(c->refs[c->n_refs].text, sizeof(c->refs[0].text), "%s",
+		 e->sf_text[0] ? e->sf_text : "(a long id)");
+	c->n_refs++;
+}
+
 static void on_event(struct check *c, const struct ev *e)
 {
 	char a[256], t1[32];
@@ -811,6 +926,12 @@ static void on_event(struct check *c, const struct ev *e)
 	long t;
 
 	c->events++;
+	if (e->has_sf)
+		on_sf(c, e);
+	if (e->sf_bad) {
+		describe_ev(e, a, sizeof(a));
+		report(c, K_STACK, e->off, "%s: sf is not an id (a number or a string)", a);
+	}
 	if (!e->has_ph || strlen(e->ph) != 1 || !strchr("BEXiICbneSTpFstfPNODMVvRc()", ph)) {
 		describe_ev(e, a, sizeof(a));
 		report(c, K_EVENT, e->off, "%s: %s", a, e->has_ph ? "unknown ph" : "no ph");
@@ -1047,6 +1168,63 @@ static void check_lone_flows(struct check *c)
 	free(lone);
 }
 
+/* The frame of id, or NULL. */
+static struct frame *frame_of(struct check *c, uint64_t id)
+{
+	long i = id_index__get(&c->frame_index, id, -1);
+
+	return i < 0 ? NULL : &c->frames[i];
+}
+
+/*
+ * Stacks, once the whole file is read: every sf names a frame, every parent is a frame, and
+ * following parents from any frame ends at a root. Each frame is walked up once: a walk stops
+ * at a frame an earlier walk rooted, or at one this walk reached already (a cycle).
+ */
+static void check_frames(struct check *c)
+{
+	struct frame *f, *p;
+	char a[256];
+	size_t i;
+
+	if (c->frame_ids_long) /* ids cut at 23 bytes are not told apart: nothing to say */
+		return;
+	for (i = 0; i < c->n_refs; i++) {
+		if (frame_of(c, c->refs[i].id))
+			continue;
+		if (printing(c, K_STACK))
+			describe_at(c, c->refs[i].off, a, sizeof(a));
+		report(c, K_STACK, c->refs[i].off,
+		       "%s: its sf \"%s\" names no frame of stackFrames%s", a, c->refs[i].text,
+		       c->frames_seen ? "" : " (the file has no stackFrames)");
+	}
+	for (i = 0; i < c->n_frames; i++) {
+		f = &c->frames[i];
+		if (!f->named)
+			report(c, K_STACK, f->off, "stackFrames \"%s\": no name", f->id_text);
+		if (f->has_parent && !frame_of(c, f->parent))
+			report(c, K_STACK, f->off,
+			       "stackFrames \"%s\": its parent \"%s\" is not a frame", f->id_text,
+			       f->parent_text);
+	}
+	for (i = 0; i < c->n_frames; i++) {
+		for (f = &c->frames[i]; f && f->walk != FRAME_WALKED; f = p) {
+			if (f->walk == i + 1) {
+				report(c, K_STACK, f->off,
+				       "stackFrames \"%s\": its parents lead back to it (a cycle)",
+				       f->id_text);
+				break;
+			}
+			f->walk = (uint32_t)i + 1;
+			p = f->has_parent ? frame_of(c, f->parent) : NULL;
+		}
+		for (f = &c->frames[i]; f && f->walk == i + 1; f = p) {
+			f->walk = FRAME_WALKED;
+			p = f->has_parent ? frame_of(c, f->parent) : NULL;
+		}
+	}
+}
+
 static void finish(struct check *c)
 {
 	char a[256];
@@ -1069,6 +1247,7 @@ static void finish(struct check *c)
 		check_anchors(c, tr);
 	}
 	check_lone_flows(c);
+	check_frames(c);
 	if (c->other_events_set && (uint64_t)c->other_events != c->events)
 		report(c, K_META, 0,
 		       "otherData.events is %" PRId64 ", the file holds %" PRIu64 " events",
@@ -1119,12 +1298,59 @@ static int other_member(struct json_reader *p, const char *key, void *arg)
 	return 0;
 }
 
+static int frame_member(struct json_reader *p, const char *key, void *arg)
+{
+	struct frame *f = arg;
+
+	if (!strcmp(key, "parent"))
+		return read_id(p, &f->has_parent, &f->parent, f->parent_text);
+	if (!strcmp(key, "name") && json_reader__peek(p) == '"')
+		f->named = true;
+	return json_reader__skip_value(p, 3);
+}
+
+/* One member of stackFrames: "ID":{"name":...,"parent":"ID"} (other keys skipped). */
+static int stack_frame(struct json_reader *p, const char *key, void *arg)
+{
+	struct check *c = arg;
+	struct frame f = { .off = json_reader__offset(p) };
+	long i;
+
+	if (!key[0]) { /* an id longer than json_reader keeps: ids cannot be told apart */
+		c->frame_ids_long = true;
+		return json_reader__skip_value(p, 2);
+	}
+	f.id = xpu_hash_bytes(key, strlen(key));
+	snprintf(f.id_text, sizeof(f.id_text), "%s", key);
+	if (json_reader__peek(p) != '{') {
+		report(c, K_STACK, f.off, "stackFrames \"%s\" is not an object", key);
+		return json_reader__skip_value(p, 2);
+	}
+	if (json_reader__each_member(p, frame_member, &f))
+		return -1;
+	i = id_index__get(&c->frame_index, f.id, (long)c->n_frames);
+	if (i == -2 || !grow(&c->frames, &c->cap_frames, c->n_frames, sizeof(*c->frames)))
+		return -ENOMEM;
+	if (i < (long)c->n_frames) {
+		report(c, K_STACK, f.off, "stackFrames \"%s\" is there twice", key);
+		return 0;
+	}
+	c->frames[c->n_frames++] = f;
+	return 0;
+}
+
 static int top_member(struct json_reader *p, const char *key, void *arg)
 {
 	struct check *c = arg;
 
 	if (!strcmp(key, "traceEvents"))
 		return parse_events(c);
+	if (!strcmp(key, "stackFrames")) {
+		c->frames_seen = true;
+		if (json_reader__peek(p) == '{')
+			return json_reader__each_member(p, stack_frame, c);
+		report(c, K_STACK, json_reader__offset(p), "stackFrames is not an object");
+	}
 	if (!strcmp(key, "otherData") && json_reader__peek(p) == '{')
 		return json_reader__each_member(p, other_member, c);
 	return json_reader__skip_value(p, 1);
@@ -1168,6 +1394,12 @@ static void check_free(struct check *c)
 	free(c->gpu_pids.slots);
 	free(c->flows.slots);
 	free(c->flows.used);
+	free(c->frames);
+	free(c->frame_index.keys);
+	free(c->frame_index.idx1);
+	free(c->refs);
+	free(c->ref_index.keys);
+	free(c->ref_index.idx1);
 	json_reader__fini(&c->p);
 	json_reader__fini(&c->describe);
 	if (c->fd >= 0)

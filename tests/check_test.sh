@@ -60,7 +60,7 @@ ok $? "usage: an unknown option: exit 100"
 [ $? = 100 ]
 ok $? "usage: a bad --max: exit 100"
 "$XPUSUP" check --help >"$WORK/help.out" 2>&1 &&
-	for k in event order stream-overlap nesting flow counter metadata; do
+	for k in event order stream-overlap nesting flow counter metadata stack; do
 		grep -q "^  $k " "$WORK/help.out" || exit 1
 	done
 ok $? "usage: --help explains every check"
@@ -199,6 +199,47 @@ check_bad event event 'X "nots" dur 1 on (42, 42): no ts' 'X "negdur" ts 1 dur ?
 
 { sed '$d' "$WORK/good.json"; printf '"otherData":{"events":24}}\n'; } >"$WORK/meta.json"
 check_bad meta metadata "otherData.events is 24, the file holds 23 events"
+
+# stacks: events name their stack in stackFrames by sf (a number or its string), before or
+# after traceEvents; sf naming no frame, a parent that is not a frame, a frame without a
+# name, a frame twice, parents in a cycle
+cat >"$WORK/stacks.json" <<'EOF'
+{"stackFrames":{"1":{"name":"main"},"2":{"name":"train_step","parent":"1"},"3":{"name":"k","parent":2}},
+"traceEvents":[
+{"ph":"i","name":"cpu sample","cat":"cpu","pid":42,"tid":42,"ts":1,"s":"t","sf":2},
+{"ph":"i","name":"launch","cat":"launch","pid":42,"tid":42,"ts":2,"s":"t","sf":"3"}
+],
+"other":{"stackFrames":{"4":{}}},"displayTimeUnit":"ns"}
+EOF
+"$XPUSUP" check "$WORK/stacks.json" >"$WORK/stacks.out" 2>&1
+ok $? "stacks: sf as a number and as a string, stackFrames before the events, parents both ways: clean ($(said "$WORK/stacks.out"))"
+cat >"$WORK/stacks_bad.json" <<'EOF'
+{"traceEvents":[
+{"ph":"i","name":"lost","cat":"cpu","pid":42,"tid":42,"ts":1,"s":"t","sf":9},
+{"ph":"i","name":"orphan","cat":"cpu","pid":42,"tid":42,"ts":2,"s":"t","sf":"5"},
+{"ph":"i","name":"lost again","cat":"cpu","pid":42,"tid":42,"ts":3,"s":"t","sf":"9"},
+{"ph":"i","name":"not an id","cat":"cpu","pid":42,"tid":42,"ts":4,"s":"t","sf":{"id":1}}
+],
+"stackFrames":{
+"1":{"name":"main"},
+"5":{"name":"orphan","parent":"7"},
+"6":{"parent":"1"},
+"1":{"name":"main again"},
+"10":{"name":"a","parent":"11"},
+"11":{"name":"b","parent":"12"},
+"12":{"name":"c","parent":"10"},
+"13":{"name":"d","parent":"12"},
+"14":[]},
+"displayTimeUnit":"ns"}
+EOF
+check_bad stacks_bad stack 'i "lost" ts 1 on (42, 42): its sf "9" names no frame of stackFrames' \
+	'stackFrames "5": its parent "7" is not a frame' 'stackFrames "6": no name' \
+	'stackFrames "1" is there twice' 'stackFrames "10": its parents lead back to it (a cycle)' \
+	'stackFrames "14" is not an object' 'i "not an id" ts 4 on (42, 42): sf is not an id'
+summary_is stacks_bad "7 violations (stack 7)"
+printf '{"traceEvents":[{"ph":"i","name":"a","pid":1,"tid":1,"ts":1,"s":"t","sf":1}],"stackFrames":[]}' >"$WORK/stacks_none.json"
+check_bad stacks_none stack 'stackFrames is not an object' \
+	'i "a" ts 1 on (1, 1): its sf "1" names no frame of stackFrames'
 
 # --max and --quiet print less; the summary counts everything
 for i in $(seq 1 50); do

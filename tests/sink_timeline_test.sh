@@ -72,8 +72,9 @@ ok $? "paced: trace.json is valid JSON ($(head -c 200 "$WORK/json.err"))"
 read -r k c m <<<"$(gpu_counts 2400)"
 "$PY" "$CHECK" "$WORK/paced/trace.json" --nesting --sm exact --expect kernel="$k" \
 	--expect memcpy="$c" --expect memset="$m" --expect flows=2400 --expect cuda_api=2400 \
-	--expect cpu_samples=150 >"$WORK/paced.check" 2>&1
-ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m memsets, 2400 flows ($(head -c 600 "$WORK/paced.check" | tr '\n' ' '))"
+	--expect cpu_samples=150 --expect stacks=$((2400 + 2400 + 150)) --expect stacks_inline=0 --frames-exact \
+	>"$WORK/paced.check" 2>&1
+ok $? "paced: the checker finds every rule kept and $k kernels, $c copies, $m memsets, 2400 flows, a stack in stackFrames for every launch, GPU record and sample ($(head -c 600 "$WORK/paced.check" | tr '\n' ' '))"
 [ "$(summary "$WORK/paced.check" sm_windows_checked)" -gt 0 ] 2>/dev/null &&
 	[ "$(summary "$WORK/paced.check" gpu_tracks)" = 8 ] &&
 	[ "$(summary "$WORK/paced.check" ranges)" -gt 0 ] 2>/dev/null

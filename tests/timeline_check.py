@@ -3,7 +3,7 @@
 Chrome Trace Event format and the invariants xpusup promises (docs/check.md), independently of the
 C code that wrote it.
 
-Usage: timeline_check.py TRACE [--nesting] [--sm exact|bound] [--expect KEY=N ...]
+Usage: timeline_check.py TRACE [--nesting] [--sm exact|bound] [--frames-exact] [--expect KEY=N ...]
 
 Prints one line per problem (at most 30) and, last, a JSON summary of what the file holds;
 exits 1 when there is any problem.
@@ -13,6 +13,8 @@ exits 1 when there is any problem.
   --sm exact    the SM-active counters equal what the kernels in the file give (docs/timeline.md:
                 merged intervals, fixed windows, 100 % cap); bound: at least that (the
                 windows may fill short gaps when a window holds very many kernels)
+  --frames-exact  stackFrames holds no frame that no event names (with its callers): true of
+                a file or a window; a ring's snapshot holds every frame the sink knows
   --expect K=N  the summary's K is N (kernel, memcpy, memset, flows, ...)
 """
 import collections
@@ -45,11 +47,13 @@ def main():
     args = sys.argv[1:]
     if not args:
         sys.exit(__doc__)
-    path, nesting, sm_mode, expect = args[0], False, None, {}
+    path, nesting, sm_mode, expect, frames_exact = args[0], False, None, {}, False
     i = 1
     while i < len(args):
         if args[i] == "--nesting":
             nesting = True
+        elif args[i] == "--frames-exact":
+            frames_exact = True
         elif args[i] == "--sm":
             i += 1
             sm_mode = args[i]
@@ -85,6 +89,7 @@ def main():
     counters = collections.defaultdict(list)  # (pid, name) -> [(ts, value)]
     used = set()  # (pid, tid) of every event but metadata
     count = collections.Counter()
+    sfs = []  # (event number, sf) of every event naming its stack in stackFrames
 
     for n, e in enumerate(events):
         where = f"event {n}"
@@ -112,6 +117,16 @@ def main():
             continue
         ts = ns(e["ts"])
         used.add((pid, tid))
+        if "sf" in e:
+            sfs.append((n, e["sf"]))
+            if not isinstance(e["sf"], (int, str)) or isinstance(e["sf"], bool):
+                bad(f"{where} ({ph}): sf {e['sf']!r} is not an id")
+        a = e.get("args")
+        if isinstance(a, dict) and "stack" in a:
+            count["stacks_inline"] += 1
+            if not isinstance(a["stack"], list) or not a["stack"] or not all(
+                    isinstance(f, str) for f in a["stack"]):
+                bad(f"{where} ({ph}): args.stack is not a list of frame names")
         cat = e.get("cat", "")
         count[f"{ph}:{cat}"] += 1
         if ph == "X":
@@ -187,8 +202,10 @@ def main():
                 if b[0] < a[1]:
                     bad(f"GPU track {key}: {b[2]!r} at {b[0]} starts before {a[2]!r} ends at {a[1]}")
                     break
+            # the track names the stream (the tid) and the device (the process); args that
+            # say them too (files before the track alone did) must agree
             for s in sl:
-                if s[4].get("stream") != key[1] or s[4].get("device") != gpu_procs[key[0]][0]:
+                if s[4].get("stream", key[1]) != key[1] or s[4].get("device", gpu_procs[key[0]][0]) != gpu_procs[key[0]][0]:
                     bad(f"GPU track {key}: {s[2]!r} has stream/device {s[4].get('stream')}/{s[4].get('device')}")
                     break
         elif nesting:
@@ -220,6 +237,50 @@ def main():
             bad(f"flow {fid}: its start is on no slice of ({s[1]}, {s[2]})")
         if not inside((f[1], f[2]), f[0]):
             bad(f"flow {fid}: its end is on no slice of ({f[1]}, {f[2]})")
+
+    # stacks: every sf names a frame of stackFrames; every frame's parent is one too; following
+    # parents ends at a root (no cycle); with --frames-exact, the file holds exactly the
+    # frames its events name and their callers (docs/timeline.md)
+    frames = doc.get("stackFrames", {})
+    if not isinstance(frames, dict):
+        bad("stackFrames is not an object")
+        frames = {}
+    for fid, f in frames.items():
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            bad(f"stackFrames[{fid!r}] has no name")
+        elif "parent" in f and str(f["parent"]) not in frames:
+            bad(f"stackFrames[{fid!r}]: parent {f['parent']!r} is not a frame")
+    good = set()  # frames whose parents lead to a root
+
+    def resolves(fid):
+        """Whether frame fid exists and its parents end at a root (no cycle)."""
+        path, seen = [], set()
+        while fid is not None and fid not in good:
+            if fid in seen or fid not in frames or not isinstance(frames[fid], dict):
+                return False
+            seen.add(fid)
+            path.append(fid)
+            p = frames[fid].get("parent")
+            fid = None if p is None else str(p)
+        good.update(path)
+        return True
+
+    reached = set()
+    for n, sf in sfs:
+        if not resolves(str(sf)):
+            bad(f"event {n}: sf {sf!r} names no frame of stackFrames, or one whose parents make a cycle")
+            continue
+        count["stacks_sf"] += 1
+        fid = str(sf)
+        while fid is not None and fid not in reached:
+            reached.add(fid)
+            p = frames[fid].get("parent")
+            fid = None if p is None else str(p)
+    for fid in frames:
+        if not resolves(fid):
+            bad(f"stackFrames[{fid!r}]: its parents make a cycle or name no frame")
+    if frames_exact and set(frames) - reached:
+        bad(f"stackFrames holds {len(set(frames) - reached)} frames no event names (e.g. {sorted(set(frames) - reached)[:3]})")
 
     # SM active %: recompute from the kernels in the file (docs/timeline.md)
     if sm_mode:
@@ -289,6 +350,9 @@ def main():
         "tracks_with_slices": sum(1 for v in slices.values() if v),
         "processes": len(proc_names),
         "sm_windows_checked": count["sm_windows_checked"],
+        "stacks": count["stacks_sf"] + count["stacks_inline"],
+        "stacks_inline": count["stacks_inline"],
+        "stack_frames": len(frames),
     }
     for k, v in expect.items():
         if summary.get(k) != v:

@@ -5,14 +5,19 @@
  *
  *	{"traceEvents":[
  *	{"ph":"X","name":"cudaLaunchKernel","cat":"cuda_api","pid":..,"tid":..,"ts":..,...},
+ *	{"ph":"i","name":"launch",...,"args":{...},"sf":12},
  *	...
  *	],
+ *	"stackFrames":{
+ *	"1":{"name":"main"},
+ *	...
+ *	"12":{"name":"cudaLaunchKernel","parent":"11"}},
  *	"displayTimeUnit":"ns",
  *	"otherData":{"clock":"CLOCK_MONOTONIC",...}}
  *
- * Timestamps are absolute CLOCK_MONOTONIC in microseconds with three decimals, written from
- * the integer nanoseconds (never through a double), so they are exact and every file of a
- * boot shares one time axis. CPU work sits on its real (pid, tid) tracks; GPU work on a
+ * Timestamps are absolute CLOCK_MONOTONIC in microseconds, written from the integer
+ * nanoseconds (never through a double) with the decimals they need (none to three), so they
+ * are exact and every file of a boot shares one time axis. CPU work sits on its real (pid, tid) tracks; GPU work on a
  * pseudo-process per (pid, device), "GPU 0 (pid N)", with one thread track per stream; the
  * SM-active % counter of a device on a pseudo-process "GPU 0"; PMU counters as their rate per
  * second between readings, a process's on its process, system-wide ones per CPU on the
@@ -23,20 +28,27 @@
  * bounded however long the session runs. Only what cannot be written before the end is
  * held: the names of processes, threads and streams (written as metadata by finish, when
  * they are best known), ranges still open, the SM-active windows that kernels may still
- * land in, and the recent launches that flow arrows start from. finish closes the array,
+ * land in, the recent calls that flow arrows start from, and the frame tree: each distinct
+ * stack path is a node once, an event names its stack by its innermost node ("sf"), and the
+ * nodes the file's events name are written at the end as the "stackFrames" dictionary
+ * (bounded: past FRAMES_MAX nodes a stack is written inline, as an args "stack" array). finish closes the array,
  * adds the metadata and renames the file into place: the file is valid JSON from then on,
  * never before. So a restarted sink (fmt_env.resume) starts a new file, and never says
  * FMT_COMPLETE: the sink counts what the killed run received as lost.
  *
  * Viewers need each track's slices properly nested; lane_of keeps them so whatever the
- * input says. Every flow arrow is written with both its ends, or not at all.
+ * input says. Every flow arrow is written with both its ends, or not at all. Every "sf" names
+ * a node the file's stackFrames holds, with every node up to its root.
+ *
+ * This is the busiest sink (every event becomes about 150 bytes of text), so no event goes
+ * through printf: hand-written appenders put integers, exact microseconds and the few
+ * doubles (put_double) into t->ev, which emit hands on with its separator in one copy.
  */
 #include "actors/sink/fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +95,14 @@
 #define LANE_RECENT 32
 #define LANE_SHIFT 22
 #define RETRY_NS 1000000000ull /* between attempts to (re)create the file */
+/* Bytes before t->ev, for the separator that goes out with an event (emit). */
+#define EV_HEAD 2
+/* The frame tree behind "stackFrames": nodes, their index (at most half full) and the bytes of
+ * their names. A node is about 32 bytes, a name tens: 4 MiB for the nodes when all are used. */
+#define FRAMES_MAX 131072
+#define FRAME_SLOTS_MASK (2 * FRAMES_MAX - 1)
+#define FRAME_NAMES_MAX (16u << 20)
+#define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
@@ -211,6 +231,27 @@ struct open_range {
 	bool used;
 };
 
+/*
+ * A node of the frame tree: a frame (address, kernel or user, name) under its caller's node,
+ * so a path from a root is a stack, outermost first, and an event names its whole stack by
+ * its innermost frame's node ("sf"). Ids are index + 1; 0 is "no parent".
+ */
+struct frame_node {
+	__u64 ip;
+	__u32 parent;
+	__u32 name_off; /* in frame_names, NUL-terminated; 0: no name (the arena's first byte) */
+	__u32 gen; /* the last file (timeline.gen) with an event that references it or a callee */
+	bool kernel;
+};
+
+/* A CUDA API's name, found once (api_name). */
+#define API_CACHE 64
+struct api_cached {
+	__u32 domain, id;
+	size_t len; /* 0: empty */
+	char name[80]; /* the longest in cuda_api_names.h is 54 bytes */
+};
+
 struct sync_reading {
 	__u32 pid, clock;
 	__u64 ref_before, other, ref_after;
@@ -275,7 +316,7 @@ struct timeline {
 	__u64 in_file; /* events in the current file */
 	__u64 ticked; /* in_file at the last tick */
 	__u32 gen; /* files opened so far: which one is being written */
-	char *ev; /* the event being built */
+	char *ev; /* the event being built, EV_HEAD bytes into its allocation */
 	size_t len;
 	bool overflow;
 	struct table procs, threads, gpus, streams, devices, pmu;
@@ -293,14 +334,27 @@ struct timeline {
 	struct sink_clocks clocks; /* a model per other clock, from every reading */
 	char *clocks_json; /* SINK_CLOCKS_JSON_MAX bytes */
 	__u64 written, flows, flows_unknown, bytes_done, dropped, ranges_unmatched, full, overlaps;
+	struct frame_node *frames; /* FRAMES_MAX */
+	__u32 *frame_slots; /* FRAME_SLOTS_MASK + 1 node ids, 0: empty */
+	__u32 n_frames;
+	char *frame_names; /* FRAME_NAMES_MAX */
+	size_t frame_names_len;
+	__u64 stacks_inline; /* stacks written inline: the tree was full */
+	struct api_cached api_cache[API_CACHE];
+	struct thread *last_thread; /* touch's last, in the threads table */
+	struct {
+		const char *s;
+		size_t len;
+	} corr_names[XPU_CORR_TYPE_MAX + 1]; /* xpu_corr_type__name's, their lengths known */
 };
 
 static const char *const counter_names[] = {
 	"events_written",  "flows",	     "flows_unknown_launch",
 	"bytes_written",   "events_dropped", "ranges_unmatched",
 	"sm_late_kernels", "tables_full",    "lanes_full",
+	"stacks_inline",
 };
-#define COUNTERS_BASE 9
+#define COUNTERS_BASE 10
 
 /* after the base ones: with windows */
 static const char *const window_counter_names[] = { "windows_written", "windows_deleted",
@@ -314,25 +368,11 @@ static const char *const ring_counter_names[] = {
 
 /* ---- building one event ---- */
 
-static void put(struct timeline *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct timeline *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (t->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(t->ev + t->len, EV_MAX - t->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= EV_MAX - t->len)
-		t->overflow = true;
-	else
-		t->len += (size_t)n;
-}
-
-/* The fixed parts of every event without printf: formatting was most of this sink's time. */
+/*
+ * Events are built with hand-written appenders, never printf: formatting was most of this
+ * sink's time (docs/performance.md). Each appender checks the room left in t->ev (EV_MAX,
+ * which no event reaches) and marks the event overflowed rather than cut it.
+ */
 static void put_raw(struct timeline *t, const char *s, size_t n)
 {
 	if (t->overflow || n >= EV_MAX - t->len) {
@@ -344,26 +384,156 @@ static void put_raw(struct timeline *t, const char *s, size_t n)
 }
 
 #define put_lit(t, s) put_raw((t), (s), sizeof(s) - 1)
+/* a string literal and its length, for the arguments that take both */
+#define LIT(s) (s), (sizeof(s) - 1)
 
-static void put_u64(struct timeline *t, __u64 v)
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+				  "31323334353637383940414243444546474849505152535455565758596061"
+				  "62636465666768697071727374757677787980818283848586878889909192"
+				  "93949596979899";
+
+/* v in decimal, ending at end (at least 20 bytes after the buffer's start); returns its
+ * first byte. Two digits a division: a timestamp has 13 or more. */
+static char *u64_text(char *end, __u64 v)
 {
-	char buf[20];
-	size_t i = sizeof(buf);
+	char *p = end;
 
-	do
-		buf[--i] = (char)('0' + v % 10);
-	while (v /= 10);
-	put_raw(t, buf + i, sizeof(buf) - i);
+	while (v >= 100) {
+		unsigned int d = (unsigned int)(v % 100) * 2;
+
+		v /= 100;
+		*--p = digit_pairs[d + 1];
+		*--p = digit_pairs[d];
+	}
+	if (v >= 10) {
+		*--p = digit_pairs[v * 2 + 1];
+		*--p = digit_pairs[v * 2];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
 }
 
-/* ns as microseconds with three decimals: US_FMT's text */
+/* v in decimal, written in place: its length first, then the digits from the end back. */
+static void put_u64(struct timeline *t, __u64 v)
+{
+	size_t n = 1;
+	__u64 p;
+
+	if (t->overflow || EV_MAX - t->len <= 20) {
+		t->overflow = true;
+		return;
+	}
+	for (p = 10; n < 20 && v >= p; p *= 10)
+		n++;
+	u64_text(t->ev + t->len + n, v);
+	t->len += n;
+}
+
+/* A member of an object: its key, ready (",\"key\":"), and an integer value. */
+static void put_member(struct timeline *t, const char *key, size_t key_len, __u64 v)
+{
+	put_raw(t, key, key_len);
+	put_u64(t, v);
+}
+
+static void put_s64(struct timeline *t, __s64 v)
+{
+	if (v < 0)
+		put_lit(t, "-");
+	put_u64(t, v < 0 ? -(__u64)v : (__u64)v);
+}
+
+/* ns as microseconds: the integer part, then as many of the three decimals as are not
+ * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. */
 static void put_us(struct timeline *t, __u64 ns)
 {
-	char frac[4] = { '.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10),
-			 (char)('0' + ns % 10) };
+	unsigned int f = (unsigned int)(ns % 1000);
+	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10),
+			 (char)('0' + f % 10) };
 
 	put_u64(t, ns / 1000);
-	put_raw(t, frac, sizeof(frac));
+	if (f)
+		put_raw(t, frac, f % 10 ? 4 : f % 100 ? 3 : 2);
+}
+
+/*
+ * A finite double with at most sig (1 to 15) significant digits, as %.{sig}g writes it: the
+ * value scaled by a power of ten in long double (64 bits of mantissa on x86-64, where the
+ * powers up to 10^27 are exact), so the one rounding to sig digits (to even, as glibc's) sees
+ * the value to 2^-64 and agrees with printf's but for values within that of a half-way point.
+ * Exact integers below 10^sig take a shorter way. Trailing zeros are dropped; an exponent
+ * below -4 or from sig up is written as %g writes it ("1.5e+20", "2e-07"). Not finite
+ * (callers rule it out): 0.
+ */
+static void put_double(struct timeline *t, double v, int sig)
+{
+	char buf[40], dig[20], *p = buf, *d;
+	__u64 m, limit = 1;
+	long double s;
+	int e10, k, nd, i;
+
+	for (i = 0; i < sig; i++)
+		limit *= 10;
+	if (!isfinite(v) || v == 0) {
+		put_lit(t, "0");
+		return;
+	}
+	if (v < 0) {
+		*p++ = '-';
+		v = -v;
+	}
+	if (v < (double)limit && v == (double)(__u64)v) {
+		d = u64_text(dig + sizeof(dig), (__u64)v);
+		memcpy(p, d, (size_t)(dig + sizeof(dig) - d));
+		put_raw(t, buf, (size_t)(p - buf) + (size_t)(dig + sizeof(dig) - d));
+		return;
+	}
+	e10 = (int)floor(log10(v));
+	for (;;) { /* once, or twice where log10 rounded across a power of ten */
+		k = sig - 1 - e10; /* v * 10^k has sig digits before the point */
+		s = k >= 0 ? (long double)v * powl(10, k) : (long double)v / powl(10, -k);
+		m = (__u64)rintl(s);
+		if (m >= limit)
+			e10++;
+		else if (m < limit / 10)
+			e10--;
+		else
+			break;
+	}
+	d = u64_text(dig + sizeof(dig), m);
+	nd = sig;
+	while (nd > 1 && d[nd - 1] == '0')
+		nd--;
+	if (e10 < -4 || e10 >= sig) {
+		*p++ = d[0];
+		if (nd > 1) {
+			*p++ = '.';
+			memcpy(p, d + 1, (size_t)nd - 1);
+			p += nd - 1;
+		}
+		*p++ = 'e';
+		*p++ = e10 < 0 ? '-' : '+';
+		e10 = e10 < 0 ? -e10 : e10;
+		if (e10 >= 100)
+			*p++ = (char)('0' + e10 / 100);
+		*p++ = (char)('0' + e10 / 10 % 10);
+		*p++ = (char)('0' + e10 % 10);
+	} else if (e10 < 0) {
+		*p++ = '0';
+		*p++ = '.';
+		for (i = -1; i > e10; i--)
+			*p++ = '0';
+		memcpy(p, d, (size_t)nd);
+		p += nd;
+	} else {
+		for (i = 0; i < nd || i <= e10; i++) {
+			if (i == e10 + 1)
+				*p++ = '.';
+			*p++ = i < nd ? d[i] : '0';
+		}
+	}
+	put_raw(t, buf, (size_t)(p - buf));
 }
 
 /* A JSON string of n bytes, escaped by common/json_escape.h's rule (the one of stats.json). */
@@ -382,27 +552,31 @@ static void put_str(struct timeline *t, const char *s, size_t n)
 	t->len = (size_t)(d - t->ev);
 }
 
-/* ns as microseconds with three decimals: exact, whatever the magnitude. */
-#define US_FMT "%" PRIu64 ".%03u"
-#define US_ARG(ns) (uint64_t)((ns) / 1000), (unsigned int)((ns) % 1000)
-
-/* Start an event: every event has ph, name, cat, pid, tid and (but metadata) ts. */
-static void begin(struct timeline *t, const char *ph, const char *name, size_t name_len,
-		  const char *cat, __u32 pid, __u32 tid, __u64 ts)
+/* A slice's duration: [start, end], nothing before its start. */
+static void put_dur(struct timeline *t, __u64 start, __u64 end)
 {
+	put_lit(t, ",\"dur\":");
+	put_us(t, end > start ? end - start : 0);
+}
+
+/* Start an event: every event has ph, name, cat (cat_len bytes, nothing to escape), pid,
+ * tid and (but metadata) ts. */
+static void begin(struct timeline *t, char ph, const char *name, size_t name_len, const char *cat,
+		  size_t cat_len, __u32 pid, __u32 tid, __u64 ts)
+{
+	char head[] = "{\"ph\":\"X\",\"name\":";
+
+	head[7] = ph;
 	t->len = 0;
 	t->overflow = false;
-	put_lit(t, "{\"ph\":\"");
-	put_raw(t, ph, strlen(ph));
-	put_lit(t, "\",\"name\":");
+	put_raw(t, head, sizeof(head) - 1);
 	put_str(t, name, name_len);
 	put_lit(t, ",\"cat\":\"");
-	put_raw(t, cat, strlen(cat));
+	put_raw(t, cat, cat_len);
 	put_lit(t, "\",\"pid\":");
 	put_u64(t, pid);
-	put_lit(t, ",\"tid\":");
-	put_u64(t, tid);
-	if (strcmp(ph, "M")) {
+	put_member(t, LIT(",\"tid\":"), tid);
+	if (ph != 'M') {
 		put_lit(t, ",\"ts\":");
 		put_us(t, ts);
 	}
@@ -447,9 +621,11 @@ static bool emit_ring(struct timeline *t)
 
 static void window_full(struct timeline *t);
 
-/* Finish the event and append it to the file. An event that cannot be written (no file, a
- * broken one, or too big, which the bound above rules out) is counted, never cut. Returns
- * whether it was written. */
+/* Finish the event and append it to the file: the one place events leave. The event is
+ * t->ev[0, t->len); the separator from the previous one goes into the EV_HEAD bytes before
+ * it, so both leave in one copy. An event that cannot be written (no file, a broken one, or
+ * too big, which the bound above rules out) is counted, never cut. Returns whether it was
+ * written. */
 static bool emit(struct timeline *t)
 {
 	int err;
@@ -461,9 +637,12 @@ static bool emit(struct timeline *t)
 		t->dropped++;
 		return false;
 	}
-	err = out__write(t->o, t->in_file ? ",\n" : "", t->in_file ? 2 : 0);
-	if (!err)
+	if (t->in_file) {
+		memcpy(t->ev - EV_HEAD, ",\n", EV_HEAD);
+		err = out__write(t->o, t->ev - EV_HEAD, t->len + EV_HEAD);
+	} else {
 		err = out__write(t->o, t->ev, t->len);
+	}
 	if (err) {
 		t->werr = err;
 		t->dropped++;
@@ -476,55 +655,202 @@ static bool emit(struct timeline *t)
 	return true;
 }
 
-/* The stack, innermost first: each frame its function's name when the event has one, else
- * its address as a hex string; kernel frames carry flamegraph.pl's "_[k]", Python frames
- * (common/pyframe.h) the folded format's "[py] " before their whole name, line included
- * ("[py] train_step (/w/p.py:12)"), or before their code object and line when unnamed
- * ("[py] 0x7f3a12345000 (line 12)"): a timeline shows where each sample was. */
-static void put_stack(struct timeline *t, const struct xpu_cevent *e)
+/* ---- stacks: the frame tree ---- */
+
+/*
+ * A frame's text, as the inline stack and the stackFrames dictionary spell it: its function's
+ * name when the event has one, else its address in hex; kernel frames carry flamegraph.pl's
+ * "_[k]", Python frames (common/pyframe.h) the folded format's "[py] " before their whole
+ * name, line included ("[py] train_step (/w/p.py:12)"), or before their code object and line
+ * when unnamed ("[py] 0x7f3a12345000 (line 12)"): a timeline shows where each sample was.
+ */
+static void put_frame(struct timeline *t, __u64 ip, bool kernel, const char *name)
+{
+	static const char hex[] = "0123456789abcdef";
+	char buf[XPU_WIRE_FRAME_NAME_MAX + 48], *p = buf, *q;
+	size_t n = name ? strlen(name) : 0;
+	bool py = !kernel && xpu_pyframe__is(ip);
+	__u64 v = py && !n ? xpu_pyframe__code(ip) : ip;
+	char num[20];
+	int i;
+
+	if (n > XPU_WIRE_FRAME_NAME_MAX)
+		n = XPU_WIRE_FRAME_NAME_MAX;
+	if (py) {
+		memcpy(p, XPU_PYFRAME_MARK, sizeof(XPU_PYFRAME_MARK) - 1);
+		p += sizeof(XPU_PYFRAME_MARK) - 1;
+	}
+	if (n) {
+		memcpy(p, name, n);
+		p += n;
+	} else {
+		*p++ = '0';
+		*p++ = 'x';
+		for (i = 60; i > 0 && !(v >> i); i -= 4)
+			;
+		for (; i >= 0; i -= 4)
+			*p++ = hex[v >> i & 15];
+		if (py) {
+			memcpy(p, " (line ", 7);
+			p += 7;
+			q = u64_text(num + sizeof(num), xpu_pyframe__line(ip));
+			memcpy(p, q, (size_t)(num + sizeof(num) - q));
+			p += num + sizeof(num) - q;
+			*p++ = ')';
+		}
+	}
+	if (kernel) {
+		memcpy(p, "_[k]", 4);
+		p += 4;
+	}
+	put_str(t, buf, (size_t)(p - buf));
+}
+
+/* The stack as an args member, "stack":[...], innermost first: the form of an event whose
+ * stack the frame tree has no room for. */
+static void put_stack_inline(struct timeline *t, const struct xpu_cevent *e)
 {
 	__u32 i, n = (__u32)e->n_kernel + e->n_user;
-	const char *name;
-	char buf[XPU_WIRE_FRAME_NAME_MAX + 8];
-	int len;
 
-	if (!e->stack || !n)
-		return;
-	put(t, ",\"stack\":[");
+	put_lit(t, ",\"stack\":[");
 	for (i = 0; i < n; i++) {
-		const char *suffix = i < e->n_kernel ? "_[k]" : "";
-
-		name = e->frames ? e->frames[i] : NULL;
-		if (!*suffix && xpu_pyframe__is(e->stack[i]) && name && name[0])
-			len = snprintf(buf, sizeof(buf), XPU_PYFRAME_MARK "%s", name);
-		else if (!*suffix && xpu_pyframe__is(e->stack[i]))
-			len = snprintf(buf, sizeof(buf), XPU_PYFRAME_MARK "0x%" PRIx64 " (line %u)",
-				       (uint64_t)xpu_pyframe__code(e->stack[i]),
-				       xpu_pyframe__line(e->stack[i]));
-		else if (name && name[0]) /* the frame's name and its suffix: one string */
-			len = snprintf(buf, sizeof(buf), "%s%s", name, suffix);
-		else
-			len = snprintf(buf, sizeof(buf), "0x%" PRIx64 "%s", (uint64_t)e->stack[i],
-				       suffix);
 		if (i)
 			put_lit(t, ",");
-		put_str(t, buf,
-			len < 0		       ? 0 :
-			len < (int)sizeof(buf) ? (size_t)len :
-						 sizeof(buf) - 1);
+		put_frame(t, e->stack[i], i < e->n_kernel, e->frames ? e->frames[i] : NULL);
 	}
-	put(t, "]");
+	put_lit(t, "]");
+}
+
+/*
+ * The node of (parent, ip, kernel, name): found by the hash of (parent, ip, kernel), the name
+ * compared whole (an address names different functions in different processes); made when
+ * missing and there is room. Returns its id (index + 1), or 0 when the tree is full.
+ */
+static __u32 frame_node_of(struct timeline *t, __u32 parent, __u64 ip, bool kernel,
+			   const char *name)
+{
+	__u32 i = (__u32)xpu_mix64(ip ^ xpu_mix64((__u64)parent << 1 | kernel)) & FRAME_SLOTS_MASK;
+	struct frame_node *f;
+	size_t len;
+	__u32 id;
+
+	if (!name)
+		name = "";
+	for (; (id = t->frame_slots[i]); i = (i + 1) & FRAME_SLOTS_MASK) {
+		f = &t->frames[id - 1];
+		if (f->ip == ip && f->parent == parent && f->kernel == kernel &&
+		    (f->name_off ? !strcmp(t->frame_names + f->name_off, name) : !*name))
+			return id;
+	}
+	len = *name ? strnlen(name, XPU_WIRE_FRAME_NAME_MAX) : 0;
+	if (t->n_frames == FRAMES_MAX || len >= FRAME_NAMES_MAX - t->frame_names_len)
+		return 0;
+	f = &t->frames[t->n_frames++];
+	*f = (struct frame_node){ .ip = ip, .parent = parent, .kernel = kernel };
+	if (len) { /* "" is the arena's first byte, shared by every unnamed frame */
+		f->name_off = (__u32)t->frame_names_len;
+		memcpy(t->frame_names + t->frame_names_len, name, len);
+		t->frame_names[t->frame_names_len + len] = 0;
+		t->frame_names_len += len + 1;
+	}
+	t->frame_slots[i] = t->n_frames;
+	return t->n_frames;
+}
+
+/*
+ * The frame tree node of e's innermost frame, its callers its ancestors, marked as referenced
+ * by the current file (t->gen) for write_stack_frames, with every ancestor not yet marked: a
+ * marked node's ancestors are, so a stack seen before in this file costs one compare. 0: no
+ * stack; STACK_INLINE: the tree is full (counted), the event carries its stack inline. A
+ * stack's frames are looked up, never allocated per event: a node is made once, the first
+ * time its path is seen.
+ */
+static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
+{
+	__u32 i = (__u32)e->n_kernel + e->n_user, id = 0, up;
+
+	if (!e->stack || !i)
+		return 0;
+	while (i--) { /* outermost first: each frame's node is a child of its caller's */
+		id = frame_node_of(t, id, e->stack[i], i < e->n_kernel,
+				   e->frames ? e->frames[i] : NULL);
+		if (!id) {
+			t->stacks_inline++;
+			return STACK_INLINE;
+		}
+	}
+	for (up = id; up && t->frames[up - 1].gen != t->gen; up = t->frames[up - 1].parent)
+		t->frames[up - 1].gen = t->gen;
+	return id;
+}
+
+/* The args member of a stack the tree could not take (sf STACK_INLINE). */
+static void put_stack_args(struct timeline *t, const struct xpu_cevent *e, __u32 sf)
+{
+	if (sf == STACK_INLINE)
+		put_stack_inline(t, e);
+}
+
+/* The event's "sf": its stack in the stackFrames dictionary (after the args object). */
+static void put_sf(struct timeline *t, __u32 sf)
+{
+	if (!sf || sf == STACK_INLINE)
+		return;
+	put_member(t, LIT(",\"sf\":"), sf);
+}
+
+/*
+ * The "stackFrames" dictionary, a member of the top-level object: every node, id to
+ * {"name", "parent"} (the roots have no parent). all: every node of the tree; else exactly
+ * the nodes events of the current file (t->gen) reference, with their ancestors (stack_node
+ * marks a whole path). Written in id order, so a node comes after its parent.
+ */
+static void write_stack_frames(struct timeline *t, bool all)
+{
+	bool first = true;
+	__u32 i;
+
+	out__write(t->o, LIT("\"stackFrames\":{"));
+	for (i = 0; i < t->n_frames; i++) {
+		const struct frame_node *f = &t->frames[i];
+
+		if (!all && f->gen != t->gen)
+			continue;
+		t->len = 0;
+		t->overflow = false;
+		put_raw(t, first ? "\n\"" : ",\n\"", first ? 2 : 3);
+		first = false;
+		put_u64(t, i + 1);
+		put_lit(t, "\":{\"name\":");
+		put_frame(t, f->ip, f->kernel, f->name_off ? t->frame_names + f->name_off : NULL);
+		if (f->parent) {
+			put_lit(t, ",\"parent\":\"");
+			put_u64(t, f->parent);
+			put_lit(t, "\"");
+		}
+		put_lit(t, "}");
+		out__write(t->o, t->ev, t->len);
+	}
+	out__write(t->o, LIT("},\n"));
 }
 
 /* How the correlator joined the event, for a GPU activity's or a call's args; nothing for
- * an event it found nothing for (an outermost call). */
+ * an event it found nothing for (an outermost call). The confidence only when below 1: an
+ * exact join, the usual one, is sure. */
 static void put_corr(struct timeline *t, const struct xpu_cevent *e)
 {
+	__u32 type = e->corr_type < XPU_CORR_TYPE_MAX ? e->corr_type : XPU_CORR_TYPE_MAX;
+
 	if (e->corr_type == XPU_CORR_NONE && e->kind != XPU_REC_GPU_KERNEL &&
 	    e->kind != XPU_REC_GPU_MEMCPY && e->kind != XPU_REC_GPU_MEMSET)
 		return;
-	put(t, ",\"corr_type\":\"%s\",\"confidence\":%.3g", xpu_corr_type__name(e->corr_type),
-	    (double)e->confidence);
+	put_lit(t, ",\"corr_type\":\"");
+	put_raw(t, t->corr_names[type].s, t->corr_names[type].len);
+	put_lit(t, "\"");
+	if (e->confidence < 1) {
+		put_lit(t, ",\"confidence\":");
+		put_double(t, (double)e->confidence, 3);
+	}
 }
 
 /* The counters the correlator attached to a slice (its window's deltas), as args. */
@@ -539,11 +865,14 @@ static void put_counters(struct timeline *t, const struct xpu_cevent *e)
 		if (i)
 			put_lit(t, ",");
 		put_str(t, e->counters[i].name, e->counters[i].name_len);
-		put(t, ":%.15g", e->counters[i].delta); /* finite: the wire says so */
+		put_lit(t, ":");
+		put_double(t, e->counters[i].delta, 15); /* finite: the wire says so */
 	}
 	put_lit(t, "}");
-	if (e->ipc > 0)
-		put(t, ",\"ipc\":%.6g", e->ipc);
+	if (e->ipc > 0) {
+		put_lit(t, ",\"ipc\":");
+		put_double(t, e->ipc, 6);
+	}
 	if (e->counter_flags & XPU_COUNTERS_F_ESTIMATED)
 		put_lit(t, ",\"counters_estimated\":true");
 }
@@ -613,13 +942,24 @@ static void learn_comm(struct timeline *t, const struct xpu_cevent *e, __u8 rank
 	}
 }
 
+/* The thread (pid, tid) when it is the one last touched: events come in runs of one thread. */
+static struct thread *thread_cached(struct timeline *t, __u32 pid, __u32 tid)
+{
+	struct thread *th = t->last_thread;
+
+	return th && th->k.a == pid && th->k.b == tid ? th : NULL;
+}
+
 /* Every CPU-side track gets its names at finish: make sure it is known. */
 static void touch(struct timeline *t, __u32 pid, __u32 tid)
 {
-	if (!pid)
+	struct thread *th;
+
+	if (!pid || thread_cached(t, pid, cpu_tid(pid, tid)))
 		return;
-	proc_of(t, pid);
-	thread_of(t, pid, cpu_tid(pid, tid));
+	/* remembered once its process and it are in the tables: entries never move */
+	if (proc_of(t, pid) && (th = thread_of(t, pid, cpu_tid(pid, tid))))
+		t->last_thread = th;
 }
 
 /* [s, e] nests with every slice the lane holds: inside it, around it, or apart. */
@@ -647,11 +987,11 @@ static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
  */
 static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 {
-	struct thread *th = table__get(&t->threads, pid, tid, false);
+	struct thread *th = thread_cached(t, pid, tid);
 	struct lane *l = NULL;
 	__u32 i;
 
-	if (!th)
+	if (!th && !(th = table__get(&t->threads, pid, tid, false)))
 		return tid;
 	for (i = 0; i < LANES; i++) {
 		l = th->lane[i];
@@ -711,37 +1051,66 @@ static int api_name_cmp(const void *key, const void *elem)
 	return (a->id > b->id) - (a->id < b->id);
 }
 
-/* The API's name from the CUPTI headers' callback ids (cuda_api_names.h); an id a later CUDA
- * added is named by number. */
-static const char *api_name(__u32 domain, __u32 id, char *buf, size_t size)
+/*
+ * The API's name from the CUPTI headers' callback ids (cuda_api_names.h); an id a later CUDA
+ * added is named by number ("cuda runtime 9999"). A program calls few APIs: the last names
+ * found stay in a small direct-mapped cache, so an event costs no search nor strlen.
+ */
+static const struct api_cached *api_name(struct timeline *t, __u32 domain, __u32 id)
 {
+	struct api_cached *c = &t->api_cache[(id * 2 + (domain == XPU_API_DRIVER)) % API_CACHE];
 	struct cuda_api_name key = { .domain = (__u16)domain, .id = (__u16)id };
 	const struct cuda_api_name *found = NULL;
+	char num[20], *p;
+	size_t n;
 
+	if (c->len && c->domain == domain && c->id == id)
+		return c;
 	if (id <= 0xffff && (domain == XPU_API_RUNTIME || domain == XPU_API_DRIVER))
 		found = bsearch(&key, cuda_api_names,
 				sizeof(cuda_api_names) / sizeof(cuda_api_names[0]),
 				sizeof(cuda_api_names[0]), api_name_cmp);
-	if (found)
-		return found->name;
-	snprintf(buf, size, "%s %u", domain == XPU_API_DRIVER ? "cuda driver" : "cuda runtime", id);
-	return buf;
+	c->domain = domain;
+	c->id = id;
+	if (found) {
+		c->len = strnlen(found->name, sizeof(c->name));
+		memcpy(c->name, found->name, c->len);
+		return c;
+	}
+	n = domain == XPU_API_DRIVER ? sizeof("cuda driver ") - 1 : sizeof("cuda runtime ") - 1;
+	memcpy(c->name, domain == XPU_API_DRIVER ? "cuda driver " : "cuda runtime ", n);
+	p = u64_text(num + sizeof(num), id);
+	memcpy(c->name + n, p, (size_t)(num + sizeof(num) - p));
+	c->len = n + (size_t)(num + sizeof(num) - p);
+	return c;
 }
 
-static const char *copy_kind_name(__u32 k)
+/* A copy's kind (HtoD, ...): its name "memcpy HtoD" is the kind after 7 bytes. */
+static const char *copy_kind_name(__u32 k, size_t *len)
 {
-	static const char *const names[] = { "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-					     "AtoD",	"DtoA", "DtoD", "HtoH", "PtoP" };
+	static const char *const names[] = { "memcpy unknown", "memcpy HtoD", "memcpy DtoH",
+					     "memcpy HtoA",    "memcpy AtoH", "memcpy AtoA",
+					     "memcpy AtoD",    "memcpy DtoA", "memcpy DtoD",
+					     "memcpy HtoH",    "memcpy PtoP" };
 
-	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "unknown";
+	static const unsigned char lens[] = { 14, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11 };
+
+	if (k >= sizeof(names) / sizeof(names[0]))
+		k = 0;
+	*len = lens[k];
+	return names[k];
 }
 
-static const char *sync_kind_name(__u32 k)
+static const char *sync_kind_name(__u32 k, size_t *len)
 {
 	static const char *const names[] = { "sync", "event sync", "stream wait event",
 					     "stream sync", "context sync" };
+	static const unsigned char lens[] = { 4, 10, 17, 11, 12 };
 
-	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "sync";
+	if (k >= sizeof(names) / sizeof(names[0]))
+		k = 0;
+	*len = lens[k];
+	return names[k];
 }
 
 static const char *clock_name(__u32 c)
@@ -778,7 +1147,7 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 	bool linked = false;
 	__u32 i;
 
-	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX && !from; i++) {
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
 		linked = true;
@@ -802,12 +1171,13 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 	t->grouping = true; /* in the ring, both ends in one record, which needs the call's */
 	t->dep = from->pos;
 	t->dep_ts = from->ts;
-	begin(t, "s", "launch", 6, "launch", cpu_pid(t, from->pid), from->tid, from->ts);
-	put(t, ",\"id\":%" PRIu64, (uint64_t)t->flows);
+	begin(t, 's', LIT("launch"), LIT("launch"), cpu_pid(t, from->pid), from->tid, from->ts);
+	put_member(t, LIT(",\"id\":"), t->flows);
 	emit(t);
 	t->grouping = false;
-	begin(t, "f", "launch", 6, "launch", vpid, e->stream, e->ts_ns);
-	put(t, ",\"bp\":\"e\",\"id\":%" PRIu64, (uint64_t)t->flows);
+	begin(t, 'f', LIT("launch"), LIT("launch"), vpid, e->stream, e->ts_ns);
+	put_lit(t, ",\"bp\":\"e\",\"id\":");
+	put_u64(t, t->flows);
 	emit(t);
 	t->dep = 0;
 }
@@ -824,8 +1194,10 @@ static void sm_write(struct timeline *t, struct sm_track *k, __u32 pid, __u64 ts
 	k->last1 = milli + 1;
 	keep = t->cur_last;
 	t->cur_last = ts; /* in the ring, its own time: written late, it is no younger */
-	begin(t, "C", "SM active", 9, "gpu", pid, pid, ts);
-	put(t, ",\"args\":{\"%%\":%u.%03u}", milli / 1000, milli % 1000);
+	begin(t, 'C', LIT("SM active"), LIT("gpu"), pid, pid, ts);
+	put_lit(t, ",\"args\":{\"%\":");
+	put_us(t, milli); /* thousandths of a percent, as put_us writes ns in us */
+	put_lit(t, "}");
 	emit(t);
 	t->cur_last = keep;
 }
@@ -952,11 +1324,13 @@ static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64
 	while (*link != idx1) /* usually the innermost; a pop may skip lost ones */
 		link = &range_at(t, *link)->below;
 	*link = r->below;
-	begin(t, "X", r->name_len ? r->name : "range", r->name_len ? r->name_len : 5, "range",
+	begin(t, 'X', r->name_len ? r->name : "range", r->name_len ? r->name_len : 5, LIT("range"),
 	      r->pid, lane_of(t, r->pid, r->tid, r->ts, end > r->ts ? end : r->ts), r->ts);
-	put(t, ",\"dur\":" US_FMT ",\"args\":{\"range_id\":%" PRIu64 "%s",
-	    US_ARG(end > r->ts ? end - r->ts : 0), (uint64_t)r->range_id,
-	    unfinished ? ",\"unfinished\":true" : "");
+	put_dur(t, r->ts, end);
+	put_lit(t, ",\"args\":{\"range_id\":");
+	put_u64(t, r->range_id);
+	if (unfinished)
+		put_lit(t, ",\"unfinished\":true");
 	if (closer)
 		put_counters(t, closer);
 	put_lit(t, "}");
@@ -1024,9 +1398,9 @@ static void range_event(struct timeline *t, __u32 producer, const struct xpu_cev
 	case XPU_RANGE_START:
 	case XPU_RANGE_END:
 		/* may cross threads: an async slice, paired by the viewer on (cat, id) */
-		begin(t, e->sub_kind == XPU_RANGE_START ? "b" : "e", name, name_len, "range", pid,
-		      tid, e->ts_ns);
-		put(t, ",\"id\":%" PRIu64, (uint64_t)e->correlation_id);
+		begin(t, e->sub_kind == XPU_RANGE_START ? 'b' : 'e', name, name_len, LIT("range"),
+		      pid, tid, e->ts_ns);
+		put_member(t, LIT(",\"id\":"), e->correlation_id);
 		if (e->n_counters) { /* an end's counters, from its start: the viewer merges args */
 			put_lit(t, ",\"args\":{\"counted\":true");
 			put_counters(t, e);
@@ -1035,8 +1409,8 @@ static void range_event(struct timeline *t, __u32 producer, const struct xpu_cev
 		emit(t);
 		break;
 	case XPU_RANGE_MARK:
-		begin(t, "i", name, name_len, "range", pid, tid, e->ts_ns);
-		put(t, ",\"s\":\"t\"");
+		begin(t, 'i', name, name_len, LIT("range"), pid, tid, e->ts_ns);
+		put_lit(t, ",\"s\":\"t\"");
 		emit(t);
 		break;
 	default:
@@ -1046,54 +1420,74 @@ static void range_event(struct timeline *t, __u32 producer, const struct xpu_cev
 
 /* ---- one event ---- */
 
+/* A kernel's grid or block: [x,y,z]. */
+static void put_dim3(struct timeline *t, const __s32 v[3])
+{
+	put_lit(t, "[");
+	put_s64(t, v[0]);
+	put_lit(t, ",");
+	put_s64(t, v[1]);
+	put_lit(t, ",");
+	put_s64(t, v[2]);
+	put_lit(t, "]");
+}
+
+/* A GPU activity on its stream's track: the track names the device ("GPU D (pid N)") and the
+ * stream ("stream S", the tid), so its args do not repeat them. */
 static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
 {
-	char name[32];
-	const char *n = name;
-	size_t len;
 	struct gpu *g = gpu_of(t, e->pid, e->device);
+	const char *n = "";
+	size_t len = 0;
+	__u32 sf;
 
 	if (!g)
 		return;
 	if (!table__get(&t->streams, g->vpid, e->stream, true))
 		t->full++;
+	sf = stack_node(t, e);
 	if (e->kind == XPU_REC_GPU_KERNEL) {
 		n = e->name_len ? e->name : "kernel";
 		len = e->name_len ? e->name_len : 6;
+		begin(t, 'X', n, len, LIT("kernel"), g->vpid, e->stream, e->ts_ns);
 	} else if (e->kind == XPU_REC_GPU_MEMCPY) {
-		len = (size_t)snprintf(name, sizeof(name), "memcpy %s",
-				       copy_kind_name(e->sub_kind));
+		n = copy_kind_name(e->sub_kind, &len);
+		begin(t, 'X', n, len, LIT("memcpy"), g->vpid, e->stream, e->ts_ns);
 	} else {
-		n = "memset";
-		len = 6;
+		begin(t, 'X', LIT("memset"), LIT("memset"), g->vpid, e->stream, e->ts_ns);
 	}
-	begin(t, "X", n, len,
-	      e->kind == XPU_REC_GPU_KERNEL ? "kernel" :
-	      e->kind == XPU_REC_GPU_MEMCPY ? "memcpy" :
-					      "memset",
-	      g->vpid, e->stream, e->ts_ns);
-	put(t, ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64,
-	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id);
-	put(t, ",\"device\":%u,\"context\":%u,\"stream\":%u", e->device, e->context, e->stream);
+	put_dur(t, e->ts_ns, e->end_ns);
+	put_member(t, LIT(",\"args\":{\"correlation_id\":"), e->correlation_id);
+	put_member(t, LIT(",\"context\":"), e->context);
 	if (e->kind == XPU_REC_GPU_KERNEL) {
-		put(t, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d]", e->grid[0], e->grid[1],
-		    e->grid[2], e->block[0], e->block[1], e->block[2]);
-		put(t, ",\"registers\":%u,\"shared_memory\":%u", e->registers, e->shared_mem);
-		if (e->graph_id || e->graph_node_id)
-			put(t, ",\"graph\":%u,\"graph_node\":%" PRIu64, e->graph_id,
-			    (uint64_t)e->graph_node_id);
+		put_lit(t, ",\"grid\":");
+		put_dim3(t, e->grid);
+		put_lit(t, ",\"block\":");
+		put_dim3(t, e->block);
+		put_member(t, LIT(",\"registers\":"), e->registers);
+		put_member(t, LIT(",\"shared_memory\":"), e->shared_mem);
+		if (e->graph_id || e->graph_node_id) {
+			put_member(t, LIT(",\"graph\":"), e->graph_id);
+			put_member(t, LIT(",\"graph_node\":"), e->graph_node_id);
+		}
 	} else {
-		put(t, ",\"bytes\":%" PRIu64, (uint64_t)e->bytes);
-		if (e->kind == XPU_REC_GPU_MEMCPY)
-			put(t, ",\"copy_kind\":\"%s\",\"async\":%s", copy_kind_name(e->sub_kind),
-			    e->flags & XPU_COPY_F_ASYNC ? "true" : "false");
-		else
-			put(t, ",\"value\":%" PRIu64, (uint64_t)e->value);
+		put_member(t, LIT(",\"bytes\":"), e->bytes);
+		if (e->kind == XPU_REC_GPU_MEMCPY) {
+			put_lit(t, ",\"copy_kind\":\"");
+			put_raw(t, n + 7, len - 7); /* after "memcpy " */
+			if (e->flags & XPU_COPY_F_ASYNC)
+				put_lit(t, "\",\"async\":true");
+			else
+				put_lit(t, "\",\"async\":false");
+		} else {
+			put_member(t, LIT(",\"value\":"), e->value);
+		}
 	}
 	put_corr(t, e);
 	put_counters(t, e);
-	put_stack(t, e);
-	put(t, "}");
+	put_stack_args(t, e, sf);
+	put_lit(t, "}");
+	put_sf(t, sf);
 	if (emit(t)) /* an arrow needs both its slices in the file */
 		flow(t, producer, e, g->vpid);
 	if (e->kind == XPU_REC_GPU_KERNEL)
@@ -1102,61 +1496,75 @@ static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_ceven
 
 static void cpu_sample(struct timeline *t, const struct xpu_cevent *e)
 {
-	__u32 pid = cpu_pid(t, e->pid);
+	__u32 pid = cpu_pid(t, e->pid), sf;
 
 	learn_comm(t, e, e->tid == e->pid ? 2 : 1);
 	touch(t, e->pid, e->tid);
-	begin(t, "i", "cpu sample", 10, "cpu", pid, cpu_tid(pid, e->tid), e->ts_ns);
-	put(t, ",\"s\":\"t\",\"args\":{\"cpu\":%u,\"weight\":%" PRIu64, e->cpu, (uint64_t)e->value);
-	put_stack(t, e);
-	put(t, "}");
+	sf = stack_node(t, e);
+	begin(t, 'i', LIT("cpu sample"), LIT("cpu"), pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put_lit(t, ",\"s\":\"t\",\"args\":{\"cpu\":");
+	put_u64(t, e->cpu);
+	put_member(t, LIT(",\"weight\":"), e->value);
+	put_stack_args(t, e, sf);
+	put_lit(t, "}");
+	put_sf(t, sf);
 	emit(t);
 }
 
+/* The start of a call's or a launch's args, both having them. */
+static void put_call_ids(struct timeline *t, const struct xpu_cevent *e)
+{
+	put_lit(t, ",\"args\":{\"correlation_id\":");
+	put_u64(t, e->correlation_id);
+	put_member(t, LIT(",\"api_id\":"), e->api_id);
+}
+
+/* A call (CUDA_API) is remembered for the arrows from it to its GPU work; a LAUNCH, an
+ * instant no arrow starts from (flow), is not. */
 static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
 {
-	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid);
-	const char *n;
-	char buf[48];
+	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid), sf;
+	const struct api_cached *n;
 
 	touch(t, e->pid, e->tid);
 	if (e->kind == XPU_REC_LAUNCH) {
-		begin(t, "i", "launch", 6, "launch", pid, tid, e->ts_ns);
-		put(t, ",\"s\":\"t\",\"args\":{\"correlation_id\":%" PRIu64 ",\"api_id\":%u",
-		    (uint64_t)e->correlation_id, e->api_id);
-		put_stack(t, e);
-		put(t, "}");
-		launches__add(t, producer, e, tid, emit(t));
+		sf = stack_node(t, e);
+		begin(t, 'i', LIT("launch"), LIT("launch"), pid, tid, e->ts_ns);
+		put_lit(t, ",\"s\":\"t\"");
+		put_call_ids(t, e);
+		put_stack_args(t, e, sf);
+		put_lit(t, "}");
+		put_sf(t, sf);
+		emit(t);
 		return;
 	}
-	n = api_name(e->sub_kind, e->api_id, buf, sizeof(buf));
+	n = api_name(t, e->sub_kind, e->api_id);
 	tid = lane_of(t, pid, tid, e->ts_ns, e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns);
-	begin(t, "X", n, strlen(n), "cuda_api", pid, tid, e->ts_ns);
-	put(t, ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64 ",\"api_id\":%u",
-	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id,
-	    e->api_id);
-	put(t, ",\"domain\":\"%s\"", e->sub_kind == XPU_API_DRIVER ? "driver" : "runtime");
+	begin(t, 'X', n->name, n->len, LIT("cuda_api"), pid, tid, e->ts_ns);
+	put_dur(t, e->ts_ns, e->end_ns);
+	put_call_ids(t, e); /* the name says the domain: cuda* runtime, cu* driver */
 	put_corr(t, e);
-	put(t, "}");
+	put_lit(t, "}");
 	launches__add(t, producer, e, tid, emit(t));
 }
 
 static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
 {
-	const char *n = sync_kind_name(e->sub_kind);
 	__u32 pid = cpu_pid(t, e->pid);
+	size_t len;
+	const char *n = sync_kind_name(e->sub_kind, &len);
 
 	/* on the thread that waited: that is where the time went */
 	touch(t, e->pid, e->tid);
-	begin(t, "X", n, strlen(n), "sync", pid,
+	begin(t, 'X', n, len, LIT("sync"), pid,
 	      lane_of(t, pid, cpu_tid(pid, e->tid), e->ts_ns,
 		      e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns),
 	      e->ts_ns);
-	put(t,
-	    ",\"dur\":" US_FMT ",\"args\":{\"correlation_id\":%" PRIu64
-	    ",\"device\":%u,\"stream\":%u}",
-	    US_ARG(e->end_ns > e->ts_ns ? e->end_ns - e->ts_ns : 0), (uint64_t)e->correlation_id,
-	    e->device, e->stream);
+	put_dur(t, e->ts_ns, e->end_ns);
+	put_member(t, LIT(",\"args\":{\"correlation_id\":"), e->correlation_id);
+	put_member(t, LIT(",\"device\":"), e->device);
+	put_member(t, LIT(",\"stream\":"), e->stream);
+	put_lit(t, "}");
 	emit(t);
 }
 
@@ -1172,8 +1580,10 @@ static void gpu_memory(struct timeline *t, const struct xpu_cevent *e)
 								  g->mem + (__s64)e->bytes;
 	else if (e->sub_kind == XPU_MEM_FREE)
 		g->mem = (__u64)g->mem > e->bytes ? g->mem - (__s64)e->bytes : 0;
-	begin(t, "C", "device memory", 13, "gpu", g->vpid, g->vpid, e->ts_ns);
-	put(t, ",\"args\":{\"bytes\":%" PRId64 "}", (int64_t)g->mem);
+	begin(t, 'C', LIT("device memory"), LIT("gpu"), g->vpid, g->vpid, e->ts_ns);
+	put_lit(t, ",\"args\":{\"bytes\":");
+	put_s64(t, g->mem);
+	put_lit(t, "}");
 	emit(t);
 }
 
@@ -1210,21 +1620,26 @@ static const struct pmu_track *pmu_pair(struct timeline *t, const struct pmu_tra
  */
 static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 {
-	char name[XPU_STRING_MAX + 32], suffix[32] = "";
+	char name[XPU_STRING_MAX + 32], suffix[32], num[20], *d;
 	__u32 pid = cpu_pid(t, e->pid), owner = 0;
 	const struct pmu_track *pair = NULL;
 	double count, insn_count = 0, cycles_count = 0;
 	struct pmu_track *tr;
-	int n;
+	size_t n, sn = 0;
 
 	/* Chrome counters belong to a process: a CPU's or a thread's says which in its name */
 	touch(t, e->pid, e->tid);
 	if (e->sub_kind == XPU_PMU_SCOPE_CPU && e->cpu != XPU_PMU_NO_CPU) {
 		owner = e->cpu;
-		snprintf(suffix, sizeof(suffix), " cpu%u", e->cpu);
+		memcpy(suffix, " cpu", sn = 4);
 	} else if (e->sub_kind == XPU_PMU_SCOPE_THREAD) {
 		owner = e->tid;
-		snprintf(suffix, sizeof(suffix), " tid %u", e->tid);
+		memcpy(suffix, " tid ", sn = 5);
+	}
+	if (sn) {
+		d = u64_text(num + sizeof(num), owner);
+		memcpy(suffix + sn, d, (size_t)(num + sizeof(num) - d));
+		sn += (size_t)(num + sizeof(num) - d);
 	}
 	tr = table__get(&t->pmu, (__u64)pid << 32 | owner,
 			pmu_hash(e->name, e->name_len, e->sub_kind), true);
@@ -1238,10 +1653,13 @@ static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 		tr->prev_ts = e->ts_ns;
 		return;
 	}
-	n = snprintf(name, sizeof(name), "%.*s%s", e->name_len ? (int)e->name_len : 7,
-		     e->name_len ? e->name : "counter", suffix);
-	begin(t, "C", name, (size_t)n, "pmu", pid, pid, tr->prev_ts);
-	put(t, ",\"args\":{\"/s\":%.15g}", count * 1e9 / (double)(e->ts_ns - tr->prev_ts));
+	n = e->name_len ? (e->name_len < XPU_STRING_MAX ? e->name_len : XPU_STRING_MAX) : 7;
+	memcpy(name, e->name_len ? e->name : "counter", n);
+	memcpy(name + n, suffix, sn);
+	begin(t, 'C', name, n + sn, LIT("pmu"), pid, pid, tr->prev_ts);
+	put_lit(t, ",\"args\":{\"/s\":");
+	put_double(t, count * 1e9 / (double)(e->ts_ns - tr->prev_ts), 15);
+	put_lit(t, "}");
 	emit(t);
 	tr->start = tr->prev_ts;
 	tr->end = tr->prev_ts = e->ts_ns;
@@ -1258,9 +1676,12 @@ static void pmu_counter(struct timeline *t, const struct xpu_cevent *e)
 	}
 	if (!pair || !(cycles_count > 0))
 		return;
-	n = snprintf(name, sizeof(name), "IPC%s", suffix);
-	begin(t, "C", name, (size_t)n, "pmu", pid, pid, tr->start);
-	put(t, ",\"args\":{\"insn/cycle\":%.6g}", insn_count / cycles_count);
+	memcpy(name, "IPC", 3);
+	memcpy(name + 3, suffix, sn);
+	begin(t, 'C', name, 3 + sn, LIT("pmu"), pid, pid, tr->start);
+	put_lit(t, ",\"args\":{\"insn/cycle\":");
+	put_double(t, insn_count / cycles_count, 6);
+	put_lit(t, "}");
 	emit(t);
 }
 
@@ -1274,25 +1695,32 @@ static void process_event(struct timeline *t, const struct xpu_cevent *e)
 	if (exit && e->pid)
 		ranges_exit(t, e->pid, cpu_tid(e->pid, e->tid), e->ts_ns);
 	/* "exit", "exec" and "fork": four letters each */
-	begin(t, "i",
+	begin(t, 'i',
 	      exit			 ? "exit" :
 	      e->flags & XPU_PROC_F_FORK ? "fork" :
 					   "exec",
-	      4, "process", pid, cpu_tid(pid, e->tid), e->ts_ns);
-	put(t, ",\"s\":\"p\"");
-	if (exit)
-		put(t, ",\"args\":{\"status\":%" PRId64 "}", (int64_t)e->value);
+	      4, LIT("process"), pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put_lit(t, ",\"s\":\"p\"");
+	if (exit) {
+		put_lit(t, ",\"args\":{\"status\":");
+		put_s64(t, (__s64)e->value);
+		put_lit(t, "}");
+	}
 	emit(t);
 }
 
 static void loss(struct timeline *t, const struct xpu_cevent *e)
 {
-	char name[64];
-	int n = snprintf(name, sizeof(name), "loss: %s", xpu_loss_cause__name(e->sub_kind));
+	const char *cause = xpu_loss_cause__name(e->sub_kind);
+	size_t n = strnlen(cause, 56);
 	__u32 pid = cpu_pid(t, e->pid);
+	char name[64] = "loss: ";
 
-	begin(t, "i", name, (size_t)n, "loss", pid, cpu_tid(pid, e->tid), e->ts_ns);
-	put(t, ",\"s\":\"g\",\"args\":{\"records\":%" PRIu64 "}", (uint64_t)e->value);
+	memcpy(name + 6, cause, n); /* a loss is rare: strlen is fine */
+	begin(t, 'i', name, 6 + n, LIT("loss"), pid, cpu_tid(pid, e->tid), e->ts_ns);
+	put_lit(t, ",\"s\":\"g\",\"args\":{\"records\":");
+	put_u64(t, e->value);
+	put_lit(t, "}");
 	emit(t);
 }
 
@@ -1408,6 +1836,20 @@ static int file_open(struct timeline *t)
 	return 0;
 }
 
+/* The metadata event that names a process's track (thread false) or a thread's. */
+static void name_track(struct timeline *t, bool thread, __u32 pid, __u32 tid, const char *name,
+		       int n)
+{
+	if (thread)
+		begin(t, 'M', LIT("thread_name"), LIT("__metadata"), pid, tid, 0);
+	else
+		begin(t, 'M', LIT("process_name"), LIT("__metadata"), pid, tid, 0);
+	put_lit(t, ",\"args\":{\"name\":");
+	put_str(t, name, n < 0 ? 0 : (size_t)n);
+	put_lit(t, "}");
+	emit(t);
+}
+
 /* What only the end of the session can say: ranges never popped, the last SM-active windows
  * and where each track went idle after them. */
 static void close_all(struct timeline *t)
@@ -1452,11 +1894,7 @@ static void write_names(struct timeline *t)
 		if (!d->k.used)
 			continue;
 		n = snprintf(name, sizeof(name), "GPU %" PRIu64, (uint64_t)d->k.a);
-		begin(t, "M", "process_name", 12, "__metadata", d->vpid, d->vpid, 0);
-		put(t, ",\"args\":{\"name\":");
-		put_str(t, name, (size_t)n);
-		put(t, "}");
-		emit(t);
+		name_track(t, false, d->vpid, d->vpid, name, n);
 	}
 	for (i = 0; i <= t->procs.mask; i++) {
 		struct proc *p = table__slot(&t->procs, i);
@@ -1465,11 +1903,7 @@ static void write_names(struct timeline *t)
 			continue;
 		n = p->comm[0] ? snprintf(name, sizeof(name), "%s", p->comm) :
 				 snprintf(name, sizeof(name), "pid %" PRIu64, (uint64_t)p->k.a);
-		begin(t, "M", "process_name", 12, "__metadata", (__u32)p->k.a, (__u32)p->k.a, 0);
-		put(t, ",\"args\":{\"name\":");
-		put_str(t, name, (size_t)n);
-		put(t, "}");
-		emit(t);
+		name_track(t, false, (__u32)p->k.a, (__u32)p->k.a, name, n);
 	}
 	for (i = 0; i <= t->threads.mask; i++) {
 		struct thread *th = table__slot(&t->threads, i);
@@ -1478,21 +1912,13 @@ static void write_names(struct timeline *t)
 			continue;
 		n = th->comm[0] ? snprintf(name, sizeof(name), "%s", th->comm) :
 				  snprintf(name, sizeof(name), "tid %" PRIu64, (uint64_t)th->k.b);
-		begin(t, "M", "thread_name", 11, "__metadata", (__u32)th->k.a, (__u32)th->k.b, 0);
-		put(t, ",\"args\":{\"name\":");
-		put_str(t, name, (size_t)n);
-		put(t, "}");
-		emit(t);
+		name_track(t, true, (__u32)th->k.a, (__u32)th->k.b, name, n);
 		for (l = 1; l < LANES && th->lane[l]; l++) {
 			n = snprintf(name, sizeof(name), "%s%s%" PRIu64 " (overlap %u)",
 				     th->comm[0] ? th->comm : "", th->comm[0] ? " " : "tid ",
 				     (uint64_t)th->k.b, l);
-			begin(t, "M", "thread_name", 11, "__metadata", (__u32)th->k.a,
-			      (__u32)th->k.b + (l << LANE_SHIFT), 0);
-			put(t, ",\"args\":{\"name\":");
-			put_str(t, name, (size_t)n);
-			put(t, "}");
-			emit(t);
+			name_track(t, true, (__u32)th->k.a, (__u32)th->k.b + (l << LANE_SHIFT),
+				   name, n);
 		}
 	}
 	for (i = 0; i <= t->gpus.mask; i++) {
@@ -1502,11 +1928,7 @@ static void write_names(struct timeline *t)
 			continue;
 		n = snprintf(name, sizeof(name), "GPU %" PRIu64 " (pid %" PRIu64 ")",
 			     (uint64_t)g->k.b, (uint64_t)g->k.a);
-		begin(t, "M", "process_name", 12, "__metadata", g->vpid, g->vpid, 0);
-		put(t, ",\"args\":{\"name\":");
-		put_str(t, name, (size_t)n);
-		put(t, "}");
-		emit(t);
+		name_track(t, false, g->vpid, g->vpid, name, n);
 	}
 	for (i = 0; i <= t->streams.mask; i++) {
 		struct stream *s = table__slot(&t->streams, i);
@@ -1514,16 +1936,10 @@ static void write_names(struct timeline *t)
 		if (!s->k.used)
 			continue;
 		n = snprintf(name, sizeof(name), "stream %" PRIu64, (uint64_t)s->k.b);
-		begin(t, "M", "thread_name", 11, "__metadata", (__u32)s->k.a, (__u32)s->k.b, 0);
-		put(t, ",\"args\":{\"name\":");
-		put_str(t, name, (size_t)n);
-		put(t, "}");
-		emit(t);
+		name_track(t, true, (__u32)s->k.a, (__u32)s->k.b, name, n);
 	}
 	if (t->sys_vpid) {
-		begin(t, "M", "process_name", 12, "__metadata", t->sys_vpid, t->sys_vpid, 0);
-		put(t, ",\"args\":{\"name\":\"system\"}");
-		emit(t);
+		name_track(t, false, t->sys_vpid, t->sys_vpid, "system", 6);
 	}
 }
 
@@ -1536,15 +1952,20 @@ static void write_other(struct timeline *t)
 	if (t->werr)
 		return;
 	sm_active__counts(t->sm, &c);
+	out__write(t->o, LIT("\n],\n"));
+	/* a snapshot of the ring holds events of any time: every node; a file or a window, the
+	 * nodes of its own events */
+	write_stack_frames(t, t->ring != NULL);
 	out__printf(t->o,
-		    "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"xpusup "
+		    "\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"xpusup "
 		    "timeline sink\",\"xpusup_version\":\"%s\",\"clock\":\"CLOCK_MONOTONIC\","
 		    "\"ts_unit\":\"us since boot (CLOCK_MONOTONIC), ns precision\","
 		    "\"events\":%" PRIu64 ",\"flows\":%" PRIu64 ",\"flows_unknown_launch\":%" PRIu64
-		    ",\"events_dropped\":%" PRIu64 ",\"ranges_unmatched\":%" PRIu64,
+		    ",\"events_dropped\":%" PRIu64 ",\"ranges_unmatched\":%" PRIu64
+		    ",\"stacks_inline\":%" PRIu64,
 		    XPUSUP_VERSION, (uint64_t)t->in_file, (uint64_t)t->flows,
-		    (uint64_t)t->flows_unknown, (uint64_t)t->dropped,
-		    (uint64_t)t->ranges_unmatched);
+		    (uint64_t)t->flows_unknown, (uint64_t)t->dropped, (uint64_t)t->ranges_unmatched,
+		    (uint64_t)t->stacks_inline);
 	out__printf(t->o,
 		    ",\"sm_active\":{\"window_ns\":%" PRIu64 ",\"lateness_ns\":%" PRIu64
 		    ",\"late_kernels\":%" PRIu64 ",\"late_ns\":%" PRIu64
@@ -1956,7 +2377,11 @@ static void timeline_free(void *st)
 	free(t->streams.slots);
 	free(t->devices.slots);
 	free(t->pmu.slots);
-	free(t->ev);
+	if (t->ev)
+		free(t->ev - EV_HEAD);
+	free(t->frames);
+	free(t->frame_slots);
+	free(t->frame_names);
 	free(t->clocks_json);
 	free(t->hold);
 	trace_ring__free(t->ring);
@@ -1984,6 +2409,7 @@ static unsigned int timeline_counters(void *st, const char **names, __u64 *value
 	v[6] = c.late;
 	v[7] = t->full;
 	v[8] = t->overlaps;
+	v[9] = t->stacks_inline;
 	if (t->windows) {
 		more = window_counter_names;
 		trace_windows__counts(t->windows, &v[n], &v[n + 1], &v[n + 2]);
@@ -2064,10 +2490,17 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		t->gen = 1; /* one "file" for flows: the ring */
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
-	t->ev = malloc(EV_MAX);
+	t->ev = malloc(EV_HEAD + EV_MAX);
+	if (t->ev)
+		t->ev += EV_HEAD;
+	/* the frame tree's memory is touched only as far as it is used */
+	t->frames = malloc(FRAMES_MAX * sizeof(*t->frames));
+	t->frame_slots = calloc(FRAME_SLOTS_MASK + 1, sizeof(*t->frame_slots));
+	t->frame_names = malloc(FRAME_NAMES_MAX);
 	t->clocks_json = malloc(SINK_CLOCKS_JSON_MAX);
 	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
-	if (err || !t->ranges || !t->ev || !t->clocks_json || !t->sm) {
+	if (err || !t->ranges || !t->ev || !t->frames || !t->frame_slots || !t->frame_names ||
+	    !t->clocks_json || !t->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;
@@ -2086,6 +2519,12 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		t->ranges[i].next_free = i + 2 <= RANGES_MAX ? i + 2 : 0;
 	t->free_range = 1;
 	t->next_vpid = VPID_BASE;
+	t->frame_names[0] = 0; /* the name of every unnamed frame */
+	t->frame_names_len = 1;
+	for (i = 0; i <= XPU_CORR_TYPE_MAX; i++) {
+		t->corr_names[i].s = xpu_corr_type__name(i);
+		t->corr_names[i].len = strlen(t->corr_names[i].s);
+	}
 	/* A file that cannot be created yet (a read-only folder) is not a reason to stop:
 	 * the first tick says so and tries again. */
 	if (!t->ring)

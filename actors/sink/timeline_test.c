@@ -51,6 +51,15 @@ static __u64 counter(void *st, const char *name)
 	return ~0ull;
 }
 
+static unsigned int occurrences(const char *text, const char *s)
+{
+	unsigned int n = 0;
+
+	for (; (text = strstr(text, s)); text++)
+		n++;
+	return n;
+}
+
 static struct xpu_cevent ev(__u64 id, __u16 kind, __u32 pid, __u32 tid, __u64 ts, __u64 end)
 {
 	return (struct xpu_cevent){
@@ -93,6 +102,7 @@ int main(void)
 	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
 	static const char *const frames[3] = { "sys_read", NULL, "main\"q\x01" };
+	static const __u64 other_leaf[3] = { 0xffffffff81000020ull, 0x401000, 0x401100 };
 	/* a Python program's stack: native, Python named, Python unnamed, Python named */
 	const __u64 py_stack[4] = { 0x401000, xpu_pyframe__ip(0x7f0000001000ull, 9),
 				    xpu_pyframe__ip(0x7f0000005000ull, 7),
@@ -102,7 +112,9 @@ int main(void)
 	struct fmt_env env = { .get = env_get, .path = env_path };
 	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
 	struct xpu_cevent e[32];
+	static __u64 deep[127];
 	char why[512], *text;
+	__u32 i, j;
 	void *st = NULL;
 	__u32 n = 0;
 	int err;
@@ -124,9 +136,20 @@ int main(void)
 	e[n].stack = py_stack;
 	e[n].frames = py_frames;
 	e[n++].n_user = 4;
-	e[n] = ev(28, XPU_REC_LAUNCH, 44, 44, BASE + 10, 0); /* no names at all */
+	e[n] = ev(28, XPU_REC_LAUNCH, 44, 44, BASE + 10, 0); /* no names, ts not whole us */
 	e[n].stack = py_stack + 1;
 	e[n++].n_user = 1;
+	/* the same stack again, and one that shares its callers: no new node but one */
+	e[n] = ev(29, XPU_REC_CPU_SAMPLE, 42, 42, BASE + 1, 0);
+	e[n].stack = stack;
+	e[n].frames = frames;
+	e[n].n_kernel = 1;
+	e[n++].n_user = 2;
+	e[n] = ev(30, XPU_REC_CPU_SAMPLE, 42, 42, BASE + 2, 0);
+	e[n].stack = other_leaf;
+	e[n].frames = frames;
+	e[n].n_kernel = 1;
+	e[n++].n_user = 2;
 	e[n] = ev(2, XPU_REC_RANGE, 42, 42, BASE, 0);
 	e[n].sub_kind = XPU_RANGE_PUSH;
 	e[n].name = "step";
@@ -167,6 +190,13 @@ int main(void)
 	e[n].sub_kind = XPU_COPY_HTOD;
 	e[n].bytes = 4096;
 	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 99);
+	/* a memset with counters that are not whole, joined by time with confidence 0.95 */
+	e[n] = ev(31, XPU_REC_GPU_MEMSET, 42, 42, BASE + 97 * MS, BASE + 97 * MS + 1500);
+	e[n].stream = 8;
+	e[n].corr_type = XPU_CORR_TIMESTAMP;
+	e[n].confidence = 0.95f;
+	attach(&e[n], 1234.5678, 1e20, false);
+	e[n++].counters[0].name_len = 3; /* "ins" */
 	/* a calibration reading: into otherData */
 	e[n] = ev(10, XPU_REC_CLOCK_SYNC, 42, 42, BASE, BASE + 2000);
 	e[n].sub_kind = XPU_CLOCK_CUPTI;
@@ -225,40 +255,64 @@ int main(void)
 	if (!tap_ok(text != NULL, "trace.json is there after finish"))
 		return tap_done();
 	tap_ok(!strncmp(text, "{\"traceEvents\":[\n", 17) &&
-		       strstr(text, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
+		       strstr(text, "\n],\n\"stackFrames\":{\n") &&
+		       strstr(text, "},\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
 		       !strcmp(text + strlen(text) - 3, "}}\n"),
-	       "one object: the events array, displayTimeUnit, otherData");
-	tap_ok(strstr(text, "\"stack\":[\"sys_read_[k]\",\"0x401000\",\"main\\\"q\\u0001\"]") !=
-		       NULL,
-	       "a stack shows names where it has them, escaped, hex where not");
-	tap_ok(strstr(text, "\"stack\":[\"long_mul\",\"[py] hot_a (/w/p.py:9)\","
-			    "\"[py] 0x7f0000005000 (line 7)\",\"[py] <module> (/w/p.py:30)\"]") &&
-		       strstr(text, "\"stack\":[\"[py] 0x7f0000001000 (line 9)\"]"),
+	       "one object: the events array, stackFrames, displayTimeUnit, otherData");
+	tap_ok(strstr(text, "{\"ph\":\"i\",\"name\":\"cpu sample\",\"cat\":\"cpu\",\"pid\":42,"
+			    "\"tid\":42,\"ts\":1000000000,\"s\":\"t\",\"args\":{\"cpu\":0,"
+			    "\"weight\":0},\"sf\":3}") &&
+		       strstr(text, "\n\"1\":{\"name\":\"main\\\"q\\u0001\"},\n"
+				    "\"2\":{\"name\":\"0x401000\",\"parent\":\"1\"},\n"
+				    "\"3\":{\"name\":\"sys_read_[k]\",\"parent\":\"2\"},\n"),
+	       "a stack is its innermost frame in stackFrames, each frame under its caller: names "
+	       "where it has them, escaped, hex where not");
+	tap_ok(strstr(text, "\"4\":{\"name\":\"[py] <module> (/w/p.py:30)\"},\n"
+			    "\"5\":{\"name\":\"[py] 0x7f0000005000 (line 7)\",\"parent\":\"4\"},\n"
+			    "\"6\":{\"name\":\"[py] hot_a (/w/p.py:9)\",\"parent\":\"5\"},\n"
+			    "\"7\":{\"name\":\"long_mul\",\"parent\":\"6\"},\n"
+			    "\"8\":{\"name\":\"[py] 0x7f0000001000 (line 9)\"},\n") &&
+		       strstr(text, "\"sf\":7}") && strstr(text, "\"sf\":8}") &&
+		       !strstr(text, "\"stack\""),
 	       "Python frames: \"[py] \" and the whole name, line included; unnamed, their code "
-	       "and line");
+	       "and line; no stack inline");
+	tap_ok(occurrences(text, "\"sf\":3}") == 2 && occurrences(text, "\n\"3\":{") == 1 &&
+		       strstr(text, "\"9\":{\"name\":\"sys_read_[k]\",\"parent\":\"2\"}") &&
+		       strstr(text, "\"sf\":9}") && !strstr(text, "\"10\":{"),
+	       "a stack seen again is the same node; one that shares its callers adds its frame "
+	       "under theirs");
+	tap_ok(strstr(text, "\"ts\":1000000000.01,\"s\":\"t\",\"args\":{\"correlation_id\":0,"
+			    "\"api_id\":0},\"sf\":8}") != NULL,
+	       "a launch 10 ns into a microsecond: ts exact, without trailing zeros");
+	tap_ok(strstr(text, "\"cat\":\"memset\",\"pid\":1073741824,\"tid\":8,\"ts\":1000097000,"
+			    "\"dur\":1.5,\"args\":{\"correlation_id\":0,\"context\":0,\"bytes\":0,"
+			    "\"value\":0,\"corr_type\":\"timestamp\",\"confidence\":0.95,"
+			    "\"counters\":{\"ins\":1234.5678,\"cycles\":1e+20},"
+			    "\"ipc\":1.23457e-17}}") != NULL,
+	       "a memset on its stream track (device and stream named by the track, not args); "
+	       "counts that are not whole, confidence and IPC as %%g writes them");
 	tap_ok(strstr(text, "\"name\":\"k\\u00ff\\u0001\\\"\xc3\xa9\"") != NULL,
 	       "a name is escaped to valid UTF-8: a bad byte is its Latin-1 code point, é stays");
 	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"step\",\"cat\":\"range\",\"pid\":42,"
-			    "\"tid\":42,\"ts\":1000000000.000,\"dur\":9.000") != NULL,
+			    "\"tid\":42,\"ts\":1000000000,\"dur\":9,") != NULL,
 	       "push and pop are one slice of 9 us on the thread");
-	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":42,\"ts\":1000000001.000,"
-			    "\"dur\":4.000") != NULL,
-	       "the first call is on its thread");
+	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":42,\"ts\":1000000001,"
+			    "\"dur\":4,\"args\":{\"correlation_id\":7,\"api_id\":211}}") != NULL,
+	       "the first call is on its thread; its name says its domain");
 	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":4194346,"
-			    "\"ts\":1000000003.000,\"dur\":4.000") != NULL,
+			    "\"ts\":1000000003,\"dur\":4,") != NULL,
 	       "the overlapping call is on the thread's first overlap lane (42 + 1 << 22)");
 	tap_ok(strstr(text, "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"launch\",\"pid\":42,"
-			    "\"tid\":4194346,\"ts\":1000000003.000,\"id\":2}") != NULL,
+			    "\"tid\":4194346,\"ts\":1000000003,\"id\":2}") != NULL,
 	       "an arrow starts on the track its call went to");
 	tap_ok(strstr(text, "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"launch\","
-			    "\"pid\":1073741824,\"tid\":7,\"ts\":1000010000.000,\"bp\":\"e\","
+			    "\"pid\":1073741824,\"tid\":7,\"ts\":1000010000,\"bp\":\"e\","
 			    "\"id\":1}") != NULL,
 	       "and ends at its kernel, on the GPU pseudo-process's stream track");
-	tap_ok(strstr(text,
-		      "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":1073741825,"
-		      "\"tid\":1073741825,\"ts\":1000000000.000,\"args\":{\"%\":80.000}") != NULL,
+	tap_ok(strstr(text, "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":1073741825,"
+			    "\"tid\":1073741825,\"ts\":1000000000,\"args\":{\"%\":80}") != NULL,
 	       "SM active of the device: 10..90 ms merged, 80 %% of the 100 ms window");
-	tap_ok(strstr(text, "\"ts\":1000100000.000,\"args\":{\"%\":0.000}") != NULL,
+	tap_ok(strstr(text, "\"ts\":1000100000,\"args\":{\"%\":0}") != NULL,
 	       "and back to 0 after its last window");
 	tap_ok(strstr(text, "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":42,") != NULL,
 	       "SM active of the process, on its own track");
@@ -279,35 +333,34 @@ int main(void)
 	       "and the model of the CUPTI clock they give: offset and slope exact, error half a "
 	       "bracket, the bad bracket refused");
 	tap_ok(strstr(text, "{\"ph\":\"X\",\"name\":\"range\",\"cat\":\"range\",\"pid\":43,"
-			    "\"tid\":43,\"ts\":1000000000.000,\"dur\":2.000") != NULL,
+			    "\"tid\":43,\"ts\":1000000000,\"dur\":2,") != NULL,
 	       "a range without a name is one slice named range");
 	tap_ok(!strstr(text, "\"name\":\"cache-misses\"") && !strstr(text, "inf}"),
 	       "a scale that would make the delta infinite writes no point: no 'inf' in JSON");
 	tap_ok(strstr(text, "{\"ph\":\"C\",\"name\":\"instructions\",\"cat\":\"pmu\",\"pid\":42,"
-			    "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"/s\":20000}}") &&
+			    "\"tid\":42,\"ts\":1000000000,\"args\":{\"/s\":20000}}") &&
 		       strstr(text, "{\"ph\":\"C\",\"name\":\"cycles\",\"cat\":\"pmu\",\"pid\":42,"
-				    "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"/s\":80000}}"),
+				    "\"tid\":42,\"ts\":1000000000,\"args\":{\"/s\":80000}}"),
 	       "a process's counter: its scaled rate over the interval, at the interval's start");
-	tap_ok(strstr(text,
-		      "{\"ph\":\"C\",\"name\":\"IPC\",\"cat\":\"pmu\",\"pid\":42,"
-		      "\"tid\":42,\"ts\":1000000000.000,\"args\":{\"insn/cycle\":0.25}}") != NULL,
+	tap_ok(strstr(text, "{\"ph\":\"C\",\"name\":\"IPC\",\"cat\":\"pmu\",\"pid\":42,"
+			    "\"tid\":42,\"ts\":1000000000,\"args\":{\"insn/cycle\":0.25}}") != NULL,
 	       "IPC of the process: instructions / scaled cycles of the same interval");
 	tap_ok(strstr(text, "\"name\":\"cycles cpu3\",\"cat\":\"pmu\",\"pid\":1073741826,"
-			    "\"tid\":1073741826,\"ts\":1000000000.000,\"args\":{\"/s\":20000}}") &&
-		       strstr(text, "\"ts\":1000100000.000,\"args\":{\"/s\":10000}}") &&
-		       !strstr(text, "\"ts\":1000050000.000,\"args\":{\"/s\"") &&
+			    "\"tid\":1073741826,\"ts\":1000000000,\"args\":{\"/s\":20000}}") &&
+		       strstr(text, "\"ts\":1000100000,\"args\":{\"/s\":10000}}") &&
+		       !strstr(text, "\"ts\":1000050000,\"args\":{\"/s\"") &&
 		       strstr(text,
 			      "{\"ph\":\"M\",\"name\":\"process_name\",\"cat\":\"__metadata\","
 			      "\"pid\":1073741826,\"tid\":1073741826,\"args\":{\"name\":"
 			      "\"system\"}}"),
 	       "a CPU's counter on the system track; the interval it did not run has no point");
-	tap_ok(strstr(text, "\"corr_type\":\"exact_id\",\"confidence\":1,\"counters\":{"
+	tap_ok(strstr(text, "\"corr_type\":\"exact_id\",\"counters\":{"
 			    "\"instructions\":1500,\"cycles\":2000},\"ipc\":0.75,"
 			    "\"counters_estimated\":true") != NULL,
 	       "a kernel slice carries its counters, IPC and whether they are estimated");
 	tap_ok(strstr(text,
 		      "\"name\":\"step\",\"cat\":\"range\",\"pid\":42,\"tid\":42,"
-		      "\"ts\":1000000000.000,\"dur\":9.000,\"args\":{\"range_id\":0,"
+		      "\"ts\":1000000000,\"dur\":9,\"args\":{\"range_id\":0,"
 		      "\"counters\":{\"instructions\":900,\"cycles\":1800},\"ipc\":0.5}}") != NULL,
 	       "a range slice carries its pop's counters");
 	tap_ok(strstr(text, "\"args\":{\"bytes\":9223372036854775807}") != NULL,
@@ -330,6 +383,36 @@ int main(void)
 				    "CLOCK_MONOTONIC\",\"target\":\"CLOCK_MONOTONIC\","
 				    "\"slope\":1,\"intercept_ns\":0,\"error_ns\":0,"),
 	       "without readings: all sources stamp CLOCK_MONOTONIC, error 0");
+	free(text);
+
+	/* stacks of 127 frames never seen before fill the frame tree (131072 nodes) after 1032:
+	 * the rest are written inline, and counted */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open a third time: %s", err ? why : "ok"))
+		return tap_done();
+	for (i = 0; i < 1040; i++) {
+		for (j = 0; j < 127; j++)
+			deep[j] = 0x100000 + (__u64)i * 128 + j;
+		e[0] = ev(1000 + i, XPU_REC_CPU_SAMPLE, 42, 42, BASE + i, 0);
+		e[0].stack = deep;
+		e[0].n_user = 127;
+		b.n_events = 1;
+		fmt_timeline.batch(st, &b, e);
+	}
+	tap_eq_u64(counter(st, "stacks_inline"), 1040 - 1032,
+		   "the stacks beyond the tree are counted");
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+	text = tap_slurp(path);
+	tap_ok(text && strstr(text, "\"sf\":131064}") && strstr(text, "\n\"131064\":{") &&
+		       !strstr(text, "\"131065\":{") &&
+		       occurrences(text, ",\"stack\":[\"0x") == 1040 - 1032 &&
+		       strstr(text, "\"stack\":[\"0x") > strstr(text, "\"sf\":131064}") &&
+		       strstr(text, ",\"stacks_inline\":8,"),
+	       "a full tree: the last stack that fits has its node, the others are inline, "
+	       "otherData counts them; the nodes the first stack that did not fit made are "
+	       "not written: no event names them");
 	free(text);
 	unlink(path);
 	return tap_done();
