@@ -5,6 +5,7 @@
 #include "actors/sink/stats.h"
 
 #include "actors/sink/derived.h"
+#include "actors/sink/table_hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,7 +25,7 @@
 /* The kernel's entry: found, made, or the shared one past max_kernels. */
 static struct kstat *kernel_of(struct stats *st, const char *name, __u32 len)
 {
-	__u64 h = xpu_hash_bytes(name, len);
+	__u64 h = xpu_mix64(sink_hash_words(0, name, len));
 	__u32 i = (__u32)h & st->mask;
 	struct kstat *k;
 
@@ -273,7 +274,7 @@ static int cpu__grow_functions(struct cpu *c)
  * (with a copy of the name), or the shared "(other)" past the limits. */
 static struct cpu_fn *cpu__function(struct cpu *c, const char *name, __u32 len, bool kernel)
 {
-	__u64 h = xpu_hash_bytes(name, len) ^ (kernel ? 0x9e3779b97f4a7c15ull : 0);
+	__u64 h = sink_hash_words(kernel, name, len);
 	struct cpu_fn *f;
 	__u32 i;
 
