@@ -117,6 +117,8 @@ int sketch__bucket_of(__u64 v)
 {
 	int b;
 
+	if (!v) /* no bucket's value (zeros are counted apart) and no cell's */
+		return 0;
 	pthread_once(&tab.once, tab_init);
 	if (tab.last > BUCKET_LAST_MAX) /* not so with any alpha in use: the log, then */
 		return sketch__bucket_log(v);
