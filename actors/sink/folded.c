@@ -53,6 +53,7 @@
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
+#include "actors/sink/table_hash.h"
 #include "common/config.h"
 #include "common/hash.h"
 #include "common/json_escape.h"
@@ -120,14 +121,30 @@ struct range {
 	__u32 producer;
 	__u32 next; /* the next in its hash chain: index + 1, 0: none */
 	const char *frame; /* "[range] NAME", sanitised, interned (struct names); NULL: no room */
+	__u32 added; /* ranges.added when it came: the ring forgets in this order */
+	/* scope_of's answer for this range, kept (scope_n > 0) while it stays true: while no
+	 * range of its chain is forgotten (the oldest of them came at scope_oldest) and, for a
+	 * chain that ended at a parent not (or no longer) known, while no range was added
+	 * (scope_at: ranges.added then); scope_open says it ended so */
+	__u32 scope_oldest, scope_at;
+	__u8 scope_n; /* the chain's ranges, 0: nothing kept */
+	bool scope_open;
+	const char *scope;
 };
 
 /* The newest RANGES_MAX range begins: a ring (the oldest is overwritten) with a chained hash
- * index over it. */
+ * index over it, and a filter in front of the index: most lookups are of ids that are no
+ * range (a GPU record's parent is its launch), and the filter answers them from 128 KiB
+ * without walking a chain through the entries. A clear bit: not a known range; a set one
+ * may be a range forgotten since, until the filter is made again from the entries (every
+ * RANGES_MAX begins), so at most 2 * RANGES_MAX bits are set. */
+#define RANGES_FILTER_BITS (1u << 20)
 struct ranges {
 	struct range *e; /* RANGES_MAX */
 	__u32 *bucket; /* RANGES_MAX heads: index + 1 of a chain's first entry */
+	__u64 *filter; /* RANGES_FILTER_BITS bits, by range_hash's high bits */
 	__u32 head; /* the slot the next begin takes */
+	__u32 added; /* begins taken, wrapping: ids for struct range's ages */
 };
 
 struct folded {
@@ -238,19 +255,46 @@ static void names__free(struct names *t)
 	free(t->slot);
 }
 
+static __u64 range_hash(__u32 producer, __u64 id)
+{
+	return xpu_mix64(id ^ ((__u64)producer << 48));
+}
+
+/* the chain's bucket: the hash's low bits; the filter's bit: its high bits */
 static __u32 range_bucket(__u32 producer, __u64 id)
 {
-	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48)) & (RANGES_MAX - 1);
+	return (__u32)range_hash(producer, id) & (RANGES_MAX - 1);
+}
+
+static void filter_set(struct ranges *t, __u64 h)
+{
+	__u32 bit = (__u32)(h >> 44) & (RANGES_FILTER_BITS - 1);
+
+	t->filter[bit / 64] |= 1ull << (bit % 64);
 }
 
 static struct range *ranges__find(struct ranges *t, __u32 producer, __u64 id)
 {
-	__u32 i;
+	__u64 h = range_hash(producer, id);
+	__u32 bit = (__u32)(h >> 44) & (RANGES_FILTER_BITS - 1), i;
 
-	for (i = t->bucket[range_bucket(producer, id)]; i; i = t->e[i - 1].next)
+	if (!(t->filter[bit / 64] & 1ull << (bit % 64)))
+		return NULL;
+	for (i = t->bucket[(__u32)h & (RANGES_MAX - 1)]; i; i = t->e[i - 1].next)
 		if (t->e[i - 1].id == id && t->e[i - 1].producer == producer)
 			return &t->e[i - 1];
 	return NULL;
+}
+
+/* The filter made again from the ranges known: the bits of forgotten ones go. */
+static void ranges__refilter(struct ranges *t)
+{
+	__u32 i;
+
+	memset(t->filter, 0, RANGES_FILTER_BITS / 8);
+	for (i = 0; i < RANGES_MAX; i++)
+		if (t->e[i].id)
+			filter_set(t, range_hash(t->e[i].producer, t->e[i].id));
 }
 
 /* Remember a range begin, forgetting the oldest one when the table is full. */
@@ -286,11 +330,15 @@ static void ranges__add(struct folded *f, __u32 producer, const struct xpu_ceven
 	*r = (struct range){ .id = e->id,
 			     .parent_id = e->parent_id,
 			     .producer = producer,
-			     .frame = names__intern(&f->names, name) };
+			     .frame = names__intern(&f->names, name),
+			     .added = t->added++ };
 	p = &t->bucket[range_bucket(producer, e->id)];
 	r->next = *p;
 	*p = slot;
 	t->head = (t->head + 1) % RANGES_MAX;
+	filter_set(t, range_hash(producer, e->id));
+	if (t->added % RANGES_MAX == 0)
+		ranges__refilter(t);
 }
 
 /* The range an event happened inside: its inside_range link, else its parent when that is a
@@ -313,20 +361,37 @@ static struct range *range_of(struct folded *f, __u32 producer, const struct xpu
  */
 static const char *scope_of(struct folded *f, __u32 producer, const struct xpu_cevent *e)
 {
-	const struct range *chain[SCOPE_DEPTH_MAX], *r = range_of(f, producer, e);
+	struct range *r = range_of(f, producer, e), *in = r;
+	const struct range *chain[SCOPE_DEPTH_MAX];
+	struct ranges *t = &f->ranges;
+	__u32 oldest;
 	size_t len = 0;
+	bool open = false;
 	int n = 0, k;
 
-	for (; r && n < SCOPE_DEPTH_MAX; r = ranges__find(&f->ranges, producer, r->parent_id)) {
-		if (!r->frame)
-			break; /* no room for its name: the frames above it stay out too */
+	if (r && r->scope_n && (__u32)(t->added - r->scope_oldest) <= RANGES_MAX &&
+	    (!r->scope_open || r->scope_at == t->added)) {
+		f->in_range++;
+		return r->scope; /* the chain is the one it was: the same text */
+	}
+	for (; r && n < SCOPE_DEPTH_MAX; r = ranges__find(t, producer, r->parent_id)) {
+		if (!r->frame) {
+			open = true; /* no room for its name: the frames above it stay out too */
+			break;
+		}
 		chain[n++] = r;
 		if (!r->parent_id)
 			break;
 	}
 	if (!n)
 		return NULL;
+	/* the walk ended at a parent not known (or at a name without room): a range added
+	 * later may change where it ends */
+	open = open || (!r && chain[n - 1]->parent_id);
 	f->in_range++;
+	for (k = 0, oldest = in->added; k < n; k++) /* ages: how many begins came since */
+		if ((__u32)(t->added - chain[k]->added) > (__u32)(t->added - oldest))
+			oldest = chain[k]->added;
 	for (k = n - 1; k >= 0; k--) {
 		size_t m = strlen(chain[k]->frame);
 
@@ -338,7 +403,13 @@ static const char *scope_of(struct folded *f, __u32 producer, const struct xpu_c
 		len += m;
 	}
 	f->scope[len] = 0;
-	return names__intern(&f->names, f->scope);
+	in->scope = names__intern(&f->names, f->scope);
+	/* a scope without room in the names now may find room later: not kept */
+	in->scope_n = in->scope ? (__u8)n : 0;
+	in->scope_oldest = oldest;
+	in->scope_open = open;
+	in->scope_at = t->added;
+	return in->scope;
 }
 
 /* Give s's nameless frames the names the event has for them (frames parallel to s->frames). */
@@ -360,6 +431,18 @@ static void stack__name(struct folded *f, struct stack *s, const char *const *fr
 			f->dirty++; /* the line changes */
 		}
 	}
+}
+
+/* What find() compares, hashed: pid, frames, leaf kind and text, scope. */
+static __u64 stack_hash(const struct stack *key)
+{
+	size_t nf = (size_t)key->n_user + key->n_kernel;
+	__u64 h = (__u64)key->pid << 32 | (__u64)key->leaf_kind << 16 | nf;
+
+	h = sink_hash_words(h, key->frames, nf * sizeof(__u64));
+	h = sink_hash_words(h, key->leaf, key->leaf_len);
+	/* interned: the pointer stands for the text */
+	return xpu_mix64(h ^ (__u64)(uintptr_t)key->scope);
 }
 
 static struct stack *find(struct folded *f, const struct stack *key)
@@ -389,10 +472,7 @@ static void add(struct folded *f, struct stack *key, const char *const *names, _
 	size_t nf = (size_t)key->n_user + key->n_kernel;
 	struct stack *s;
 
-	key->hash = xpu_fnv1a64(XPU_FNV1A64_BASIS ^ key->pid, key->frames, nf * 8);
-	key->hash = xpu_fnv1a64(key->hash ^ key->leaf_kind, key->leaf, key->leaf_len);
-	if (key->scope) /* interned: the pointer stands for the text */
-		key->hash = xpu_mix64(key->hash ^ (__u64)(uintptr_t)key->scope);
+	key->hash = stack_hash(key);
 	s = find(f, key);
 	if (!s->used) {
 		if (f->n >= f->max_stacks)
@@ -455,10 +535,40 @@ static __u64 *key_frames(struct folded *f, const struct xpu_cevent *e, size_t n)
 	return f->key_frames;
 }
 
+#define KERNEL_NAME_MAX 4096 /* bytes of a kernel's name kept in its leaf */
+#define GPU_LEAF_MAX (KERNEL_NAME_MAX + 8)
+
+/* The leaf text of GPU work e into leaf (GPU_LEAF_MAX bytes, not NUL-terminated): "[gpu]
+ * KERNEL NAME" (up to its first NUL byte, at most KERNEL_NAME_MAX bytes), "[gpu] memcpy
+ * HtoD" (DtoH, DtoD, other), "[gpu] memset". Returns its length. Copied, not printed: this
+ * runs for every GPU record. */
+static __u32 gpu_leaf(const struct xpu_cevent *e, char *leaf)
+{
+	static const char prefix[] = "[gpu] ", unnamed[] = "unnamed kernel";
+	const char *text;
+	size_t n;
+
+	memcpy(leaf, prefix, sizeof(prefix) - 1);
+	if (e->kind == XPU_REC_GPU_KERNEL && e->name_len) {
+		text = e->name;
+		n = strnlen(text, e->name_len < KERNEL_NAME_MAX ? e->name_len : KERNEL_NAME_MAX);
+	} else {
+		text = e->kind == XPU_REC_GPU_KERNEL ? unnamed :
+		       e->kind == XPU_REC_GPU_MEMSET ? "memset" :
+		       e->sub_kind == XPU_COPY_HTOD  ? "memcpy HtoD" :
+		       e->sub_kind == XPU_COPY_DTOH  ? "memcpy DtoH" :
+		       e->sub_kind == XPU_COPY_DTOD  ? "memcpy DtoD" :
+						       "memcpy other";
+		n = strlen(text);
+	}
+	memcpy(leaf + sizeof(prefix) - 1, text, n);
+	return (__u32)(sizeof(prefix) - 1 + n);
+}
+
 static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct folded *f = st;
-	char leaf[4200];
+	char leaf[GPU_LEAF_MAX];
 	struct stack key;
 	__u32 i, len;
 
@@ -487,23 +597,7 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 		case XPU_REC_GPU_KERNEL:
 		case XPU_REC_GPU_MEMCPY:
 		case XPU_REC_GPU_MEMSET:
-			if (e->kind == XPU_REC_GPU_KERNEL)
-				len = (__u32)snprintf(
-					leaf, sizeof(leaf), "[gpu] %.*s",
-					e->name_len ?
-						(int)(e->name_len < 4096 ? e->name_len : 4096) :
-						14,
-					e->name_len ? e->name : "unnamed kernel");
-			else if (e->kind == XPU_REC_GPU_MEMCPY)
-				len = (__u32)snprintf(leaf, sizeof(leaf), "[gpu] memcpy %s",
-						      e->sub_kind == XPU_COPY_HTOD ? "HtoD" :
-						      e->sub_kind == XPU_COPY_DTOH ? "DtoH" :
-						      e->sub_kind == XPU_COPY_DTOD ? "DtoD" :
-										     "other");
-			else
-				len = (__u32)snprintf(leaf, sizeof(leaf), "[gpu] memset");
-			if (len >= sizeof(leaf))
-				len = sizeof(leaf) - 1;
+			len = gpu_leaf(e, leaf);
 			key = (struct stack){ .pid = e->pid,
 					      .n_user = (__u16)(e->stack ? e->n_user : 0),
 					      .frames = key_frames(f, e, e->n_user),
@@ -857,6 +951,7 @@ static void folded_free(void *st)
 	free(f->comms);
 	free(f->ranges.e);
 	free(f->ranges.bucket);
+	free(f->ranges.filter);
 	names__free(&f->names);
 	free(f->scope);
 	free(f->line);
@@ -959,7 +1054,9 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 	f->scope = malloc(SCOPE_MAX);
 	f->ranges.e = calloc(RANGES_MAX, sizeof(*f->ranges.e));
 	f->ranges.bucket = calloc(RANGES_MAX, sizeof(*f->ranges.bucket));
-	if (!f->tab || !f->comms || !f->line || !f->scope || !f->ranges.e || !f->ranges.bucket) {
+	f->ranges.filter = calloc(RANGES_FILTER_BITS / 64, sizeof(*f->ranges.filter));
+	if (!f->tab || !f->comms || !f->line || !f->scope || !f->ranges.e || !f->ranges.bucket ||
+	    !f->ranges.filter) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto fail;

@@ -6,9 +6,10 @@
  * one function merged into one line, a restarted sink reading its long lines back, and user
  * scopes: ranges as "[range] NAME" frames after the comm, outermost first, for samples and
  * for GPU work that arrives after its range closed; NVTX ranges as "[nvtx] NAME"; unknown and
- * forgotten ranges (the table keeps the newest 65536) leave the stack as it is. Python frames
- * (common/pyframe.h) among native ones: "[py] QUALNAME (FILE)", one function's lines one
- * stack and one line, "[py] 0x<code>" unnamed, under a GPU leaf too.
+ * forgotten ranges (the table keeps the newest 65536) leave the stack as it is, also for a
+ * range whose scope the sink had already seen, and a parent that comes after its child joins
+ * the chain. Python frames (common/pyframe.h) among native ones: "[py] QUALNAME (FILE)", one
+ * function's lines one stack and one line, "[py] 0x<code>" unnamed, under a GPU leaf too.
  * tests/sink_test.sh checks whole sessions against golden files.
  */
 #include "actors/sink/fmt.h"
@@ -124,7 +125,7 @@ static void ranges(void)
 {
 	static const __u64 leaf[1] = { 0x401000 }, launch_at[1] = { 0x402000 };
 	static const char *const leaf_name[1] = { "main" }, *const launch_name[1] = { "step" };
-	struct xpu_cevent e[16], *many;
+	struct xpu_cevent e[24], *many;
 	char *text, *want;
 	__u32 n = 0, i;
 
@@ -145,11 +146,19 @@ static void ranges(void)
 	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 13), 999, 999); /* an unknown range */
 	e[n++] = range(105, XPU_RANGE_PUSH, 0, NULL, 0);
 	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 17), 105, 105);
+	/* a range whose parent comes after it (the sink keeps a range's scope: it must see
+	 * that the chain now goes on) */
+	e[n++] = range(200, XPU_RANGE_PUSH, 201, "child", 0);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 19), 200, 200);
+	e[n++] = range(201, XPU_RANGE_PUSH, 0, "late", 0);
+	e[n++] = inside(sample(leaf, leaf_name, 0, 1, 23), 200, 200);
 	text = run(e, n);
 	want = "train;[nvtx] nv;main 11\n"
+	       "train;[range] child;main 19\n"
 	       "train;[range] epoch;[range] for_ward_;main 5\n"
 	       "train;[range] epoch;[range] for_ward_;step;[gpu] vecAdd 100\n"
 	       "train;[range] epoch;main 7\n"
+	       "train;[range] late;[range] child;main 23\n"
 	       "train;[range] unnamed;main 17\n"
 	       "train;main 13\n";
 	if (!tap_ok(text && !strcmp(text, want),
@@ -166,13 +175,16 @@ static void ranges(void)
 	many[n++] = e[0];
 	many[n++] = range(100, XPU_RANGE_PUSH, 0, "epoch", 0);
 	many[n++] = range(101, XPU_RANGE_PUSH, 100, "inner", 0);
+	/* while "epoch" is known (the scope the sink keeps for "inner" must go with it) */
+	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 2), 101, 101);
 	for (i = 0; i < RANGES - 1; i++)
 		many[n++] = range(1000 + i, XPU_RANGE_PUSH, 0, "filler", 0);
 	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 3), 100, 100); /* forgotten */
 	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 5), 101, 101);
 	many[n++] = inside(sample(leaf, leaf_name, 0, 1, 7), 1000 + RANGES - 2, 1000 + RANGES - 2);
 	text = run(many, n);
-	want = "train;[range] filler;main 7\n"
+	want = "train;[range] epoch;[range] inner;main 2\n"
+	       "train;[range] filler;main 7\n"
 	       "train;[range] inner;main 5\n"
 	       "train;main 3\n";
 	if (!tap_ok(text && !strcmp(text, want),

@@ -3,12 +3,23 @@
  * The quantile sketch; see sketch.h. Buckets are a dense array over [lo, lo + n): kernel
  * durations of one name span a few decades at most, so dense beats sparse, and answering a
  * quantile is one pass over a few hundred counters.
+ *
+ * A value's bucket is defined by one log() (sketch__bucket_log), but an add finds it in two
+ * tables made from that definition once per process (a log and a division were most of what
+ * an add cost, and the stats sink adds twice per kernel): first_of[i], the smallest value
+ * whose bucket is i or more, and cell_start[c], the bucket of the smallest double of cell c,
+ * the values whose double has exponent and top CELL_BITS mantissa bits c. A cell spans less
+ * than a bucket (2^-7 < gamma - 1), so the bucket of a value in it is cell_start or a step
+ * above, where first_of says: the same answer as the log, as the definition is monotonic
+ * (stats_test.c compares the two over every bucket's edges).
  */
 #include "actors/sink/sketch.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,10 +52,82 @@ void sketch__reset(struct sketch *s)
 	s->cap = cap;
 }
 
-int sketch__bucket_of(__u64 v)
+int sketch__bucket_log(__u64 v)
 {
 	/* v = 1 is bucket 0; bucket i holds (gamma^(i-1), gamma^i] */
 	return (int)ceil(log((double)v) / log_gamma());
+}
+
+#define CELL_BITS 7
+#define CELLS (65 << CELL_BITS) /* exponents 0 to 64: (double)UINT64_MAX is 2^64 */
+#define BUCKET_LAST_MAX 2304 /* above sketch__bucket_log(UINT64_MAX), 2218 */
+
+static struct {
+	pthread_once_t once;
+	int last; /* the bucket of UINT64_MAX */
+	__u64 first_of[BUCKET_LAST_MAX + 1];
+	__u16 cell_start[CELLS];
+} tab = { .once = PTHREAD_ONCE_INIT };
+
+/* The cell of v >= 1: (double)v's exponent and top mantissa bits. */
+static __u32 cell_of(__u64 v)
+{
+	double d = (double)v;
+	__u64 bits;
+
+	memcpy(&bits, &d, sizeof(bits));
+	return (__u32)((bits >> (52 - CELL_BITS)) - (1023ull << CELL_BITS));
+}
+
+static void tab_init(void)
+{
+	__u64 lo, hi, mid, bits;
+	double d;
+	int i;
+	__u32 c;
+
+	tab.last = sketch__bucket_log(UINT64_MAX);
+	if (tab.last > BUCKET_LAST_MAX)
+		return;
+	tab.first_of[0] = 1;
+	for (i = 1; i <= tab.last; i++) {
+		/* the smallest v with bucket >= i: above first_of[i - 1] unless that is it */
+		lo = tab.first_of[i - 1];
+		if (sketch__bucket_log(lo) >= i) {
+			tab.first_of[i] = lo;
+			continue;
+		}
+		for (hi = UINT64_MAX; hi - lo > 1;) { /* bucket(lo) < i <= bucket(hi) */
+			mid = lo + (hi - lo) / 2;
+			if (sketch__bucket_log(mid) >= i)
+				hi = mid;
+			else
+				lo = mid;
+		}
+		tab.first_of[i] = hi;
+	}
+	for (c = 0; c < CELLS; c++) {
+		bits = (__u64)((1023ull << CELL_BITS) + c) << (52 - CELL_BITS);
+		memcpy(&d, &bits, sizeof(d));
+		tab.cell_start[c] = (__u16)ceil(log(d) / log_gamma());
+	}
+}
+
+int sketch__bucket_of(__u64 v)
+{
+	int b;
+
+	if (!v) /* no bucket's value (zeros are counted apart) and no cell's */
+		return 0;
+	pthread_once(&tab.once, tab_init);
+	if (tab.last > BUCKET_LAST_MAX) /* not so with any alpha in use: the log, then */
+		return sketch__bucket_log(v);
+	b = tab.cell_start[cell_of(v)];
+	while (b < tab.last && v >= tab.first_of[b + 1])
+		b++;
+	while (b > 0 && v < tab.first_of[b]) /* only if log() were not monotonic */
+		b--;
+	return b;
 }
 
 /*

@@ -70,7 +70,9 @@ int sketch__merge(struct sketch *dst, const struct sketch *src);
  */
 double sketch__quantile(const struct sketch *s, double q);
 
-/* sketch__bucket_of - the bucket index of v >= 1 (exposed for the tests). */
+/* sketch__bucket_of - the bucket index of v >= 1, from tables made at the first call (thread
+ * safe); sketch__bucket_log - the same by its definition, one log(). Exposed for the tests. */
 int sketch__bucket_of(__u64 v);
+int sketch__bucket_log(__u64 v);
 
 #endif /* XPUSUP_ACTORS_SINK_SKETCH_H */

@@ -5,6 +5,7 @@
 #include "actors/sink/stats.h"
 
 #include "actors/sink/derived.h"
+#include "actors/sink/table_hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,7 +25,7 @@
 /* The kernel's entry: found, made, or the shared one past max_kernels. */
 static struct kstat *kernel_of(struct stats *st, const char *name, __u32 len)
 {
-	__u64 h = xpu_hash_bytes(name, len);
+	__u64 h = xpu_mix64(sink_hash_words(0, name, len));
 	__u32 i = (__u32)h & st->mask;
 	struct kstat *k;
 
@@ -273,7 +274,7 @@ static int cpu__grow_functions(struct cpu *c)
  * (with a copy of the name), or the shared "(other)" past the limits. */
 static struct cpu_fn *cpu__function(struct cpu *c, const char *name, __u32 len, bool kernel)
 {
-	__u64 h = xpu_hash_bytes(name, len) ^ (kernel ? 0x9e3779b97f4a7c15ull : 0);
+	__u64 h = sink_hash_words(kernel, name, len);
 	struct cpu_fn *f;
 	__u32 i;
 
@@ -315,11 +316,27 @@ other:
  * a native frame's name when the event has one, else its address in hex. text has room for
  * FRAME_TEXT_MAX bytes. */
 #define FRAME_TEXT_MAX XPU_PYFRAME_FUNCTION_SIZE(XPU_WIRE_FRAME_NAME_MAX)
+
+/* "0x" and at in hex, NUL-terminated (HEX_FRAME_MAX + 1 bytes), as "0x%" PRIx64 prints it
+ * (a sample has several frames without names: printf was most of its cost). Its length. */
+static __u32 hex_frame(char *text, __u64 at)
+{
+	static const char digits[] = "0123456789abcdef";
+	__u32 n = 1, k;
+
+	while (n < 16 && at >> 4 * n)
+		n++;
+	text[0] = '0';
+	text[1] = 'x';
+	for (k = n; k > 0; k--, at >>= 4)
+		text[1 + k] = digits[at & 15];
+	text[2 + n] = 0;
+	return 2 + n;
+}
 static struct cpu_fn *cpu__frame(struct cpu *c, const struct xpu_cevent *e, __u32 k, char *text)
 {
 	const char *name = e->frames ? e->frames[k] : NULL;
 	bool kernel = k < e->n_kernel; /* kernel frames come first */
-	int n;
 
 	if (!kernel && xpu_pyframe__is(e->stack[k]))
 		return cpu__function(c, text,
@@ -329,8 +346,7 @@ static struct cpu_fn *cpu__frame(struct cpu *c, const struct xpu_cevent *e, __u3
 	if (name && name[0])
 		return cpu__function(c, name, (__u32)strnlen(name, XPU_WIRE_FRAME_NAME_MAX),
 				     kernel);
-	n = snprintf(text, HEX_FRAME_MAX + 1, "0x%" PRIx64, (uint64_t)e->stack[k]);
-	return cpu__function(c, text, (__u32)n, kernel);
+	return cpu__function(c, text, hex_frame(text, e->stack[k]), kernel);
 }
 
 /* The process's entry (found or made), or the shared one past CPU_PROCESSES_MAX. */

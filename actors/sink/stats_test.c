@@ -88,6 +88,40 @@ static void shuffle(__u64 *v, size_t n, __u64 seed)
 /* The bound itself, allowing for the rounding of log() at bucket edges. */
 #define BOUND (SKETCH_ALPHA * (1 + 1e-9))
 
+/* The bucket an add finds in its tables is the one the definition (one log) gives: at every
+ * bucket's first value and around it, for every value up to 2^20 and for random ones. */
+static void test_sketch_tables(void)
+{
+	__u64 v = 1, x, seed = 11, n = 0, prev;
+	int b, bad = 0, last = sketch__bucket_log(UINT64_MAX);
+	unsigned int d;
+
+	for (b = 1; b <= last; b++) { /* the smallest value of bucket b or above, by bisection */
+		__u64 lo = v, hi = UINT64_MAX, mid;
+
+		if (sketch__bucket_log(lo) >= b)
+			continue;
+		while (hi - lo > 1) {
+			mid = lo + (hi - lo) / 2;
+			*(sketch__bucket_log(mid) >= b ? &hi : &lo) = mid;
+		}
+		for (d = 0, prev = hi - 3; d < 7; d++, prev++, n++)
+			bad += prev && sketch__bucket_of(prev) != sketch__bucket_log(prev);
+		v = hi;
+	}
+	for (x = 1; x <= 1u << 20; x++, n++)
+		bad += sketch__bucket_of(x) != sketch__bucket_log(x);
+	for (d = 0; d < 1000000; d++, n++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		x = seed >> (seed & 63); /* every magnitude */
+		x += !x;
+		bad += sketch__bucket_of(x) != sketch__bucket_log(x);
+	}
+	bad += sketch__bucket_of(UINT64_MAX) != last;
+	tap_ok(!bad, "the tables give the log's bucket: %d of %" PRIu64 " values differ", bad,
+	       (uint64_t)n);
+}
+
 static void test_sketch_bound(void)
 {
 	const double gamma = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA);
@@ -114,6 +148,7 @@ static void test_sketch_bound(void)
 	tap_ok(!bad && worst <= BOUND,
 	       "each value lies in its bucket, within %.4f%% of the bucket's representative",
 	       100 * worst);
+	test_sketch_tables();
 
 	sketch__init(&s);
 	tap_ok(s.count == 0 && sketch__quantile(&s, 0.5) == 0, "an empty sketch answers 0");
