@@ -57,6 +57,8 @@ PYEOF
 read -r be bt bc < <(run baseline '[sink out]' 'kind = test')
 read -r fe ft fc < <(run folded '[sink flame]' 'kind = folded' 'path = out/flame.folded')
 read -r te tt tc < <(run timeline '[sink trace]' 'kind = timeline' 'path = out/trace.json')
+# the file is renamed into place at stop, which may still be under way when run has printed
+for _ in $(seq 1 600); do [ -f "$WORK/out/trace.json" ] && break; sleep 0.1; done
 tbytes=$(stat -c %s "$WORK/out/trace.json" 2>/dev/null || echo 0)
 read -r ue ut uc < <(run stats '[sink stats]' 'kind = stats' 'path = out/stats.json')
 read -r se st sc < <(run sinks '[sink flame]' 'kind = folded' 'path = out/flame.folded' \

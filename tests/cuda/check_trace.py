@@ -180,8 +180,26 @@ def short_stack(stack):
     return ";".join(str(f) for f in s[:8]) + (";..." if len(s) > 8 else "") if s else "(none)"
 
 
+def resolve_stacks(doc):
+    """Each event's stack named through stackFrames ("sf": its innermost frame, each frame's
+    "parent" its caller; docs/timeline.md) into args.stack, innermost first, as a stack the
+    tree had no room for is written inline."""
+    frames = doc.get("stackFrames") or {}
+    for e in doc["traceEvents"]:
+        if "sf" not in e:
+            continue
+        stack, fid, seen = [], str(e["sf"]), set()
+        while fid in frames and fid not in seen:
+            seen.add(fid)
+            stack.append(frames[fid].get("name"))
+            parent = frames[fid].get("parent")
+            fid = None if parent is None else str(parent)
+        e.setdefault("args", {})["stack"] = stack
+
+
 class Trace:
     def __init__(self, doc):
+        resolve_stacks(doc)
         self.events = doc["traceEvents"]
         self.slices = collections.defaultdict(list)  # cat -> X events
         self.flow_end = {}  # (pid, tid, ts) of the slice an "f" lands on -> id
