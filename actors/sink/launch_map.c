@@ -77,6 +77,7 @@ static void slot_move(void *tab, uint32_t to, uint32_t from)
 
 	m->slots[to] = m->slots[from];
 	m->slots[from].idx1 = 0;
+	m->e[m->slots[to].idx1 - 1].slot = to;
 }
 
 static void slot_clear(void *tab, uint32_t slot)
@@ -99,17 +100,14 @@ struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u6
 	k = (m->head + m->n) % m->max; /* the entry after the newest */
 	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
 		old = &m->e[m->head];
-		oatab__delete(m, m->mask,
-			      slot_of(m, old->producer, old->id,
-				      launch_home(old->producer, old->id)),
-			      &slot_ops);
+		oatab__delete(m, m->mask, old->slot, &slot_ops);
 		m->head = (m->head + 1) % m->max;
 		m->n--;
 		m->evicted++;
 		i = slot_of(m, producer, id, h);
 	}
 	m->n++;
-	m->e[k] = (struct recent_launch){ .id = id, .producer = producer };
+	m->e[k] = (struct recent_launch){ .id = id, .producer = producer, .slot = i };
 	m->slots[i] = (struct launch_slot){ .idx1 = k + 1, .hash = h };
 	return &m->e[k];
 }

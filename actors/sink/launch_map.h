@@ -23,6 +23,7 @@ struct recent_launch {
 	__u32 tid; /* timeline: the track its slice went to (its thread's or an overlap lane) */
 	__u32 gen; /* timeline: the file its event is in, 0 none */
 	__u32 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
+	__u32 slot; /* launch_map's own: where its slot is, so eviction needs no probe */
 	__u64 pos; /* timeline, mode = ring: position + 1 of its event's record, 0 none */
 };
 
