@@ -178,9 +178,12 @@ int out__open(struct out **out, const char *path, char *why, size_t why_len)
 	if (err)
 		goto free_bufs;
 	xpu_mkdir_parents(o->partial, 0755); /* if it fails, open says why */
-	/* tmpfs and some others refuse O_DIRECT (EINVAL): buffered there */
-	o->fd = open(o->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
-	o->direct = o->fd >= 0;
+	/* tmpfs and some others refuse O_DIRECT (EINVAL): buffered there; and where
+	 * XPUSUP_OUT_BUFFERED is set (to compare, docs/performance.md) */
+	o->direct = !getenv("XPUSUP_OUT_BUFFERED");
+	o->fd = open(o->partial,
+		     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
+	o->direct = o->direct && o->fd >= 0;
 	if (o->fd < 0 && errno == EINVAL)
 		o->fd = open(o->partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (o->fd < 0) {
