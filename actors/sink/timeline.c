@@ -2034,8 +2034,10 @@ static int window_close(struct timeline *t, bool last, char *why, size_t why_len
 	t->bytes_done += w.bytes;
 	err = out__commit(t->o, why, why_len);
 	t->o = NULL;
-	if (err)
+	if (err) { /* the window is gone with what it held */
+		t->dropped += w.events;
 		return err;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	w.end_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	if (last && !trace_windows__count(t->windows)) {

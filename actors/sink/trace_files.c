@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "actors/sink/out.h"
+#include "common/json_escape.h"
 
 #define TW_PATH_MAX 4096
 #define INDEX_FORMAT "xpusup trace windows 1"
@@ -161,9 +162,18 @@ int trace_windows__name(const struct trace_windows *w, char *buf, size_t size, _
 	return trace_files__stamped(path, "", buf, size, start_ns);
 }
 
+/* name as JSON string text (no quotes) into buf, which holds XPU_JSON_ESCAPED_MAX of it. */
+static const char *escaped(const char *name, char *buf, size_t size)
+{
+	size_t n = xpu_json_escape(buf, size - 1, name, strlen(name), NULL, 0);
+
+	buf[n] = 0;
+	return buf;
+}
+
 static int write_index(struct trace_windows *w, char *why, size_t why_len)
 {
-	char start[40], end[40];
+	char start[40], end[40], name[XPU_JSON_ESCAPED_MAX(256) + 1];
 	struct out *o;
 	unsigned int i;
 	int err;
@@ -171,7 +181,8 @@ static int write_index(struct trace_windows *w, char *why, size_t why_len)
 	err = out__open(&o, w->index, why, why_len);
 	if (err)
 		goto stale;
-	out__printf(o, "{\"format\":\"" INDEX_FORMAT "\",\"path\":\"%s\",\"windows\":[\n", w->base);
+	out__printf(o, "{\"format\":\"" INDEX_FORMAT "\",\"path\":\"%s\",\"windows\":[\n",
+		    escaped(w->base, name, sizeof(name)));
 	for (i = 0; i < w->n; i++) {
 		const struct trace_window *v = &w->v[i];
 
@@ -183,11 +194,11 @@ static int write_index(struct trace_windows *w, char *why, size_t why_len)
 			    ",\"first_ts\":%" PRIu64 ".%03u,\"last_ts\":%" PRIu64 ".%03u"
 			    ",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64
 			    ",\"start\":\"%s\",\"end\":\"%s\"}%s\n",
-			    v->file, (uint64_t)v->start_ns, (uint64_t)v->end_ns,
-			    (uint64_t)(v->first_ts / 1000), (unsigned int)(v->first_ts % 1000),
-			    (uint64_t)(v->last_ts / 1000), (unsigned int)(v->last_ts % 1000),
-			    (uint64_t)v->events, (uint64_t)v->bytes, start, end,
-			    i + 1 < w->n ? "," : "");
+			    escaped(v->file, name, sizeof(name)), (uint64_t)v->start_ns,
+			    (uint64_t)v->end_ns, (uint64_t)(v->first_ts / 1000),
+			    (unsigned int)(v->first_ts % 1000), (uint64_t)(v->last_ts / 1000),
+			    (unsigned int)(v->last_ts % 1000), (uint64_t)v->events,
+			    (uint64_t)v->bytes, start, end, i + 1 < w->n ? "," : "");
 	}
 	out__printf(o, "],\"windows_deleted\":%" PRIu64 ",\"bytes_deleted\":%" PRIu64 "}\n",
 		    (uint64_t)w->deleted, (uint64_t)w->bytes_deleted);
