@@ -220,7 +220,8 @@ ok $? "ring: at stop the ring is written to path, and passes xpusup check"
 
 # ---- memory: two rings in one flat-out session of 30 s -------------------------------------
 s="$PREFIX-mem"
-{ printf '[sink big]\nkind = timeline\npath = mem/big.json\nmode = ring\nkeep_s = 600\nmax_mb = 48\n'
+{ printf '[supervisor]\nwatchdog_ms = 30000\n' # the sink is stopped a moment below
+  printf '[sink big]\nkind = timeline\npath = mem/big.json\nmode = ring\nkeep_s = 600\nmax_mb = 48\n'
   printf '[sink small]\nkind = timeline\npath = mem/small.json\nmode = ring\nkeep_s = 600\nmax_mb = 8\n'
   source_syn 0; } >"$WORK/mem.conf"
 # Under AddressSanitizer freed memory waits in a quarantine that grows to 256 MB: without it,
@@ -252,12 +253,19 @@ ok "$([ "${got%% *}" = True ] && echo 0 || echo 1)" "memory: the 48 MB ring hold
 got=$(json "$s" "c('big', 'ring_evicted') > 0 and c('small', 'ring_evicted') > 0, c('big', 'ring_evicted'), c('small', 'ring_evicted'), c('big', 'ring_bytes'), c('small', 'ring_bytes') <= 8 << 20")
 [ "${got%% *}" = True ] && [ "${got##* }" = True ]
 ok $? "memory: both rings evicted to stay under their caps (ok, evicted big, small, held big, small under 8 MB: $got)"
-# Two snapshots asked at once: the ring holds 48 MB, more than a tick writes, so the first
-# is still being written when the sink takes the second, which is refused and says why.
+# Two snapshots asked at once: both requests wait while the sink is stopped for a moment, so
+# that it takes them together; the ring holds 48 MB, more than a tick writes, so the first is
+# still being written when it takes the second, which is refused and says why.
+kill -STOP "$bigpid"
 "$XPUSUP" snapshot --session "$s" --sink big -o "$WORK/busy1.json" >/dev/null 2>"$WORK/busy1.err" &
 p1=$!
 "$XPUSUP" snapshot --session "$s" --sink big -o "$WORK/busy2.json" >/dev/null 2>"$WORK/busy2.err" &
 p2=$!
+for _ in $(seq 1 100); do
+	[ "$(ls "$BASE/$s" | grep -c '^snapshot\.big\.req\.[0-9-]*$')" = 2 ] && break
+	sleep 0.05
+done
+kill -CONT "$bigpid"
 wait $p1
 r1=$?
 wait $p2

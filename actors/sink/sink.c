@@ -290,6 +290,8 @@ static void snapshot_reply(const struct sink *s, const char *id, const char *sta
 		renameat(s->a->dirfd, tmp, s->a->dirfd, name);
 }
 
+static void snapshot_done(struct sink *s);
+
 /* One request: a snapshot into path (NULL: the format's own name); id "" for a plain
  * SIGUSR1, which has no reply file. */
 static void snapshot_start(struct sink *s, const char *id, const char *path)
@@ -297,6 +299,9 @@ static void snapshot_start(struct sink *s, const char *id, const char *path)
 	char why[600] = "";
 	int err;
 
+	/* a snapshot that finished since the last look is told to its own asker first: the
+	 * pending id is about to become this request's */
+	snapshot_done(s);
 	err = s->drv.fmt->snapshot ? s->drv.fmt->snapshot(s->drv.st, path, why, sizeof(why)) :
 				     -ENOTSUP;
 	if (err == -ENOTSUP && !why[0])
@@ -398,11 +403,11 @@ static void beat(void *ctx)
 	struct sink *s = ctx;
 
 	actor__beat(s->a);
+	snapshot_done(s);
 	if (snapshot_signal) {
 		snapshot_signal = 0;
 		snapshot_asked(s);
 	}
-	snapshot_done(s);
 }
 
 static const struct sink_driver_ops sink_actor_ops = {
