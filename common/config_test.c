@@ -796,13 +796,13 @@ static void test_cupti(void)
 	       "cupti: the source is there");
 	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "8192") &&
 		       !strcmp(conf_actor__get(a, "max_processes"), "1024") &&
-		       !strcmp(conf_actor__get(a, "activities"), "all") &&
+		       !strcmp(conf_actor__get(a, "activities"), "kernel, memcpy, memset, sync, runtime, driver, overhead, external, nvtx") &&
 		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc"),
-	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all, "
+	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all but memory, "
 	       "launch_stacks inproc");
 	tap_ok(a && !cupti_activities__parse(conf_actor__get(a, "activities"), &bits) &&
-		       bits == XPU_CUPTI_ACT_ALL,
-	       "cupti: the default activities are every one");
+		       bits == (XPU_CUPTI_ACT_ALL & ~XPU_CUPTI_ACT_MEMORY),
+	       "cupti: the default activities are every one but memory");
 	{
 		static const char *const words[] = { "inproc", "yes", "marker", "no" };
 		static const int modes[] = { LAUNCH_STACKS_INPROC, LAUNCH_STACKS_INPROC,

@@ -224,7 +224,11 @@ static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 
 static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *res)
 {
-	const CUpti_GraphData *g = res->resourceDescriptor;
+	/* a graph node's callbacks only: others may have no descriptor */
+	const CUpti_GraphData *g = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+						   cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED ?
+					   res->resourceDescriptor :
+					   NULL;
 	uint64_t node = 0, orig = 0;
 	uint32_t ctx_id, dev_id;
 
@@ -395,7 +399,9 @@ static void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d)
 static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			      const void *data)
 {
-	if (!on())
+	/* CUDA 13's CUPTI calls some callbacks of a domain with no data (first seen on an
+	 * H100: a resource callback, which read its descriptor and crashed the program) */
+	if (!on() || !data)
 		return;
 	switch (domain) {
 	case CUPTI_CB_DOMAIN_RUNTIME_API:

@@ -116,9 +116,11 @@ static const struct conf_key cupti_keys[] = {
 	  .expected = "all, none, or a list of kernel, memcpy, memset, sync, runtime, driver, "
 		      "memory, overhead, external, nvtx",
 	  .roles = CONF_SOURCE,
-	  .def = "all",
+	  /* every kind but memory: with it, PyTorch 2.11's CUPTI (2025.3.1, CUDA 13) corrupted
+	   * the heap of the profiled process (docs/cupti.md, "Device memory records") */
+	  .def = "kernel, memcpy, memset, sync, runtime, driver, overhead, external, nvtx",
 	  .doc = "what CUPTI records: kernel, memcpy, memset, sync, runtime, driver, memory, "
-		 "overhead, external, nvtx; all; or none" },
+		 "overhead, external, nvtx; all; or none (default: all but memory)" },
 	{ .key = "launch_stacks",
 	  CONF_MEMBER(struct inproc_options, launch_stacks),
 	  .type = CONF_T_CUSTOM,
