@@ -104,6 +104,7 @@
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
+#define PENDING_MAX 65536 /* GPU slices waiting for their call's arrow */
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
 #define SNAP_STEP_BYTES (32ull << 20)
@@ -257,6 +258,14 @@ struct sync_reading {
 	__u64 ref_before, other, ref_after;
 };
 
+/* GPU work written before its call came: its slice, for the arrow the call will start. */
+struct pending_flow {
+	__u64 seq; /* 0: free or taken */
+	__u64 correlation_id, ts, pos, prev_seq;
+	__u32 pid, vpid, stream, gen;
+	__u32 prev; /* the call's slice before this one: index + 1, 0 none */
+};
+
 /* A snapshot of the ring being written (mode = ring), and the last one's outcome. */
 struct snapshot {
 	struct out *o; /* NULL: none in progress */
@@ -323,6 +332,10 @@ struct timeline {
 	struct open_range *ranges;
 	__u32 free_range; /* index + 1 */
 	struct launch_map launches; /* recent launches, where flow arrows start */
+	struct pending_flow *pending; /* PENDING_MAX, a FIFO from pend_head */
+	__u32 pend_head, pend_n;
+	__u64 pend_seq;
+	struct launch_map pend_index; /* (producer, pid and correlation id) -> newest pending */
 	struct sm_active *sm; /* SM-active windows of devices and processes (sm_active.h) */
 	__u64 sm_next; /* ordinal of the first closed window not yet written */
 	__u64 sm_missed; /* closed windows that left sm_active's ring before they were written */
@@ -1141,6 +1154,107 @@ static void launches__add(struct timeline *t, __u32 producer, const struct xpu_c
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
  * thread, "f" binding to the activity's slice ("bp":"e": the slice enclosing ts). Written
  * together, so every flow in the file has both ends. */
+/* An arrow: "s" at the call's start on its thread, "f" binding to the GPU slice enclosing ts
+ * ("bp":"e"), written together, so every flow in the file has both ends. In the ring both
+ * are one record, which needs the record of the end written before (dep): the call's, or
+ * for an arrow written when its call came last, the GPU slice's. */
+static void write_flow(struct timeline *t, __u32 pid, __u32 tid, __u64 ts, __u32 vpid, __u32 stream,
+		       __u64 gpu_ts, __u64 dep, __u64 dep_ts)
+{
+	t->flows++;
+	t->grouping = true;
+	t->dep = dep;
+	t->dep_ts = dep_ts;
+	begin(t, 's', LIT("launch"), LIT("launch"), cpu_pid(t, pid), tid, ts);
+	put_member(t, LIT(",\"id\":"), t->flows);
+	emit(t);
+	t->grouping = false;
+	begin(t, 'f', LIT("launch"), LIT("launch"), vpid, stream, gpu_ts);
+	put_lit(t, ",\"bp\":\"e\",\"id\":");
+	put_u64(t, t->flows);
+	emit(t);
+	t->dep = 0;
+}
+
+/* The key of a GPU slice waiting for its call: the call and its GPU work share CUPTI's
+ * correlation id within a process. */
+static __u64 pending_key(__u32 pid, __u64 correlation_id)
+{
+	return xpu_mix64(correlation_id ^ ((__u64)pid << 40));
+}
+
+/* GPU work whose call has not come yet (CUPTI delivers API and GPU records in separate
+ * buffers, in either order): kept, a few per call (a graph launch has many kernels), until
+ * the call comes (pending_resolve) or it is pushed out (then counted unknown). */
+static void pending_add(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
+{
+	struct recent_launch *idx;
+	struct pending_flow *p;
+	__u32 k;
+
+	if (!t->pending || !e->correlation_id) {
+		t->flows_unknown++;
+		return;
+	}
+	k = (t->pend_head + t->pend_n) % PENDING_MAX;
+	if (t->pend_n == PENDING_MAX) { /* the oldest goes */
+		if (t->pending[t->pend_head].seq)
+			t->flows_unknown++;
+		t->pend_head = (t->pend_head + 1) % PENDING_MAX;
+		t->pend_n--;
+	}
+	idx = launch_map__put(&t->pend_index, producer, pending_key(e->pid, e->correlation_id));
+	p = &t->pending[k];
+	*p = (struct pending_flow){ .pid = e->pid,
+				    .correlation_id = e->correlation_id,
+				    .vpid = vpid,
+				    .stream = e->stream,
+				    .ts = e->ts_ns,
+				    .gen = t->gen,
+				    .pos = t->last_pos,
+				    .seq = ++t->pend_seq };
+	/* the index names the newest of the call's slices; each names the one before */
+	if (idx->kind == 1 && idx->id == pending_key(e->pid, e->correlation_id)) {
+		p->prev = idx->tid;
+		p->prev_seq = idx->ts;
+	}
+	idx->kind = 1;
+	idx->tid = k + 1;
+	idx->ts = p->seq;
+	t->pend_n++;
+}
+
+/* A call came: the arrows to its GPU work that came first (those still in this file). */
+static void pending_resolve(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
+			    __u32 tid)
+{
+	const struct recent_launch *idx;
+	__u32 i, guard = 0;
+	__u64 seq;
+
+	if (!t->pending || !t->pend_n || !e->correlation_id)
+		return;
+	idx = launch_map__find(&t->pend_index, producer, pending_key(e->pid, e->correlation_id));
+	if (!idx || idx->kind != 1)
+		return;
+	for (i = idx->tid, seq = idx->ts; i && guard++ < PENDING_MAX;) {
+		struct pending_flow *p = &t->pending[i - 1];
+
+		if (p->seq != seq || p->pid != e->pid || p->correlation_id != e->correlation_id)
+			break; /* pushed out, or taken already */
+		p->seq = 0;
+		if (p->gen == t->gen)
+			write_flow(t, e->pid, tid, e->ts_ns, p->vpid, p->stream, p->ts, p->pos,
+				   p->ts);
+		else
+			t->flows_unknown++; /* its slice is in an earlier window */
+		seq = p->prev_seq;
+		i = p->prev;
+	}
+}
+
+/* The arrow from the launching call to the GPU activity e just written: now when the call
+ * came first, else when it comes (pending_add). */
 static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
 {
 	const struct recent_launch *from = NULL, *l;
@@ -1156,30 +1270,18 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 			l = NULL; /* not in this file: written before it, or not at all */
 		/* Only an API call: an arrow must start on a slice, and a LAUNCH is an instant
 		 * whose thread track may hold no slice around it (its call can sit on an
-		 * overlap track, or be unknown). Without the call the arrow is counted as
-		 * unknown. */
+		 * overlap track, or be unknown). */
 		if (l && l->kind == XPU_REC_CUDA_API)
 			from = l;
 	}
 	if (!linked)
 		return;
 	if (!from) {
-		t->flows_unknown++;
+		pending_add(t, producer, e, vpid);
 		return;
 	}
-	t->flows++;
-	t->grouping = true; /* in the ring, both ends in one record, which needs the call's */
-	t->dep = from->pos;
-	t->dep_ts = from->ts;
-	begin(t, 's', LIT("launch"), LIT("launch"), cpu_pid(t, from->pid), from->tid, from->ts);
-	put_member(t, LIT(",\"id\":"), t->flows);
-	emit(t);
-	t->grouping = false;
-	begin(t, 'f', LIT("launch"), LIT("launch"), vpid, e->stream, e->ts_ns);
-	put_lit(t, ",\"bp\":\"e\",\"id\":");
-	put_u64(t, t->flows);
-	emit(t);
-	t->dep = 0;
+	write_flow(t, from->pid, from->tid, from->ts, vpid, e->stream, e->ts_ns, from->pos,
+		   from->ts);
 }
 
 /* ---- SM active % ---- */
@@ -1525,6 +1627,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 {
 	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid), sf;
 	const struct api_cached *n;
+	bool written;
 
 	touch(t, e->pid, e->tid);
 	if (e->kind == XPU_REC_LAUNCH) {
@@ -1545,7 +1648,10 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 	put_call_ids(t, e); /* the name says the domain: cuda* runtime, cu* driver */
 	put_corr(t, e);
 	put_lit(t, "}");
-	launches__add(t, producer, e, tid, emit(t));
+	written = emit(t);
+	launches__add(t, producer, e, tid, written);
+	if (written)
+		pending_resolve(t, producer, e, tid);
 }
 
 static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
@@ -1855,6 +1961,11 @@ static void name_track(struct timeline *t, bool thread, __u32 pid, __u32 tid, co
 static void close_all(struct timeline *t)
 {
 	__u32 i;
+
+	/* GPU work whose call never came: no arrow */
+	for (i = 0; t->pending && i < t->pend_n; i++)
+		t->flows_unknown += t->pending[(t->pend_head + i) % PENDING_MAX].seq != 0;
+	t->pend_n = 0;
 
 	for (i = 0; i < RANGES_MAX; i++) {
 		struct open_range *r = &t->ranges[i];
@@ -2373,6 +2484,8 @@ static void timeline_free(void *st)
 			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
 	free(t->ranges);
 	launch_map__free(&t->launches);
+	launch_map__free(&t->pend_index);
+	free(t->pending);
 	free(t->procs.slots);
 	free(t->threads.slots);
 	free(t->gpus.slots);
@@ -2462,6 +2575,10 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	t->mode = o.mode;
 	snprintf(t->cur_path, sizeof(t->cur_path), "%s", t->path);
 	err = launch_map__init(&t->launches, (__u32)o.max_launches);
+	if (!err)
+		err = launch_map__init(&t->pend_index, PENDING_MAX);
+	if (!err && !(t->pending = calloc(PENDING_MAX, sizeof(*t->pending))))
+		err = -ENOMEM;
 	if (!err)
 		err = table__init(&t->procs, sizeof(struct proc), PROCS_MAX);
 	if (!err)

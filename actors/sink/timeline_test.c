@@ -246,14 +246,50 @@ int main(void)
 	tap_eq_u64(counter(st, "flows"), 2, "two arrows: both kernels' launches are known");
 	tap_eq_u64(counter(st, "flows_unknown_launch"), 1, "the copy's launch is unknown");
 	tap_eq_u64(counter(st, "ranges_unmatched"), 1, "the pop without a push is counted");
+
+	/* GPU work before its call (CUPTI's API and GPU records come in separate buffers):
+	 * two kernels of correlation 50 (a graph launch's) linked only to their LAUNCH, then
+	 * the call; a kernel of correlation 51 whose call never comes */
+	n = 0;
+	e[n] = ev(40, XPU_REC_GPU_KERNEL, 42, 42, BASE + 200 * MS, BASE + 201 * MS);
+	e[n].stream = 7;
+	e[n].correlation_id = 50;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 39);
+	e[n] = ev(41, XPU_REC_GPU_KERNEL, 42, 42, BASE + 202 * MS, BASE + 203 * MS);
+	e[n].stream = 7;
+	e[n].correlation_id = 50;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 39);
+	e[n] = ev(43, XPU_REC_GPU_KERNEL, 42, 42, BASE + 204 * MS, BASE + 205 * MS);
+	e[n].stream = 7;
+	e[n].correlation_id = 51;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 44);
+	tap_eq_u64(counter(st, "flows"), 2, "no arrow yet for work whose call has not come");
+	e[n] = ev(42, XPU_REC_CUDA_API, 42, 42, BASE + 199 * MS, BASE + 199 * MS + 800);
+	e[n].api_id = 211;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 50;
+	b.n_events = n;
+	fmt_timeline.batch(st, &b, e);
+	tap_eq_u64(counter(st, "flows"), 4,
+		   "the call, when it comes, starts the arrows to both "
+		   "of its kernels");
 	tap_ok(access(path, F_OK) != 0, "no trace.json before finish");
 	err = fmt_timeline.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	tap_eq_u64(counter(st, "flows_unknown_launch"), 2,
+		   "at the end, the kernel whose call never came is counted unknown too");
 	fmt_timeline.free(st);
 
 	text = tap_slurp(path);
 	if (!tap_ok(text != NULL, "trace.json is there after finish"))
 		return tap_done();
+	tap_ok(occurrences(text, "{\"ph\":\"s\",") == 4 &&
+		       occurrences(text, "{\"ph\":\"f\",") == 4 &&
+		       occurrences(text, "\"ts\":1000199000,\"id\":3}") == 1 &&
+		       occurrences(text, "\"ts\":1000199000,\"id\":4}") == 1 &&
+		       occurrences(text, "\"ts\":1000202000,\"bp\":\"e\",\"id\":3}") == 1 &&
+		       occurrences(text, "\"ts\":1000200000,\"bp\":\"e\",\"id\":4}") == 1,
+	       "4 arrows, each with both ends, the late call's two among them");
 	tap_ok(!strncmp(text, "{\"traceEvents\":[\n", 17) &&
 		       strstr(text, "\n],\n\"stackFrames\":{\n") &&
 		       strstr(text, "},\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
