@@ -334,7 +334,7 @@ struct timeline {
 	struct launch_map launches; /* recent launches, where flow arrows start */
 	struct pending_flow *pending; /* PENDING_MAX, a FIFO from pend_head */
 	__u32 pend_head, pend_n;
-	__u64 pend_seq;
+	__u64 pend_seq, pend_live; /* the last seq given; slices still waiting */
 	struct launch_map pend_index; /* (producer, pid and correlation id) -> newest pending */
 	struct sm_active *sm; /* SM-active windows of devices and processes (sm_active.h) */
 	__u64 sm_next; /* ordinal of the first closed window not yet written */
@@ -365,9 +365,9 @@ static const char *const counter_names[] = {
 	"events_written",  "flows",	     "flows_unknown_launch",
 	"bytes_written",   "events_dropped", "ranges_unmatched",
 	"sm_late_kernels", "tables_full",    "lanes_full",
-	"stacks_inline",
+	"stacks_inline",   "flows_waiting",
 };
-#define COUNTERS_BASE 10
+#define COUNTERS_BASE 11
 
 /* after the base ones: with windows */
 static const char *const window_counter_names[] = { "windows_written", "windows_deleted",
@@ -1198,8 +1198,10 @@ static void pending_add(struct timeline *t, __u32 producer, const struct xpu_cev
 	}
 	k = (t->pend_head + t->pend_n) % PENDING_MAX;
 	if (t->pend_n == PENDING_MAX) { /* the oldest goes */
-		if (t->pending[t->pend_head].seq)
+		if (t->pending[t->pend_head].seq) {
 			t->flows_unknown++;
+			t->pend_live--;
+		}
 		t->pend_head = (t->pend_head + 1) % PENDING_MAX;
 		t->pend_n--;
 	}
@@ -1222,6 +1224,7 @@ static void pending_add(struct timeline *t, __u32 producer, const struct xpu_cev
 	idx->tid = k + 1;
 	idx->ts = p->seq;
 	t->pend_n++;
+	t->pend_live++;
 }
 
 /* A call came: the arrows to its GPU work that came first (those still in this file). */
@@ -1243,6 +1246,7 @@ static void pending_resolve(struct timeline *t, __u32 producer, const struct xpu
 		if (p->seq != seq || p->pid != e->pid || p->correlation_id != e->correlation_id)
 			break; /* pushed out, or taken already */
 		p->seq = 0;
+		t->pend_live--;
 		if (p->gen == t->gen)
 			write_flow(t, e->pid, tid, e->ts_ns, p->vpid, p->stream, p->ts, p->pos,
 				   p->ts);
@@ -1966,6 +1970,7 @@ static void close_all(struct timeline *t)
 	for (i = 0; t->pending && i < t->pend_n; i++)
 		t->flows_unknown += t->pending[(t->pend_head + i) % PENDING_MAX].seq != 0;
 	t->pend_n = 0;
+	t->pend_live = 0;
 
 	for (i = 0; i < RANGES_MAX; i++) {
 		struct open_range *r = &t->ranges[i];
@@ -2525,6 +2530,7 @@ static unsigned int timeline_counters(void *st, const char **names, __u64 *value
 	v[7] = t->full;
 	v[8] = t->overlaps;
 	v[9] = t->stacks_inline;
+	v[10] = t->pend_live;
 	if (t->windows) {
 		more = window_counter_names;
 		trace_windows__counts(t->windows, &v[n], &v[n + 1], &v[n + 2]);
