@@ -38,6 +38,7 @@ struct conv_stats {
 	__u64 names_uncached; /* names sent again because the name table was full */
 	__u64 names_cut; /* names longer than XPU_STRING_MAX, cut */
 	__u64 clones; /* graph node clones known */
+	__u64 incomplete; /* kernels, copies and memsets without their times: not sent */
 };
 
 /* conv__new - NULL + errno (ENOMEM). pid goes into GPU records, which carry no thread. */

@@ -436,6 +436,24 @@ int main(int argc, char **argv)
 		failures++;
 	}
 	conv__free(c);
+
+	/* What a forced flush gives for a kernel still running: no times. Counted, not sent. */
+	c = conv__new(4242, put, NULL);
+	if (!c)
+		return 1;
+	{
+		CUpti_ActivityKernel10 k = kernel(77, "running", 0);
+		struct conv_stats st;
+
+		k.end = 0;
+		CHECK(conv__activity(c, (const CUpti_Activity *)&k) == 0);
+		k = kernel(78, "backwards", 5000);
+		k.end = 4000;
+		CHECK(conv__activity(c, (const CUpti_Activity *)&k) == 0);
+		conv__stats(c, &st);
+		CHECK(st.incomplete == 2 && st.kernels == 0);
+	}
+	conv__free(c);
 	printf("%s: %d failures\n", argv[0], failures);
 	return failures ? 1 : 0;
 }
