@@ -154,8 +154,8 @@ ok $? "annotate: session with a cupti source starts"
 rc=$?
 [ $rc = 0 ] && grep -q 'enabled=1' "$WORK/ann.out" && ! grep -q 'annotations off' "$WORK/ann.out"
 ok_or $? "annotate: the program run with run attaches to the cupti source" || cat "$WORK/ann.out"
-# a cupti section without keys: every activity and in-process launch stacks (0x800203ff)
-"$XPUSUP" run --session "$S" -- "$STANDIN" 0x800203ff 1 0 >"$WORK/standin2.out" 2>&1
+# a cupti section without keys: every activity but memory, in-process launch stacks (0x800203bf)
+"$XPUSUP" run --session "$S" -- "$STANDIN" 0x800203bf 1 0 >"$WORK/standin2.out" 2>&1
 ok_or $? "annotate: beside it, a CUPTI client gets the default options" || cat "$WORK/standin2.out"
 wait_for 10 "$S" "c('gpu', 'clients_total') == 2 and c('gpu', 'clients') == 0"
 "$XPUSUP" stop --session "$S" >/dev/null 2>&1

@@ -78,6 +78,8 @@
 #define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
 #define BATCH_EVENTS 4096 /* events per wire batch */
 #define SEND_QUEUE 8 /* batches nng may hold per sink (each at most about 1 MiB) */
+/* a sink that takes nothing this long while the shard runs is dialed again (send_all) */
+#define REDIAL_NS 3000000000ull
 
 enum counter {
 	C_IN,
@@ -153,6 +155,7 @@ enum counter {
 	C_PY_CODES_RESOLVED,
 	C_PY_CODES_FAILED,
 	C_PY_CODES_CACHED,
+	C_SINK_REDIALS,
 	C_N,
 };
 
@@ -230,6 +233,7 @@ static const char *const counter_names[C_N] = {
 	[C_PY_CODES_RESOLVED] = "py_codes_resolved",
 	[C_PY_CODES_FAILED] = "py_codes_failed",
 	[C_PY_CODES_CACHED] = "py_codes_cached",
+	[C_SINK_REDIALS] = "sink_redials",
 };
 
 _Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
@@ -375,7 +379,10 @@ struct shard {
 	struct join *join;
 	struct xpu_wire_enc *enc;
 	nng_socket sinks[CONF_MAX_ACTORS];
+	const char *sink_names[CONF_MAX_ACTORS]; /* their actors' names, for the URL */
+	bool sink_gone[CONF_MAX_ACTORS]; /* stopping: given up on, not waited for again */
 	unsigned int n_sinks;
+	__u64 redials;
 	__u64 seq, events, batches, send_waits, encode_errors, now;
 	int counters[C_N];
 	/* The `symbols` stage: NULL when no source of this shard asks for it. Frames are named
@@ -528,25 +535,70 @@ static bool has_pyframes(const struct xpu_cevent *ev)
 	return false;
 }
 
-/* Send one batch to every sink, waiting (and beating) while a sink cannot take it. A
- * stopping shard gives up on a sink after 2 s so that a dead sink cannot hold the stop. */
+/* The PUSH socket to sink i, dialing its endpoint: a few batches may queue, so a sink busy
+ * for a moment does not stop the shard at once (a kill -9 loses what is queued, which the
+ * sink counts as a sequence gap); the dial does not wait: nng connects when the sink
+ * listens and reconnects after a restart. 0 or the nng error, said. */
+static int sink_dial(struct shard *s, unsigned int i)
+{
+	char url[4300];
+	int err;
+
+	snprintf(url, sizeof(url), XPU_SINK_URL_FMT, s->a->dir, s->sink_names[i]);
+	err = nng_push0_open(&s->sinks[i]);
+	if (!err)
+		err = nng_socket_set_int(s->sinks[i], NNG_OPT_SENDBUF, SEND_QUEUE);
+	if (!err)
+		err = nng_socket_set_ms(s->sinks[i], NNG_OPT_SENDTIMEO, 50);
+	if (!err)
+		err = nng_dial(s->sinks[i], url, NULL, NNG_FLAG_NONBLOCK);
+	if (err)
+		fprintf(stderr, PROG ": unable to dial %s: %s\n", url, nng_strerror(err));
+	return err;
+}
+
+/* Send one batch to every sink, waiting (and beating) while a sink cannot take it.
+ *
+ * A sink that takes nothing for REDIAL_NS while the shard runs gets a new socket: libnng
+ * 1.5.2's dialer can stay disconnected after its sink is killed and restarted (seen in CI:
+ * one shard of two never sent again, the other did), and a new dial connects at once. What
+ * the old socket held is lost, and the sink counts it as a gap.
+ *
+ * A stopping shard gives up on a sink after 2 s, once: the batches after go to the others
+ * only, so that a dead sink cannot hold the stop past the supervisor's patience. */
 static void send_all(struct shard *s, const void *data, size_t len)
 {
-	__u64 give_up = 0;
+	__u64 give_up = 0, since, now;
 	unsigned int i;
 	int rv;
 
 	for (i = 0; i < s->n_sinks; i++) {
+		if (s->sink_gone[i])
+			continue;
+		since = 0;
 		/* A blocking send with a timeout: it returns as soon as the sink can take the
 		 * batch (polling with sleeps would add a sleep's rounding to every wait). */
 		while ((rv = nng_send(s->sinks[i], (void *)data, len, 0)) == NNG_ETIMEDOUT) {
 			s->send_waits++;
 			actor__beat(s->a);
+			now = xpu_now_ns();
 			if (actor__stopping(s->a)) {
 				if (!give_up)
-					give_up = xpu_now_ns() + 2000000000ull;
-				else if (xpu_now_ns() > give_up)
+					give_up = now + 2000000000ull;
+				else if (now > give_up) {
+					s->sink_gone[i] = true;
 					break;
+				}
+			} else if (!since) {
+				since = now;
+			} else if (now - since > REDIAL_NS) {
+				nng_close(s->sinks[i]);
+				if (sink_dial(s, i)) {
+					s->sink_gone[i] = true;
+					break;
+				}
+				s->redials++;
+				since = now;
 			}
 		}
 		if (rv && rv != NNG_ETIMEDOUT)
@@ -870,6 +922,7 @@ static void publish_python(struct shard *s, __u64 *v)
 	v[C_PY_CODES_RESOLVED] = p.codes.resolved;
 	v[C_PY_CODES_FAILED] = p.codes.failed;
 	v[C_PY_CODES_CACHED] = p.codes.cached;
+	v[C_SINK_REDIALS] = s->redials;
 }
 
 static void publish(struct shard *s)
@@ -1106,23 +1159,9 @@ static int open_shard(struct shard *s, struct actor *a)
 	for (i = 0; i < a->conf->n_actors; i++) {
 		if (a->conf->actors[i].role != CONF_ROLE_SINK)
 			continue;
-		snprintf(name, sizeof(name), XPU_SINK_URL_FMT, a->dir, a->conf->actors[i].name);
-		err = nng_push0_open(&s->sinks[s->n_sinks]);
-		/* A few batches may queue per sink, so a sink that is busy for a moment does not
-		 * stop the shard at once; a kill -9 loses what is queued, which the sink counts
-		 * as a sequence gap. */
-		if (!err)
-			err = nng_socket_set_int(s->sinks[s->n_sinks], NNG_OPT_SENDBUF, SEND_QUEUE);
-		if (!err)
-			err = nng_socket_set_ms(s->sinks[s->n_sinks], NNG_OPT_SENDTIMEO, 50);
-		/* Non-blocking dial: nng connects when the sink listens and reconnects after a
-		 * sink restart by itself. */
-		if (!err)
-			err = nng_dial(s->sinks[s->n_sinks], name, NULL, NNG_FLAG_NONBLOCK);
-		if (err) {
-			fprintf(stderr, PROG ": unable to dial %s: %s\n", name, nng_strerror(err));
+		s->sink_names[s->n_sinks] = a->conf->actors[i].name;
+		if (sink_dial(s, s->n_sinks))
 			return -EIO;
-		}
 		s->n_sinks++;
 	}
 	for (i = 0; i < C_N; i++)
