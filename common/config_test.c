@@ -796,7 +796,8 @@ static void test_cupti(void)
 	       "cupti: the source is there");
 	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "8192") &&
 		       !strcmp(conf_actor__get(a, "max_processes"), "1024") &&
-		       !strcmp(conf_actor__get(a, "activities"), "kernel, memcpy, memset, sync, runtime, driver, overhead, external, nvtx") &&
+		       !strcmp(conf_actor__get(a, "activities"),
+			       "kernel, memcpy, memset, sync, runtime, driver, overhead, external, nvtx") &&
 		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc"),
 	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all but memory, "
 	       "launch_stacks inproc");
