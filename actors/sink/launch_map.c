@@ -6,13 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/mix.h"
 #include "common/oatab.h"
-
-static __u32 launch_home(__u32 producer, __u64 id)
-{
-	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48));
-}
 
 int launch_map__init(struct launch_map *m, __u32 max)
 {
@@ -38,6 +32,23 @@ void launch_map__free(struct launch_map *m)
 	m->e = NULL;
 }
 
+/* In a full map each put evicts the oldest entry: its entry and then its slot are far from
+ * anything recent, two cache misses. Both are loaded ahead: the entry VICTIM_AHEAD puts before
+ * its eviction, its slot (known once the entry is in) half as many before. */
+#define VICTIM_AHEAD 16
+
+static void prefetch_victims(const struct launch_map *m)
+{
+	__u32 far = m->head + VICTIM_AHEAD, near = m->head + VICTIM_AHEAD / 2;
+
+	if (m->max < 2 * VICTIM_AHEAD)
+		return;
+	far -= far >= m->max ? m->max : 0; /* head < max: no division on this path */
+	near -= near >= m->max ? m->max : 0;
+	launch_map__prefetch_line(&m->e[far]);
+	launch_map__prefetch_line(&m->slots[m->e[near].slot]);
+}
+
 /* The slot of (producer, id) whose hash is h, or the empty slot that ends its probe. */
 static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id, __u32 h)
 {
@@ -56,7 +67,7 @@ static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id, __u32
 
 const struct recent_launch *launch_map__find(const struct launch_map *m, __u32 producer, __u64 id)
 {
-	__u32 s = m->slots[slot_of(m, producer, id, launch_home(producer, id))].idx1;
+	__u32 s = m->slots[slot_of(m, producer, id, launch_map__hash(producer, id))].idx1;
 
 	return s ? &m->e[s - 1] : NULL;
 }
@@ -92,7 +103,7 @@ static const struct oatab_ops slot_ops = { .empty = slot_empty,
 
 struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u64 id)
 {
-	__u32 h = launch_home(producer, id), i = slot_of(m, producer, id, h), k;
+	__u32 h = launch_map__hash(producer, id), i = slot_of(m, producer, id, h), k;
 	struct recent_launch *old;
 
 	if (m->slots[i].idx1)
@@ -104,6 +115,7 @@ struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u6
 		m->head = (m->head + 1) % m->max;
 		m->n--;
 		m->evicted++;
+		prefetch_victims(m);
 		i = slot_of(m, producer, id, h);
 	}
 	m->n++;

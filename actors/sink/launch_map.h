@@ -15,6 +15,9 @@
 
 #include <linux/types.h>
 
+#include "common/mix.h"
+#include "common/wire.h"
+
 /* One launch-side event: what either format needs of it. */
 struct recent_launch {
 	__u64 id, ts;
@@ -38,6 +41,48 @@ struct launch_map {
 	__u32 mask, max, head, n;
 	__u64 evicted; /* launches forgotten to make room */
 };
+
+/* The hash of (producer, id): its low bits are its home slot. */
+static inline __u32 launch_map__hash(__u32 producer, __u64 id)
+{
+	return (__u32)xpu_mix64(id ^ ((__u64)producer << 48));
+}
+
+/* Start loading p's cache line. GCC 12 drops __builtin_prefetch in this code (at -O2 always,
+ * at -O3 in timeline.c: checked with objdump), so on x86-64 the instruction is written out. */
+static inline void launch_map__prefetch_line(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p);
+#endif
+}
+
+/*
+ * launch_map__prefetch - start loading the slot where (producer, id) would be found, for a
+ * put or a find a few events later. A full map of the default size is megabytes, so the slot
+ * is a cache miss: its latency was most of a put (docs/performance.md).
+ */
+static inline void launch_map__prefetch(const struct launch_map *m, __u32 producer, __u64 id)
+{
+	launch_map__prefetch_line(&m->slots[launch_map__hash(producer, id) & m->mask]);
+}
+
+/* How many events ahead a format's loop calls launch_map__prefetch_event: enough for the
+ * line to arrive (a few hundred ns of work an event), not so many that it is pushed out. */
+#define LAUNCH_MAP_PREFETCH_AHEAD 6
+
+/* The slot e will look at when its turn comes: a launch-side event's own (its put), a GPU
+ * activity's launching call's (its find). */
+static inline void launch_map__prefetch_event(const struct launch_map *m, __u32 producer,
+					      const struct xpu_cevent *e)
+{
+	if (e->kind == XPU_REC_CUDA_API || e->kind == XPU_REC_LAUNCH)
+		launch_map__prefetch(m, producer, e->id);
+	else if (e->n_links && e->links[0].type == XPU_LINK_LAUNCHED_BY)
+		launch_map__prefetch(m, producer, e->links[0].target);
+}
 
 /* Room for max launches (1 or more). 0 or -ENOMEM (then launch_map__free it). */
 int launch_map__init(struct launch_map *m, __u32 max);

@@ -485,6 +485,9 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 
+		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events) /* its slot is a cache miss */
+			launch_map__prefetch_event(&st->launches, b->producer,
+						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
 		if (e->kind < XPU_REC_TYPE_MAX)
 			p->by_kind[e->kind]++;
 		note_time(p, e->ts_ns, e->end_ns);

@@ -427,18 +427,40 @@ static char *u64_text(char *end, __u64 v)
 	return p;
 }
 
-/* v in decimal, written in place: its length first, then the digits from the end back. */
+static const __u64 pow10_u64[20] = { 1ull,
+				     10ull,
+				     100ull,
+				     1000ull,
+				     10000ull,
+				     100000ull,
+				     1000000ull,
+				     10000000ull,
+				     100000000ull,
+				     1000000000ull,
+				     10000000000ull,
+				     100000000000ull,
+				     1000000000000ull,
+				     10000000000000ull,
+				     100000000000000ull,
+				     1000000000000000ull,
+				     10000000000000000ull,
+				     100000000000000000ull,
+				     1000000000000000000ull,
+				     10000000000000000000ull };
+
+/* v in decimal, written in place: its length first, then the digits from the end back. The
+ * length from v's bit length (1233 / 4096 is just over log10(2)) and one comparison, not a
+ * loop over the powers of ten (a timestamp has 13 or more digits). */
 static void put_u64(struct timeline *t, __u64 v)
 {
-	size_t n = 1;
-	__u64 p;
+	unsigned int d = (unsigned int)((64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	size_t n = d + (v >= pow10_u64[d]);
 
 	if (t->overflow || EV_MAX - t->len <= 20) {
 		t->overflow = true;
 		return;
 	}
-	for (p = 10; n < 20 && v >= p; p *= 10)
-		n++;
+	n += !n; /* 0 */
 	u64_text(t->ev + t->len + n, v);
 	t->len += n;
 }
@@ -1859,6 +1881,9 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 		const struct xpu_cevent *e = &ev[i];
 		__u64 last = e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns;
 
+		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events) /* its slot is a cache miss */
+			launch_map__prefetch_event(&t->launches, b->producer,
+						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
 		if (e->kind != XPU_REC_CLOCK_SYNC && last > t->max_ts)
 			t->max_ts = last;
 		t->cur_last = last;

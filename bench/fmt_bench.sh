@@ -1,0 +1,36 @@
+#!/bin/bash
+# fmt_bench.sh: a capture of real batches from a synthetic session (COUNT launches flat out,
+# 4 processes, 2 shards, through a publish sink to `xpusup subscribe --format raw`), then
+# fmt_bench on it: CPU ns per event of decoding and of each sink format alone.
+#
+# Usage: bench/fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench options and kinds...]
+#   (root, or XDG_RUNTIME_DIR; the capture is about 100 bytes an event, in a temp folder)
+set -u
+BUILD=${1:?usage: fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench args...]}
+COUNT=${2:-200000}
+shift $(($# < 2 ? $# : 2))
+XPUSUP=$BUILD/cli/xpusup
+WORK=$(mktemp -d /tmp/xpusup-fmtbench-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+s="fmtbench$$"
+printf '[correlator]\nshards = 2\n[sink pub]\nkind = publish\nlisten = ipc://%s/pub.ipc\n[source syn]\nkind = synthetic\nprocesses = 4\nlaunches_per_s = 0\ncount = %s\nanswer_frame = no\n' \
+	"$WORK" "$COUNT" >"$WORK/c.conf"
+"$XPUSUP" subscribe "ipc://$WORK/pub.ipc" --format raw -o "$WORK/capture.raw" 2>"$WORK/sub.err" &
+sub=$!
+"$XPUSUP" start "$WORK/c.conf" --session "$s" >/dev/null || exit 1
+for _ in $(seq 1 600); do
+	"$XPUSUP" status --session "$s" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+syn = [a for a in j["actors"] if a["name"] == "syn"][0]["counters"]
+sent = sum(a["counters"].get("events_out", 0) for a in j["actors"] if a["role"] == "correlator")
+pub = sum(a["counters"].get("events_in", 0) for a in j["actors"] if a["role"] == "sink")
+sys.exit(0 if syn.get("launches", 0) == int(sys.argv[1]) and sent and pub == sent else 1)' "$COUNT" && break
+	sleep 0.2
+done
+sleep 1
+"$XPUSUP" stop --session "$s" >/dev/null
+kill -INT $sub
+wait $sub
+cat "$WORK/sub.err" >&2
+"$BUILD/bench/fmt_bench" -d "$WORK" "$@" "$WORK/capture.raw"
