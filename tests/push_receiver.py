@@ -7,10 +7,10 @@
 Listens on 127.0.0.1:PORT (0: any free port) and writes the port to PORT_FILE once it
 listens. Each POST is one line of LOG, tab-separated:
 
-    N STATUS LENGTH SHA256 CONTENT_TYPE PATH NAME FROM UNTIL FORMAT KEYS
+    N STATUS LENGTH SHA256 CONTENT_TYPE PATH NAME FROM UNTIL FORMAT KEYS TENANT
 
 (STATUS 0: the request was left hanging; KEYS: the query's parameter names, sorted, joined by
-commas; a parameter given twice shows twice). The body of every accepted request is kept as
+commas, a parameter given twice shows twice; TENANT: the X-Scope-OrgID header, - for none). The body of every accepted request is kept as
 BODIES/N.body, for a byte-for-byte comparison.
 
 The test switches the mode with GET /control?mode=MODE&n=N[&sleep=S]: the next N requests
@@ -82,7 +82,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             str(seq), str(status), str(len(body)), hashlib.sha256(body).hexdigest(),
             self.headers.get("Content-Type", "-"), url.path, q.get("name", "-"),
             q.get("from", "-"), q.get("until", "-"), q.get("format", "-"),
-            ",".join(sorted(k for k, _ in pairs)),
+            ",".join(sorted(k for k, _ in pairs)), self.headers.get("X-Scope-OrgID", "-"),
         ]
         if status == 200:
             with open(os.path.join(BODIES, "%d.body" % seq), "wb") as f:

@@ -61,6 +61,7 @@ struct pusher {
 	char *ingest_url; /* with the path, without the query */
 	char *shown_url; /* the same without user:password, for messages */
 	char *name_q; /* name=... URL-encoded, for the query */
+	char *tenant_header; /* "X-Scope-OrgID: ..." or NULL */
 	char spool[PATH_MAX];
 	int spool_fd; /* the folder */
 	int lock_fd; /* flock'ed: one pusher a spool */
@@ -149,6 +150,17 @@ static bool app_ok(const char *s)
 		return false;
 	for (; *s; s++)
 		if (!(isalnum((unsigned char)*s) || strchr("._-", *s)))
+			return false;
+	return true;
+}
+
+/* What Pyroscope (Cortex's rules) accepts as a tenant id; a header value, so no CR or LF. */
+static bool tenant_ok(const char *s)
+{
+	if (!s[0] || strlen(s) > 150)
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || strchr("!-_.*'()", *s)))
 			return false;
 	return true;
 }
@@ -299,6 +311,11 @@ const char *push_opts__check(const struct push_opts *o, char *why, size_t why_le
 	}
 	if (o->labels && !labels_ok(o->labels, why, why_len))
 		return "push_labels";
+	if (o->tenant && !tenant_ok(o->tenant)) {
+		snprintf(why, why_len, "push_tenant \"%s\": 1 to 150 letters, digits or !-_.*'()",
+			 o->tenant);
+		return "push_tenant";
+	}
 	if (o->backoff_ms && o->backoff_max_s && o->backoff_ms > o->backoff_max_s * 1000) {
 		snprintf(why, why_len, "push_backoff_ms %llu is over push_backoff_max_s %llu",
 			 o->backoff_ms, o->backoff_max_s);
@@ -717,6 +734,8 @@ static void *upload_main(void *arg)
 	/* The whole body at once, without waiting for a "100 Continue" first. */
 	h1 = curl_slist_append(NULL, "Content-Type: application/octet-stream");
 	headers = h1 ? curl_slist_append(h1, "Expect:") : NULL;
+	if (headers && p->tenant_header)
+		headers = curl_slist_append(headers, p->tenant_header);
 	if (!headers)
 		curl_slist_free_all(h1);
 	pthread_mutex_lock(&p->mu);
@@ -813,6 +832,7 @@ static void pusher_free(struct pusher *p)
 	free(p->ingest_url);
 	free(p->shown_url);
 	free(p->name_q);
+	free(p->tenant_header);
 	free(p);
 }
 
@@ -878,6 +898,14 @@ int pusher__open(struct pusher **pp, const struct push_opts *o, char *why, size_
 	if (!p->name_q) {
 		snprintf(why, why_len, "push: the name is too long");
 		goto free_pusher;
+	}
+	if (opts.tenant) {
+		size_t n = sizeof("X-Scope-OrgID: ") + strlen(opts.tenant);
+
+		p->tenant_header = malloc(n);
+		if (!p->tenant_header)
+			goto free_pusher;
+		snprintf(p->tenant_header, n, "X-Scope-OrgID: %s", opts.tenant);
 	}
 	err = parse_url(opts.url, &p->ingest_url, &p->shown_url, why, why_len);
 	if (err)

@@ -48,6 +48,7 @@ struct push_opts {
 	const char *url; /* http(s)://HOST[:PORT][/PATH]; /ingest is added unless PATH ends so */
 	const char *app; /* the `name` before the labels: [A-Za-z0-9._-]+ */
 	const char *labels; /* "k=v,k=v" or NULL: added after host */
+	const char *tenant; /* X-Scope-OrgID (a multi-tenant Pyroscope); NULL: none */
 	const char *spool; /* the spool folder; NULL: the caller must set it (pusher__open) */
 	unsigned long long spool_mb; /* the spool's cap, MiB */
 	unsigned long long timeout_s; /* one request, connection included */
@@ -89,6 +90,9 @@ struct push_opts {
 	{ .key = "push_labels", CONF_MEMBER(TYPE, m.labels),                                       \
 	  .type = CONF_T_TEXT, .roles = CONF_SINK,                                                 \
 	  .doc = "labels of the pushed profiles, k=v,k=v (host is always one)" },                  \
+	{ .key = "push_tenant", CONF_MEMBER(TYPE, m.tenant),                                       \
+	  .type = CONF_T_TEXT, .roles = CONF_SINK,                                                 \
+	  .doc = "the tenant of a multi-tenant server, sent as X-Scope-OrgID (default: none)" },   \
 	{ .key = "push_spool", CONF_MEMBER(TYPE, m.spool),                                         \
 	  .type = CONF_T_TEXT, .roles = CONF_SINK,                                                 \
 	  .doc = "the folder of files not sent yet (default: " PUSH_SPOOL_DIR " beside the output)" }, \
@@ -120,7 +124,7 @@ struct pusher;
 /*
  * push_opts__check - the rules of the push keys that a table cannot say: url parses and is
  * http:// or https:// with a host and no query, app and labels are what Pyroscope's name
- * accepts, backoff_ms is at most backoff_max_s. NULL when they hold (or url is NULL: no
+ * accepts, tenant is printable, backoff_ms is at most backoff_max_s. NULL when they hold (or url is NULL: no
  * push), else the key to blame ("push_url") with why in words. For a conf_kind's check.
  */
 const char *push_opts__check(const struct push_opts *o, char *why, size_t why_len);

@@ -53,6 +53,7 @@ struct rec {
 	int status;
 	size_t len;
 	char ctype[64], path[64], name[256], from[32], until[32], format[32], keys[128];
+	char tenant[64];
 };
 
 static __u64 now_ms(void)
@@ -160,13 +161,13 @@ static unsigned int rx_log(struct rec *r, unsigned int max)
 		return 0;
 	for (line = strtok_r(text, "\n", &save); line && n < max;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char *f[11], *s2 = NULL, *tok;
+		char *f[12], *s2 = NULL, *tok;
 		unsigned int k = 0;
 
-		for (tok = strtok_r(line, "\t", &s2); tok && k < 11;
+		for (tok = strtok_r(line, "\t", &s2); tok && k < 12;
 		     tok = strtok_r(NULL, "\t", &s2))
 			f[k++] = tok;
-		if (k != 11) {
+		if (k != 12) {
 			tap_diag("a bad log line");
 			continue;
 		}
@@ -180,6 +181,7 @@ static unsigned int rx_log(struct rec *r, unsigned int max)
 		snprintf(r[n].until, sizeof(r[n].until), "%s", f[8]);
 		snprintf(r[n].format, sizeof(r[n].format), "%s", f[9]);
 		snprintf(r[n].keys, sizeof(r[n].keys), "%s", f[10]);
+		snprintf(r[n].tenant, sizeof(r[n].tenant), "%s", f[11]);
 		n++;
 	}
 	free(text);
@@ -201,7 +203,7 @@ static unsigned int rx_count(unsigned int i, int status)
 }
 
 /* File i arrived exactly once (200), with the query and the bytes it should have. */
-static void check_arrived(unsigned int i, const char *name, const char *what)
+static void check_arrived_as(unsigned int i, const char *name, const char *tenant, const char *what)
 {
 	unsigned int n = rx_log(recs, 1024), hits = 0;
 	char from[32], until[32];
@@ -219,9 +221,11 @@ static void check_arrived(unsigned int i, const char *name, const char *what)
 		if (strcmp(r->path, "/ingest") || strcmp(r->name, name) ||
 		    strcmp(r->until, until) || strcmp(r->format, "pprof") ||
 		    strcmp(r->keys, "format,from,name,until") ||
-		    strcmp(r->ctype, "application/octet-stream")) {
-			tap_diag("file %u: %s %s from=%s until=%s format=%s keys=%s type=%s", i,
-				 r->path, r->name, r->from, r->until, r->format, r->keys, r->ctype);
+		    strcmp(r->ctype, "application/octet-stream") || strcmp(r->tenant, tenant)) {
+			tap_diag("file %u: %s %s from=%s until=%s format=%s keys=%s type=%s "
+				 "tenant=%s",
+				 i, r->path, r->name, r->from, r->until, r->format, r->keys,
+				 r->ctype, r->tenant);
 			query = false;
 		}
 		snprintf(path, sizeof(path), "%s/bodies/%u.body", dir, r->seq);
@@ -232,6 +236,11 @@ static void check_arrived(unsigned int i, const char *name, const char *what)
 	}
 	tap_eq_u64(hits, 1, "%s: file %u arrived once", what, i);
 	tap_ok(query && body, "%s: file %u: path, query, content type and bytes", what, i);
+}
+
+static void check_arrived(unsigned int i, const char *name, const char *what)
+{
+	check_arrived_as(i, name, "team-a", what);
 }
 
 /* ---- files and counters ---- */
@@ -314,6 +323,7 @@ static struct push_opts opts(const char *spool)
 	return (struct push_opts){ .url = url,
 				   .app = "xpusup",
 				   .labels = "env=ci,job=t1",
+				   .tenant = "team-a",
 				   .host = "testhost",
 				   .spool = s,
 				   .timeout_s = 1,
@@ -371,6 +381,11 @@ static void test_bad_options(void)
 			       pusher__open(&p, &o, why, sizeof(why)) == -EINVAL,
 		       "bad labels \"%s\": %s", bad_labels[i], why);
 	}
+	o = opts("bad");
+	o.tenant = "a b";
+	tap_ok(push_opts__check(&o, why, sizeof(why)) &&
+		       pusher__open(&p, &o, why, sizeof(why)) == -EINVAL,
+	       "a bad tenant: %s", why);
 	o = opts("bad");
 	o.url = NULL;
 	tap_ok(!push_opts__check(&o, why, sizeof(why)), "no push_url: nothing to check");
@@ -619,7 +634,7 @@ int main(int argc, char **argv)
 	o = opts("spool2");
 	o.spool_bytes = 10000;
 	o.labels = NULL;
-	o.url = NULL;
+	o.tenant = NULL;
 	char url_slash[80];
 	snprintf(url_slash, sizeof(url_slash), "%s/", url);
 	o.url = url_slash; /* the base with a slash: /ingest is added all the same */
@@ -643,7 +658,7 @@ int main(int argc, char **argv)
 	tap_ok(wait_counter(p, PUSH_SENT, 4), "cap: the 4 queued are sent");
 	for (i = first; i < n_files; i++)
 		if (i != dropped[0] && i != dropped[1])
-			check_arrived(i, "xpusup{host=testhost}", "cap");
+			check_arrived_as(i, "xpusup{host=testhost}", "-", "cap");
 	tap_eq_u64(rx_count(dropped[0], 200) + rx_count(dropped[1], 200), 0,
 		   "cap: the dropped files never arrive");
 	pusher__close(p, 1000);
