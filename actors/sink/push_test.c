@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -478,6 +479,52 @@ static void test_conf_keys(void)
 	conf__free(conf);
 }
 
+/* A file on another file system than the spool is copied, not linked; a copy that cannot be
+ * written (here the file size limit, as a full disk would) drops the file, counted, and
+ * leaves nothing behind. */
+static void test_copy(struct pusher *p, const char *spool)
+{
+	struct rlimit old, small;
+	struct stat a, b;
+	unsigned int i, j;
+	char shm[2][128];
+	__u64 sent = counter(p, PUSH_SENT), dropped = counter(p, PUSH_DROPPED);
+
+	if (stat("/dev/shm", &a) || stat(spool, &b) || a.st_dev == b.st_dev) {
+		tap_ok(1, "copy: # SKIP no /dev/shm on another file system than %s", spool);
+		return;
+	}
+	i = make_file(30000);
+	j = make_file(10000);
+	for (unsigned int k = 0; k < 2; k++) {
+		unsigned int f = k ? j : i;
+		FILE *out;
+
+		snprintf(shm[k], sizeof(shm[k]), "/dev/shm/push_test.%d.%u", (int)getpid(), f);
+		out = fopen(shm[k], "wb");
+		if (!out || fwrite(files[f].data, 1, files[f].size, out) != files[f].size ||
+		    fclose(out))
+			tap_bail("unable to write %s", shm[k]);
+		snprintf(files[f].path, sizeof(files[f].path), "%s", shm[k]);
+	}
+	tap_eq_u64(submit(p, i), 0, "copy: submit a file from /dev/shm");
+	tap_ok(wait_counter(p, PUSH_SENT, sent + 1), "copy: sent");
+	check_arrived(i, NAME, "copy");
+
+	getrlimit(RLIMIT_FSIZE, &old);
+	small = old;
+	small.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	setrlimit(RLIMIT_FSIZE, &small);
+	tap_eq_u64(submit(p, j), -EFBIG, "copy: a copy that cannot be written fails");
+	setrlimit(RLIMIT_FSIZE, &old);
+	tap_eq_u64(counter(p, PUSH_DROPPED), dropped + 1, "copy: counted as dropped");
+	tap_eq_u64(counter(p, PUSH_SPOOLED), 0, "copy: not queued");
+	tap_eq_u64(spool_files(spool), 0, "copy: no partial copy left in the spool");
+	unlink(shm[0]);
+	unlink(shm[1]);
+}
+
 static atomic_bool reading;
 
 /* Counters read from another thread while the pusher works (for the sanitizers). */
@@ -692,6 +739,8 @@ int main(int argc, char **argv)
 		check_arrived(i, NAME, "restart");
 	tap_eq_u64(spool_files(o.spool), 0, "restart: the spool is empty, the leftover removed");
 	tap_eq_u64(counter(p, PUSH_SENT_BYTES), 6000 + 6100 + 6200, "restart: push_sent_bytes");
+
+	test_copy(p, o.spool);
 
 	/* close without a drain cuts an upload in flight short, and keeps its file. */
 	rx_mode("slow", 1, 10);
