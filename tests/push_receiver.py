@@ -19,6 +19,7 @@ The test switches the mode with GET /control?mode=MODE&n=N[&sleep=S]: the next N
     refuse  500, as a server in trouble
     reject  400, as a server that will never take this body
     slow    nothing for S seconds (past the client's timeout), then 503
+    busy    429 with Retry-After: S
 "Gone" is the test killing this process. It exits by itself after 300 s in any case.
 """
 import hashlib
@@ -50,9 +51,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def reply(self, status, text):
+    def reply(self, status, text, retry_after=None):
         body = text.encode()
         self.send_response(status)
+        if retry_after is not None:
+            self.send_header("Retry-After", "%d" % retry_after)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -77,7 +80,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pairs = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
         q = dict(pairs)
         seq, mode, sleep = take_mode()
-        status = {"accept": 200, "refuse": 500, "reject": 400, "slow": 0}[mode]
+        status = {"accept": 200, "refuse": 500, "reject": 400, "slow": 0, "busy": 429}[mode]
         fields = [
             str(seq), str(status), str(len(body)), hashlib.sha256(body).hexdigest(),
             self.headers.get("Content-Type", "-"), url.path, q.get("name", "-"),
@@ -98,6 +101,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.reply(200, "")
             elif status == 500:
                 self.reply(500, "refused by the test")
+            elif status == 429:
+                self.reply(429, "slow down", retry_after=sleep)
             else:
                 self.reply(400, "bad profile\nsecond line")
         except OSError:

@@ -417,7 +417,7 @@ static void queue_pop(struct pusher *p)
 /* The files a previous run left, oldest first; leftovers of an interrupted copy removed. */
 static int spool_scan(struct pusher *p, char *why, size_t why_len)
 {
-	int fd = dup(p->spool_fd), err = 0;
+	int fd = fcntl(p->spool_fd, F_DUPFD_CLOEXEC, 0), err = 0;
 	struct dirent *d;
 	DIR *dir;
 
@@ -615,11 +615,12 @@ static void reply_words(struct reply *r)
 
 /*
  * One attempt to send e, within budget_ms. Returns the outcome, with why in words for all
- * but SENT. Runs without mu: it reads only what open set, and e's file, which nobody else
+ * but SENT, and for RETRY the server's Retry-After in seconds when it sent one. Runs without mu: it reads only what open set, and e's file, which nobody else
  * removes.
  */
 static enum outcome send_one(struct pusher *p, CURL *h, struct curl_slist *headers,
-			     const struct spooled *e, long budget_ms, char *why, size_t why_len)
+			     const struct spooled *e, long budget_ms, __u64 *retry_after_s,
+			     char *why, size_t why_len)
 {
 	char name[SPOOL_NAME_MAX], errbuf[CURL_ERROR_SIZE] = "", *url;
 	size_t url_size, url_len = 0;
@@ -691,6 +692,12 @@ static enum outcome send_one(struct pusher *p, CURL *h, struct curl_slist *heade
 	/* A 4xx is about this request, and sending it again changes nothing, except 408
 	 * (request timeout) and 429 (too many requests), which are about the moment. */
 	out = status >= 400 && status < 500 && status != 408 && status != 429 ? REJECTED : RETRY;
+	if (out == RETRY) {
+		curl_off_t after = 0;
+
+		if (!curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) && after > 0)
+			*retry_after_s = (__u64)after;
+	}
 	reply_words(&reply);
 	snprintf(why, why_len, "push to %s: HTTP %ld%s%s%s", p->shown_url, status,
 		 reply.len ? " (" : "", reply.body, reply.len ? ")" : "");
@@ -746,6 +753,7 @@ static void *upload_main(void *arg)
 	}
 	while (h && headers) {
 		__u64 now = mono_ns(), wake;
+		__u64 retry_after_s = 0, delay_ns;
 		struct spooled e;
 		enum outcome out;
 		long budget_ms = p->timeout_ms;
@@ -770,7 +778,7 @@ static void *upload_main(void *arg)
 			p->c[PUSH_RETRIES]++;
 		pthread_mutex_unlock(&p->mu);
 
-		out = send_one(p, h, headers, &e, budget_ms, why, sizeof(why));
+		out = send_one(p, h, headers, &e, budget_ms, &retry_after_s, why, sizeof(why));
 		if (out == SENT || out == REJECTED) {
 			char name[SPOOL_NAME_MAX];
 
@@ -798,10 +806,16 @@ static void *upload_main(void *arg)
 			break;
 		case RETRY:
 			p->c[PUSH_FAILURES]++;
-			p->failures_in_row++;
-			p->next_try_ns = mono_ns() + backoff_ns(p, p->failures_in_row);
+			delay_ns = backoff_ns(p, ++p->failures_in_row);
+			/* a server that says when to come back (429, 503) is believed, up to
+			 * the longest delay */
+			if (retry_after_s * 1000000000ull > delay_ns)
+				delay_ns = retry_after_s * 1000 < p->backoff_max_ms ?
+						   retry_after_s * 1000000000ull :
+						   p->backoff_max_ms * 1000000ull;
+			p->next_try_ns = mono_ns() + delay_ns;
 			trouble(p, "%s; %zu files waiting, next try in %llu ms", why, p->len,
-				(unsigned long long)((p->next_try_ns - mono_ns()) / 1000000));
+				(unsigned long long)(delay_ns / 1000000));
 			break;
 		case CUT:
 			break;

@@ -21,8 +21,9 @@
  * at any point finds at its next start what it had not sent. A file is removed from the
  * spool once the receiver answered 2xx (sent) or refused it for good (rejected: a 4xx other
  * than 408 and 429). Anything else (5xx, 408, 429, 3xx, a timeout, a refused connection) is
- * retried, the oldest file first, after a delay that doubles from backoff_min_ms up to
- * backoff_max_ms and is reset by a success. Delivery is at least once: a receiver that took
+ * retried, the oldest file first, after a delay that doubles from backoff_ms up to
+ * backoff_max_s and is reset by a success (or the server's Retry-After, up to
+ * backoff_max_s). Delivery is at least once: a receiver that took
  * a body but answered after the timeout gets it again.
  *
  * Threads: one upload thread per pusher, which alone uses libcurl (an easy handle, kept for

@@ -660,6 +660,19 @@ int main(int argc, char **argv)
 	tap_eq_u64(rx_count(first, 200), 0, "reject: and never again");
 	tap_eq_u64(spool_files(o.spool), 0, "reject: the spool folder is empty");
 
+	/* Too many requests (429) with Retry-After: 1: the next try waits for it, not for the
+	 * 50 ms backoff. */
+	rx_mode("busy", 1, 1);
+	i = make_file(2000);
+	t = now_ms();
+	tap_eq_u64(submit(p, i), 0, "busy: submit");
+	sent++;
+	tap_ok(wait_counter(p, PUSH_SENT, sent), "busy: sent");
+	t = now_ms() - t;
+	tap_ok(t >= 900, "busy: Retry-After believed: sent after %llu ms", (unsigned long long)t);
+	tap_eq_u64(rx_count(i, 429), 1, "busy: one 429");
+	check_arrived(i, NAME, "busy");
+
 	/* Bad submits. */
 	tap_eq_u64(pusher__submit(p, "/nonexistent/x.pb.gz", 1, 2), -ENOENT, "submit: no file");
 	tap_eq_u64(pusher__submit(p, files[i].path, 20, 10), -EINVAL, "submit: until < from");
