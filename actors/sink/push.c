@@ -809,10 +809,14 @@ static void *upload_main(void *arg)
 			delay_ns = backoff_ns(p, ++p->failures_in_row);
 			/* a server that says when to come back (429, 503) is believed, up to
 			 * the longest delay */
-			if (retry_after_s * 1000000000ull > delay_ns)
-				delay_ns = retry_after_s * 1000 < p->backoff_max_ms ?
-						   retry_after_s * 1000000000ull :
-						   p->backoff_max_ms * 1000000ull;
+			if (retry_after_s) {
+				__u64 after_ms = retry_after_s < p->backoff_max_ms / 1000 ?
+							 retry_after_s * 1000 :
+							 p->backoff_max_ms;
+
+				if (after_ms * 1000000ull > delay_ns)
+					delay_ns = after_ms * 1000000ull;
+			}
 			p->next_try_ns = mono_ns() + delay_ns;
 			trouble(p, "%s; %zu files waiting, next try in %llu ms", why, p->len,
 				(unsigned long long)(delay_ns / 1000000));
