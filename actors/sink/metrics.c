@@ -80,7 +80,7 @@ struct metrics {
 
 static const char *const counter_names[] = {
 	"scrapes",   "bad_requests",	  "not_found",	     "bad_methods",
-	"too_large", "clients_timed_out", "clients_evicted", "clients_refused",
+	"too_large", "clients_timed_out", "clients_evicted", "connections",
 	"series",    "kernels_folded",	  "processes_folded"
 };
 
@@ -677,10 +677,10 @@ static unsigned int metrics_counters(void *state, const char **names, __u64 *val
 	v[4] = c.too_large;
 	v[5] = c.timed_out;
 	v[6] = c.evicted;
-	v[7] = c.refused;
+	v[7] = c.accepted;
 	v[8] = m->series_last;
-	/* names that arrived when the top_kernels were taken: counted at each arrival by the
-	 * accumulator, distinct names are not kept */
+	/* kernels that arrived once the top_kernels names were taken (each one, not names:
+	 * the accumulator keeps no names past its table) */
 	v[9] = st->other_names;
 	v[10] = m->procs_folded;
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {

@@ -33,7 +33,6 @@ struct metrics_http_counts {
 	__u64 too_large; /* 431: request and headers over METRICS_REQUEST_MAX */
 	__u64 timed_out; /* closed: no whole request, or reply not taken, within the timeout */
 	__u64 evicted; /* closed: the oldest still sending its request, for a new connection */
-	__u64 refused; /* closed at once: every slot was sending a reply */
 	__u64 accepted; /* connections */
 };
 

@@ -34,6 +34,9 @@
 
 #define BACKLOG 16
 #define ACCEPTS_PER_TURN 64 /* a flood of connections still lets the others be served */
+/* A connection that has sent no whole request after this long may be closed for a new one: a
+ * scraper sends its request at once; an idle or slow client should not keep others out. */
+#define EVICT_GRACE_NS 100000000ull
 #define POLL_MAX_MS 1000
 
 struct page {
@@ -300,9 +303,10 @@ static void client__write(struct metrics_http *h, struct client *c)
 	}
 }
 
-/* A free slot for a new connection: a free one, else the oldest still reading its request
- * (closed, counted in evicted), else none. */
-static struct client *free_slot(struct metrics_http *h)
+/* The slot a new connection may take now: a free one, else the oldest that has had
+ * EVICT_GRACE_NS and still not sent its request (closed, counted in evicted), or one that is
+ * only being drained; NULL when none may be taken yet, and *wait_until says when one may. */
+static struct client *free_slot(struct metrics_http *h, __u64 now, __u64 *wait_until, bool take)
 {
 	struct client *oldest = NULL;
 	unsigned int i;
@@ -316,7 +320,14 @@ static struct client *free_slot(struct metrics_http *h)
 		    (!oldest || c->accepted_ns < oldest->accepted_ns))
 			oldest = c;
 	}
-	if (oldest) {
+	if (!oldest)
+		return NULL; /* every one is being answered: soon free */
+	if (oldest->state == C_READING && now < oldest->accepted_ns + EVICT_GRACE_NS) {
+		if (wait_until && oldest->accepted_ns + EVICT_GRACE_NS < *wait_until)
+			*wait_until = oldest->accepted_ns + EVICT_GRACE_NS;
+		return NULL;
+	}
+	if (take) {
 		if (oldest->state == C_READING)
 			count(&h->counts.evicted);
 		client__close(h, oldest);
@@ -324,23 +335,19 @@ static struct client *free_slot(struct metrics_http *h)
 	return oldest;
 }
 
+/* Connections while there is a slot for them; the others wait in the listen backlog. */
 static void accept_some(struct metrics_http *h, __u64 now)
 {
 	struct client *c;
 	unsigned int k;
 	int fd;
 
-	for (k = 0; k < ACCEPTS_PER_TURN; k++) {
+	for (k = 0; k < ACCEPTS_PER_TURN && free_slot(h, now, NULL, false); k++) {
 		fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return; /* EAGAIN, or a connection reset before we took it */
 		count(&h->counts.accepted);
-		c = free_slot(h);
-		if (!c) {
-			count(&h->counts.refused);
-			close(fd);
-			continue;
-		}
+		c = free_slot(h, now, NULL, true);
 		*c = (struct client){ .fd = fd,
 				      .state = C_READING,
 				      .accepted_ns = now,
@@ -359,7 +366,11 @@ static void *serve(void *arg)
 		now = xpu_now_ns();
 		next = now + POLL_MAX_MS * 1000000ull;
 		h->pfd[0] = (struct pollfd){ .fd = h->wake_fd, .events = POLLIN };
-		h->pfd[1] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
+		/* no slot to take: the listening socket is not watched (its backlog holds the
+		 * new connections) until one is free or may be evicted */
+		h->pfd[1] =
+			(struct pollfd){ .fd = h->listen_fd,
+					 .events = free_slot(h, now, &next, false) ? POLLIN : 0 };
 		for (i = 0, n = 2; i < h->max_clients; i++) {
 			struct client *c = &h->clients[i];
 
