@@ -49,11 +49,9 @@
 
 /* One actor counter of the status block, mapped to its family. */
 struct gen_row {
-	char family[XPU_STATUS_COUNTER_NAME_LEN + 32];
+	struct metrics_family f;
 	const struct xpu_actor_slot *slot;
 	__u64 value;
-	double scale; /* to the base unit: 1e-9 for ns to seconds, 1024 for KiB to bytes */
-	bool gauge;
 };
 
 #define GEN_ROWS_MAX (XPU_STATUS_MAX_ACTORS * XPU_STATUS_MAX_COUNTERS)
@@ -92,7 +90,7 @@ static const char *const counter_names[] = {
  * a byte outside it written as the character of the same code point (Latin-1, in UTF-8), and
  * the format's three escapes, \\ \" \n. Other control bytes are valid UTF-8 and go as they are.
  */
-static void put_label(struct text *t, const char *s, size_t n)
+void metrics__label(struct text *t, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, k;
@@ -148,9 +146,9 @@ static void put_actor_labels(struct metrics *m, const struct xpu_actor_slot *a)
 	struct text *t = &m->page;
 
 	text__put(t, "{actor=\"");
-	put_label(t, a->name, strnlen(a->name, sizeof(a->name)));
+	metrics__label(t, a->name, strnlen(a->name, sizeof(a->name)));
 	text__put(t, "\",kind=\"");
-	put_label(t, a->kind, strnlen(a->kind, sizeof(a->kind)));
+	metrics__label(t, a->kind, strnlen(a->kind, sizeof(a->kind)));
 	text__put(t, "\",role=\"%s\"}", conf_role__name((enum conf_role)a->role));
 	m->series++;
 }
@@ -174,16 +172,16 @@ static const struct {
 	{ "kib", "bytes", 1024.0 }, { "mib", "bytes", 1048576.0 }, { "mb", "bytes", 1048576.0 },
 };
 
-static void gen_map(const char *name, size_t len, struct gen_row *r)
+void metrics__family(const char *name, size_t len, struct metrics_family *r)
 {
-	char word[XPU_STATUS_COUNTER_NAME_LEN + 1], *f = r->family;
-	size_t i = 0, k, w, out = 0, cap = sizeof(r->family);
+	char word[XPU_STATUS_COUNTER_NAME_LEN + 1], *f = r->name;
+	size_t i = 0, k, w, out, cap = sizeof(r->name);
 	bool unit_done = false, last_total = false;
 
 	r->scale = 1;
 	r->gauge = false;
 	out = (size_t)snprintf(f, cap, "xpusup_actor");
-	while (i < len) {
+	while (i < len && out < cap) {
 		for (w = 0; i < len && name[i] != '_' && w < sizeof(word) - 1; i++, w++) {
 			char c = name[i];
 
@@ -206,17 +204,16 @@ static void gen_map(const char *name, size_t len, struct gen_row *r)
 			unit_done = true;
 		}
 		last_total = !strcmp(word, "total");
-		out += (size_t)snprintf(f + out, out < cap ? cap - out : 0, "_%s", word);
+		out += (size_t)snprintf(f + out, cap - out, "_%s", word);
 	}
-	if (!r->gauge && !last_total)
-		snprintf(f + out, out < cap ? cap - out : 0, "_total");
-	f[cap - 1] = 0;
+	if (!r->gauge && !last_total && out < cap)
+		snprintf(f + out, cap - out, "_total");
 }
 
 static int gen_cmp(const void *x, const void *y)
 {
 	const struct gen_row *p = x, *q = y;
-	int c = strcmp(p->family, q->family);
+	int c = strcmp(p->f.name, q->f.name);
 
 	return c ? c : (p->slot > q->slot) - (p->slot < q->slot);
 }
@@ -259,9 +256,9 @@ static void put_actors(struct metrics *m)
 		n_counters = __atomic_load_n(&a->n_counters, __ATOMIC_ACQUIRE);
 		for (j = 0; j < n_counters && j < XPU_STATUS_MAX_COUNTERS && n < GEN_ROWS_MAX;
 		     j++) {
-			gen_map(a->counters[j].name,
-				strnlen(a->counters[j].name, sizeof(a->counters[j].name)),
-				&m->gen[n]);
+			metrics__family(a->counters[j].name,
+					strnlen(a->counters[j].name, sizeof(a->counters[j].name)),
+					&m->gen[n].f);
 			m->gen[n].slot = a;
 			m->gen[n].value = status_load(&a->counters[j].value);
 			n++;
@@ -273,19 +270,19 @@ static void put_actors(struct metrics *m)
 
 		/* one actor with two counters of one family (a torn name across a restart, or
 		 * two names that map alike): the first is shown, a duplicate series is an error */
-		if (r && !strcmp(g->family, g[-1].family) && g->slot == g[-1].slot)
+		if (r && !strcmp(g->f.name, g[-1].f.name) && g->slot == g[-1].slot)
 			continue;
-		if (!r || strcmp(g->family, g[-1].family))
+		if (!r || strcmp(g->f.name, g[-1].f.name))
 			text__put(t,
 				  "# HELP %s an actor's counter, as xpusup status shows it\n"
 				  "# TYPE %s %s\n",
-				  g->family, g->family, g->gauge ? "gauge" : "counter");
-		text__put(t, "%s", g->family);
+				  g->f.name, g->f.name, g->f.gauge ? "gauge" : "counter");
+		text__put(t, "%s", g->f.name);
 		put_actor_labels(m, g->slot);
-		if (g->scale == 1)
+		if (g->f.scale == 1)
 			put_u64(t, g->value);
 		else
-			text__put(t, " %.17g\n", (double)g->value * g->scale);
+			text__put(t, " %.17g\n", (double)g->value * g->f.scale);
 	}
 }
 
@@ -334,8 +331,8 @@ static void put_rings(struct metrics *m)
 		for (i = 0; i < n; i++) {
 			for (c = 0; c < (f == 4 ? 2u : 1u); c++) {
 				text__put(t, "%s{source=\"", fam[f].name);
-				put_label(t, src[i]->name,
-					  strnlen(src[i]->name, sizeof(src[i]->name)));
+				metrics__label(t, src[i]->name,
+					       strnlen(src[i]->name, sizeof(src[i]->name)));
 				text__put(t, "\",shard=\"%u\"%s}", shard[i],
 					  f < 4 ? "" :
 					  c	? ",cause=\"too_big\"" :
@@ -404,7 +401,7 @@ static void put_kernels(struct metrics *m)
 			else if (!k->len)
 				text__put(t, "[unnamed kernel]");
 			else
-				put_label(t, k->name, k->len);
+				metrics__label(t, k->name, k->len);
 			text__put(t, "\"}");
 			m->series++;
 			if (f)
@@ -500,7 +497,7 @@ static void put_cpu(struct metrics *m)
 		if (!c->procs[i].used || !pid_set__admit(&m->procs, c->procs[i].pid))
 			continue;
 		text__put(t, "xpusup_process_info{pid=\"%u\",comm=\"", c->procs[i].pid);
-		put_label(t, c->procs[i].comm, strlen(c->procs[i].comm));
+		metrics__label(t, c->procs[i].comm, strlen(c->procs[i].comm));
 		text__put(t, "\"} 1\n");
 		m->series++;
 	}

@@ -18,6 +18,7 @@
 #include <linux/types.h>
 
 #include "actors/sink/sink_options.h"
+#include "actors/sink/stats.h"
 
 /* The exposition format's media type (Prometheus text format 0.0.4). */
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -58,5 +59,21 @@ void metrics_http__counts(const struct metrics_http *h, struct metrics_http_coun
 /* metrics_http__stop - stop the thread, close every connection and the socket, free h; NULL
  * is fine. */
 void metrics_http__stop(struct metrics_http *h);
+
+/* ---- the page's spelling (metrics.c; public for its unit test) ------------------------ */
+
+/* metrics__label - a label value's text (without quotes) for a name of n bytes: its bytes as
+ * stats.json spells them (common/json_escape.h), with the format's escapes \\ \" \n. */
+void metrics__label(struct text *t, const char *s, size_t n);
+
+/* An actor counter's family (docs/fleet-metrics.md, "Actor counters: the mapping"). */
+struct metrics_family {
+	char name[XPU_STATUS_COUNTER_NAME_LEN + 40]; /* the family, _total included */
+	double scale; /* the value times this is in the base unit */
+	bool gauge;
+};
+
+/* metrics__family - the family of the counter name (len bytes, no NUL needed). */
+void metrics__family(const char *name, size_t len, struct metrics_family *f);
 
 #endif /* XPUSUP_ACTORS_SINK_METRICS_H */
