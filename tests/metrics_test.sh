@@ -81,6 +81,17 @@ ok $? "Prometheus is ready on 127.0.0.1:$PPORT"
 	printf 'timeout_ms = %s\nmax_clients = %s\n' "$TIMEOUT_MS" "$MAX_CLIENTS"
 	synthetic "$LAUNCHES" | sed 's/^launches_per_s = 0$/launches_per_s = 1000/'
 } >"$WORK/m.conf"
+# Bad keys stop the start with exit 100 and say why, at the key's line.
+printf '[sink m]\nkind = metrics\nlisten = localhost:9464\n' >"$WORK/bad.conf"
+synthetic 10 >>"$WORK/bad.conf"
+"$XPUSUP" start --check "$WORK/bad.conf" >/dev/null 2>"$WORK/bad.err"
+[ $? = 100 ] && grep -q "bad.conf:3: bad value 'localhost:9464' for 'listen': expected IPV4:PORT" "$WORK/bad.err"
+ok $? "config: a host name in listen is refused with exit 100 ($(head -c 200 "$WORK/bad.err"))"
+sed -i 's/^listen = .*/top_kernels = 0/' "$WORK/bad.conf"
+"$XPUSUP" start --check "$WORK/bad.conf" >/dev/null 2>"$WORK/bad.err"
+[ $? = 100 ] && grep -q "bad.conf:3: bad value '0' for 'top_kernels'" "$WORK/bad.err"
+ok $? "config: top_kernels = 0 is refused with exit 100"
+
 started=$SECONDS
 "$XPUSUP" start "$WORK/m.conf" --session "$s" >/dev/null 2>"$WORK/start.err"
 ok $? "a session with a stats and a metrics sink starts ($(head -c 200 "$WORK/start.err"))"

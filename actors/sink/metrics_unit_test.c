@@ -284,6 +284,15 @@ static void format_case(void)
 	err = fmt_metrics.open(&st, &env, why, sizeof(why));
 	if (!tap_ok(port > 0 && err == 0, "open on %s: %s", listen_text, err ? why : "ok"))
 		return;
+	{ /* the same port again: refused, and said why */
+		void *st2 = NULL;
+
+		err = fmt_metrics.open(&st2, &env, why, sizeof(why));
+		tap_ok(err == -EADDRINUSE && strstr(why, listen_text) && strstr(why, "in use"),
+		       "a second open on %s: %s", listen_text, err ? why : "opened");
+		if (!err)
+			fmt_metrics.free(st2);
+	}
 	fmt_metrics.batch(st, &b, e);
 	fmt_metrics.tick(st, 1, why, sizeof(why));
 	reply = fetch(port, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n");
