@@ -26,6 +26,8 @@ FAMILIES = [
     "xpusup_gpu_sm_busy_seconds_total", "xpusup_gpu_sm_active_ratio",
     "xpusup_process_sm_busy_seconds_total", "xpusup_process_sm_active_ratio",
     "xpusup_ring_fill_ratio", "xpusup_ring_produced_records_total",
+    "xpusup_ring_consumed_records_total", "xpusup_ring_lost_records_total",
+    "xpusup_actor_records_out_total",
 ]
 
 
@@ -131,8 +133,14 @@ def compare(res_path, stats_path, top_kernels, launches):
     fill = fam.get("xpusup_ring_fill_ratio", [])
     if fill:
         prod = by("xpusup_ring_produced_records_total", "shard")
-        say(all(0 <= float(v) <= 1 for _, v in fill) and sum(prod.values()) > 0,
-            f"xpusup_ring_fill_ratio in [0, 1], records produced: {prod}")
+        cons = by("xpusup_ring_consumed_records_total", "shard")
+        lost = by("xpusup_ring_lost_records_total", "cause")
+        out = by("xpusup_actor_records_out_total", "actor").get("syn")
+        say(all(0 <= float(v) <= 1 for _, v in fill) and sum(prod.values()) == out
+            and cons == prod and set(lost) == {"ring_full", "too_big"}
+            and not any(lost.values()),
+            f"xpusup_ring_*: fill in [0, 1], produced by shard = consumed, summing to the "
+            f"source's records_out ({out}), none lost: {prod}")
     else:
         print("ok - # SKIP xpusup_ring_*: the sink driver does not give the session folder "
               "(fmt_env.session_dir)")
