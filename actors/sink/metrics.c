@@ -272,6 +272,9 @@ static void put_actors(struct metrics *m)
 		 * two names that map alike): the first is shown, a duplicate series is an error */
 		if (r && !strcmp(g->f.name, g[-1].f.name) && g->slot == g[-1].slot)
 			continue;
+		/* a counter named "restarts" must not open the family above a second time */
+		if (!strcmp(g->f.name, "xpusup_actor_restarts_total"))
+			continue;
 		if (!r || strcmp(g->f.name, g[-1].f.name))
 			text__put(t,
 				  "# HELP %s an actor's counter, as xpusup status shows it\n"

@@ -116,6 +116,7 @@ static void family_cases(void)
 		{ "subscribers", "xpusup_actor_subscribers", 1, true },
 		{ "grand_total", "xpusup_actor_grand_total", 1, false },
 		{ "odd-name.x", "xpusup_actor_odd_name_x_total", 1, false },
+		{ "up", "xpusup_actor_up_total", 1, false }, /* not the family xpusup_actor_up */
 		{ "abcdefghijklmnopqrstuvwx", "xpusup_actor_abcdefghijklmnopqrstuvwx_total", 1,
 		  false },
 	};
