@@ -71,15 +71,16 @@ struct metrics {
 	struct pid_set procs;
 	struct gen_row *gen; /* GEN_ROWS_MAX */
 	struct text page;
-	__u64 pages, series, series_last, publish_nomem;
+	__u64 series, series_last;
+	__u64 pages_failed; /* no memory to render or hand over a page: the last one stays */
 	__u64 procs_folded; /* processes with CPU samples in pid="other" */
 	__u32 top_kernels;
 };
 
 static const char *const counter_names[] = {
-	"scrapes",   "bad_requests",	  "not_found",	     "bad_methods",
-	"too_large", "clients_timed_out", "clients_evicted", "connections",
-	"series",    "kernels_folded",	  "processes_folded"
+	"scrapes",   "bad_requests",	  "not_found",	      "bad_methods",
+	"too_large", "clients_timed_out", "clients_evicted",  "connections",
+	"series",    "kernels_folded",	  "processes_folded", "pages_failed"
 };
 
 /* ---- the exposition format ----------------------------------------------------------- */
@@ -603,11 +604,10 @@ static void render(struct metrics *m)
 	put_cpu(m);
 	put_sm_active(m);
 	if (t->failed || metrics_http__publish(m->http, t->p, t->len)) {
-		m->publish_nomem++; /* the previous page stays */
+		m->pages_failed++;
 		return;
 	}
 	m->series_last = m->series;
-	m->pages++;
 }
 
 /* ---- fmt_ops ------------------------------------------------------------------------- */
@@ -683,6 +683,7 @@ static unsigned int metrics_counters(void *state, const char **names, __u64 *val
 	 * the accumulator keeps no names past its table) */
 	v[9] = st->other_names;
 	v[10] = m->procs_folded;
+	v[11] = m->pages_failed;
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];

@@ -419,8 +419,10 @@ struct metrics_http *metrics_http__start(const struct metrics_listen *l, unsigne
 	int one = 1, err;
 	unsigned int i;
 
-	if (!h)
+	if (!h) {
+		snprintf(why, why_len, "out of memory");
 		return NULL;
+	}
 	h->listen_fd = h->wake_fd = -1;
 	h->max_clients = max_clients;
 	h->timeout_ns = timeout_ns;
