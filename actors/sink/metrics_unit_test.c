@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,55 @@ static unsigned int page_ok(const char *body)
 	return 0;
 }
 
+#define STRESS_ROUNDS 200
+
+struct scraper {
+	int port;
+	unsigned int whole; /* replies that were a 200 with the body Content-Length said */
+};
+
+static void *scrape_loop(void *arg)
+{
+	struct scraper *sc = arg;
+	unsigned int i;
+	char *r, *body, *cl;
+	size_t len;
+
+	for (i = 0; i < STRESS_ROUNDS; i++) {
+		r = fetch(sc->port, "GET /metrics HTTP/1.0\r\n\r\n");
+		body = r ? strstr(r, "\r\n\r\n") : NULL;
+		cl = r ? strstr(r, "Content-Length: ") : NULL;
+		if (body && cl && sscanf(cl, "Content-Length: %zu", &len) == 1 &&
+		    strlen(body + 4) == len && !strncmp(r, "HTTP/1.1 200", 12))
+			sc->whole++;
+		free(r);
+	}
+	return NULL;
+}
+
+/* Scrapes from another thread while the format takes events and publishes pages: each reply a
+ * whole page (for ThreadSanitizer too: the page's hand-over and the counters). */
+static void stress(void *st, int port, const struct xpu_wire_batch *b, const struct xpu_cevent *e)
+{
+	struct scraper sc = { .port = port };
+	char why[512];
+	pthread_t t;
+	unsigned int i;
+
+	if (pthread_create(&t, NULL, scrape_loop, &sc)) {
+		tap_ok(0, "stress: no thread");
+		return;
+	}
+	for (i = 0; i < STRESS_ROUNDS; i++) {
+		fmt_metrics.batch(st, b, e);
+		fmt_metrics.tick(st, i, why, sizeof(why));
+	}
+	pthread_join(t, NULL);
+	tap_ok(sc.whole == STRESS_ROUNDS,
+	       "stress: %u of %u scrapes whole while %u pages were published", sc.whole,
+	       STRESS_ROUNDS, STRESS_ROUNDS);
+}
+
 static void format_case(void)
 {
 	static const char awkward[] = "k\"\n\xff";
@@ -322,6 +372,7 @@ static void format_case(void)
 		    !strcmp(names[i], "kernels_folded"))
 			tap_ok(values[i] == 1, "counter %s: %llu", names[i],
 			       (unsigned long long)values[i]);
+	stress(st, port, &b, e);
 	err = fmt_metrics.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish");
 	fmt_metrics.free(st);
