@@ -15,6 +15,7 @@ static const struct {
 	{ "timeline", &fmt_timeline },
 	/* what `xpusup subscribe --format` calls it */
 	{ "trace", &fmt_timeline },
+	{ "metrics", &fmt_metrics },
 };
 
 const struct fmt_ops *fmt__find(const char *kind)

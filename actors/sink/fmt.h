@@ -33,6 +33,9 @@ struct fmt_env {
 	/* the session's status block (read-only here), for a format that reports what other
 	 * actors counted; NULL outside a session (unit tests) */
 	const struct xpu_status_block *status;
+	/* the session's folder (its rings), for a format that reports on them (kind metrics);
+	 * NULL outside a session or where the driver does not give it */
+	const char *session_dir;
 };
 
 #define FMT_COUNTERS_MAX 20
@@ -71,6 +74,7 @@ extern const struct fmt_ops fmt_folded;
 extern const struct fmt_ops fmt_publish;
 extern const struct fmt_ops fmt_stats;
 extern const struct fmt_ops fmt_timeline;
+extern const struct fmt_ops fmt_metrics;
 
 /* fmt__find - the format of that kind, or NULL. */
 const struct fmt_ops *fmt__find(const char *kind);

@@ -443,7 +443,11 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 		return ACTOR_EXIT_PERMANENT;
 	s.a = &a;
 	s.drv.ctx = &s;
-	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path, .status = a.status };
+	env = (struct fmt_env){ .ctx = &a,
+				.get = env_get,
+				.path = env_path,
+				.status = a.status,
+				.session_dir = a.dir };
 	env.resume = state__open(&s);
 	err = fmt->open(&s.drv.st, &env, why, sizeof(why));
 	if (err) {

@@ -2,7 +2,11 @@
 /* The sink kinds' keys (docs/sinks.md), and where each lands in its format's options struct. */
 #include "actors/sink/sink_options.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* kind = stats (actors/sink/stats.c, docs/stats.md). */
 static const struct conf_key stats_keys[] = {
@@ -289,4 +293,137 @@ const struct conf_kind timeline_conf_kind = {
 	.doc = "Chrome trace JSON for Perfetto and speedscope",
 	.options_size = sizeof(struct timeline_options),
 	.check = timeline_check,
+};
+
+int metrics_listen__parse(const char *s, struct metrics_listen *l)
+{
+	struct metrics_listen r = { 0 };
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&r.addr;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&r.addr;
+	char host[64];
+	const char *colon, *port;
+	bool bracket = s && s[0] == '[';
+	unsigned long p;
+	char *end;
+	size_t n;
+
+	if (!s || strlen(s) >= sizeof(r.text))
+		return -EINVAL;
+	if (bracket) { /* [v6]:port */
+		colon = strstr(s, "]:");
+		if (!colon)
+			return -EINVAL;
+		n = (size_t)(colon - s - 1);
+		port = colon + 2;
+		s++;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		n = (size_t)(colon - s);
+		port = colon + 1;
+	}
+	if (!n || n >= sizeof(host) || *port < '1' || *port > '9')
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = 0;
+	errno = 0;
+	p = strtoul(port, &end, 10);
+	if (errno || *end || p > 65535)
+		return -EINVAL;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1 && !bracket) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((unsigned short)p);
+		r.len = sizeof(*v4);
+		r.loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+	} else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1 && bracket) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((unsigned short)p);
+		r.len = sizeof(*v6);
+		r.loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+	} else {
+		return -EINVAL;
+	}
+	/* as written: it fits, it is shorter than r.text */
+	memcpy(r.text, bracket ? s - 1 : s, strlen(bracket ? s - 1 : s) + 1);
+	*l = r;
+	return 0;
+}
+
+static int metrics_listen_parse(const char *s, void *member)
+{
+	return metrics_listen__parse(s, member);
+}
+
+/* kind = metrics (actors/sink/metrics.c, docs/fleet-metrics.md). */
+static const struct conf_key metrics_keys[] = {
+	{ .key = "listen",
+	  CONF_MEMBER(struct metrics_options, listen),
+	  .type = CONF_T_CUSTOM,
+	  .parse = metrics_listen_parse,
+	  .expected = "IPV4:PORT or [IPV6]:PORT, e.g. 127.0.0.1:9464",
+	  .roles = CONF_SINK,
+	  .def = "127.0.0.1:9464",
+	  .doc = "where Prometheus scrapes GET /metrics; loopback unless an address that is not "
+		 "is written here" },
+	{ .key = "top_kernels",
+	  CONF_MEMBER(struct metrics_options, top_kernels),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 10000,
+	  .def = "20",
+	  .doc = "kernel names with series of their own (the first seen); the rest are "
+		 "kernel=\"other\"" },
+	{ .key = "top_processes",
+	  CONF_MEMBER(struct metrics_options, top_processes),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 10000,
+	  .def = "50",
+	  .doc = "processes with series of their own (the first seen); the rest are pid=\"other\"" },
+	{ .key = "window_ms",
+	  CONF_MEMBER(struct metrics_options, window_ms),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 3600000,
+	  .def = "1000",
+	  .doc = "SM-active windows, in event time (as the stats sink's)" },
+	{ .key = "lateness_ms",
+	  CONF_MEMBER(struct metrics_options, lateness_ms),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .max = 3600000,
+	  .def = "10000",
+	  .doc = "a window closes when kernels ending this long after it have arrived (as the "
+		 "stats sink's)" },
+	{ .key = "max_clients",
+	  CONF_MEMBER(struct metrics_options, max_clients),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 64,
+	  .def = "8",
+	  .doc = "connections served at once; one more closes the oldest still sending its "
+		 "request" },
+	{ .key = "timeout_ms",
+	  CONF_MEMBER(struct metrics_options, timeout_ms),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 100,
+	  .max = 60000,
+	  .def = "5000",
+	  .doc = "a client must send its request, and take the reply, within this long" },
+	{ .key = NULL },
+};
+
+const struct conf_kind metrics_conf_kind = {
+	.name = "metrics",
+	.roles = CONF_SINK,
+	.available = true,
+	.keys = metrics_keys,
+	.doc = "a Prometheus endpoint (GET /metrics)",
+	.options_size = sizeof(struct metrics_options),
 };

@@ -7,6 +7,9 @@
 
 #include <stdbool.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "common/config.h"
 
 /* kind = stats: one member per key of stats_keys (sink_options.c). */
@@ -63,9 +66,33 @@ struct timeline_options {
 /* Defaults of the ring when its keys are not written (docs/pipeline.md says why). */
 #define TIMELINE_RING_MB_DEFAULT 256
 
+/* kind = metrics: where it listens, as parsed from `listen` (HOST:PORT, HOST an IPv4 address
+ * or a bracketed IPv6 one: no names, so no resolver at start). */
+struct metrics_listen {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	bool loopback; /* 127.0.0.0/8 or ::1 */
+	char text[64]; /* as written */
+};
+
+/* metrics_listen__parse - s into *l: 0, or -EINVAL (l untouched). */
+int metrics_listen__parse(const char *s, struct metrics_listen *l);
+
+/* kind = metrics: one member per key of metrics_keys. */
+struct metrics_options {
+	struct metrics_listen listen;
+	unsigned long long top_kernels;
+	unsigned long long top_processes;
+	unsigned long long window_ms;
+	unsigned long long lateness_ms;
+	unsigned long long max_clients;
+	unsigned long long timeout_ms;
+};
+
 extern const struct conf_kind stats_conf_kind;
 extern const struct conf_kind folded_conf_kind;
 extern const struct conf_kind publish_conf_kind;
 extern const struct conf_kind timeline_conf_kind;
+extern const struct conf_kind metrics_conf_kind;
 
 #endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */

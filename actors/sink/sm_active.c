@@ -375,6 +375,17 @@ const struct sm_total *sm_active__total(const struct sm_active *a, __u32 i)
 	return &a->tot[a->order[i]];
 }
 
+__u64 sm_active__open_busy_ns(const struct sm_active *a, __u32 i)
+{
+	__u32 idx = a->order[i], k;
+	__u64 ns = 0;
+
+	for (k = 0; k < a->n_open; k++)
+		if (idx < a->open[k].n_by)
+			ns += busy__ns(&a->open[k].by_entity[idx]);
+	return ns;
+}
+
 __u32 sm_active__windows_kept(const struct sm_active *a)
 {
 	return a->n_kept;

@@ -107,6 +107,9 @@ void sm_active__close(struct sm_active *a, bool all);
 __u32 sm_active__n_totals(const struct sm_active *a);
 const struct sm_total *sm_active__total(const struct sm_active *a, __u32 i);
 __u32 sm_active__windows_kept(const struct sm_active *a);
+/* sm_active__open_busy_ns - total i's busy time in the windows still open: what closing them
+ * would add to its busy_ns (the metrics format shows the run so far, before stop closes them). */
+__u64 sm_active__open_busy_ns(const struct sm_active *a, __u32 i);
 const struct sm_window *sm_active__window(const struct sm_active *a, __u32 i);
 
 struct sm_counts {

@@ -233,9 +233,8 @@ static int stats_finish(void *state, char *why, size_t why_len)
 	return flush(state, xpu_now_ns(), true, why, why_len);
 }
 
-static void stats_free(void *state)
+void stats__free(struct stats *st)
 {
-	struct stats *st = state;
 	__u32 i;
 
 	if (!st)
@@ -270,6 +269,11 @@ static void stats_free(void *state)
 	sink_clocks__free(&st->clocks);
 	text__free(&st->pending);
 	free(st);
+}
+
+static void stats_free(void *state)
+{
+	stats__free(state);
 }
 
 static unsigned int stats_counters(void *state, const char **names, __u64 *values, unsigned int max)
@@ -338,9 +342,6 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 		return -ENOMEM;
 	st->intervals_opened = env->resume; /* a restarted sink appends to its lines */
 	st->status = env->status;
-	st->cpu.max_fns = CPU_FUNCTIONS_MAX;
-	sketch__init(&st->run.queue);
-	sketch__init(&st->cur.queue);
 	err = env->path(env->ctx, "path", st->path, sizeof(st->path));
 	if (err) {
 		snprintf(why, why_len, "no output file: set 'path'");
@@ -364,9 +365,28 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 		err = -EINVAL;
 		goto fail;
 	}
-	st->window_ns = o.window_ms * 1000000ull;
-	st->lateness_ns = o.lateness_ms * 1000000ull;
-	st->max_kernels = (__u32)o.max_kernels;
+	err = stats__init(st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull,
+			  (__u32)o.max_kernels, CPU_FUNCTIONS_MAX);
+	if (err) {
+		snprintf(why, why_len, "out of memory");
+		goto fail;
+	}
+	*out = st;
+	return 0;
+fail:
+	stats__free(st);
+	return err;
+}
+
+int stats__init(struct stats *st, __u64 window_ns, __u64 lateness_ns, __u32 max_kernels,
+		__u32 max_functions)
+{
+	st->cpu.max_fns = max_functions;
+	sketch__init(&st->run.queue);
+	sketch__init(&st->cur.queue);
+	st->window_ns = window_ns;
+	st->lateness_ns = lateness_ns;
+	st->max_kernels = max_kernels;
 	for (st->mask = 16; st->mask < 2 * st->max_kernels; st->mask <<= 1)
 		;
 	st->mask--;
@@ -374,16 +394,9 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 	st->kernels = calloc(st->max_kernels, sizeof(*st->kernels));
 	st->sm = sm_active__new(st->window_ns, st->lateness_ns);
 	if (!st->slots || !st->kernels || launch_map__init(&st->launches, LAUNCH_MAP_MAX) ||
-	    !st->sm) {
-		snprintf(why, why_len, "out of memory");
-		err = -ENOMEM;
-		goto fail;
-	}
-	*out = st;
+	    !st->sm)
+		return -ENOMEM;
 	return 0;
-fail:
-	stats_free(st);
-	return err;
 }
 
 const struct fmt_ops fmt_stats = {

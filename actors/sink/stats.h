@@ -216,6 +216,18 @@ void text__put(struct text *t, const char *fmt, ...) __attribute__((format(print
 void text__bytes(struct text *t, const void *data, size_t n);
 void text__free(struct text *t);
 
+/* ---- the accumulator alone (stats.c) ------------------------------------------------- */
+
+/* stats__init - the tables of a zeroed st (calloc'd; status may be set): SM-active windows of
+ * window_ns closing lateness_ns late, max_kernels names kept apart, max_functions CPU
+ * functions (0: none, CPU samples are counted per process only). Also for the metrics format,
+ * which accumulates the same numbers without the files. 0 or -ENOMEM (stats__free frees what
+ * was made). */
+int stats__init(struct stats *st, __u64 window_ns, __u64 lateness_ns, __u32 max_kernels,
+		__u32 max_functions);
+/* stats__free - everything of st and st itself; NULL is fine. */
+void stats__free(struct stats *st);
+
 /* ---- accumulating (stats_acc.c) ------------------------------------------------------ */
 
 /* fmt_ops.batch: every event of the batch into the interval's accumulators (cur). */

@@ -459,6 +459,8 @@ static void cpu_sample(struct stats *st, const struct xpu_cevent *e)
 		st->cur.cpu_no_stack++;
 		return;
 	}
+	if (!c->max_fns) /* no function table (the metrics format): per process only */
+		return;
 	c->serial++;
 	for (k = 0; k < n; k++) {
 		f = cpu__frame(c, e, k, text);
