@@ -34,6 +34,7 @@ const struct conf_kind *const conf_kinds[] = {
 	&timeline_conf_kind,
 	&stats_conf_kind,
 	&publish_conf_kind,
+	&pprof_conf_kind, /* a comment keeps clang-format from packing the list */
 	NULL,
 };
 

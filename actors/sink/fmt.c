@@ -15,6 +15,7 @@ static const struct {
 	{ "timeline", &fmt_timeline },
 	/* what `xpusup subscribe --format` calls it */
 	{ "trace", &fmt_timeline },
+	{ "pprof", &fmt_pprof },
 };
 
 const struct fmt_ops *fmt__find(const char *kind)
