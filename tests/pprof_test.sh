@@ -43,49 +43,51 @@ fi
 "$PPROF" -h >/dev/null 2>&1
 ok $? "pprof built from Debian's source runs ($PPROF)"
 
-# ---- a session with a folded and a pprof sink --------------------------------------------
-s="$PREFIX-cmp"
-mkdir -p "$WORK/cmp"
-LAUNCHES=30000
-{ printf '[sink flame]\nkind = folded\npath = cmp/flame.folded\nsnapshot_s = 0\n'
-  printf '[sink prof]\nkind = pprof\npath = cmp/profile.pb.gz\ninterval_s = 1\n'
-  printf 'host = testhost\nlabels = team=ml,job=resnet\n'
-  synthetic $LAUNCHES | sed 's/launches_per_s = 0/launches_per_s = 12000\nthreads = 2\nstory = yes/'
-} >"$WORK/cmp.conf"
-"$XPUSUP" start "$WORK/cmp.conf" --session "$s" >/dev/null 2>&1
-ok $? "a session with a folded and a pprof sink starts"
-wait_for 40 "$s" "c('syn', 'launches') == $LAUNCHES and sum_('pending') == 0 and c('flame', 'events_in') == sum_('events_out') and c('prof', 'events_in') == sum_('events_out')"
-ok $? "both sinks received every event the correlators sent ($(json "$s" "sum_('events_out'), c('flame', 'events_in'), c('prof', 'events_in')"))"
-got=$(json "$s" "c('prof', 'files_written') >= 2, c('prof', 'cpu_samples') == c('flame', 'cpu_samples'), c('prof', 'gpu_events') == c('flame', 'gpu_events'), c('prof', 'events_full')")
-[ "$got" = "True True True 0" ]
-ok $? "status: interval files written while running, the same CPU samples and GPU events as folded, no table full ($got)"
-"$XPUSUP" status --session "$s" 2>/dev/null | grep -E "^prof .*files_written=[0-9]+ .*samples=.*locations=.*functions=.*strings=.*events_full=0" >/dev/null
-ok $? "status text shows the pprof sink's counters"
-"$XPUSUP" stop --session "$s" >/dev/null 2>&1
-log_clean "$s" "pprof session"
-files=$(ls "$WORK"/cmp/profile-*.pb.gz 2>/dev/null)
-nfiles=$(echo "$files" | grep -c .)
-[ "$nfiles" -ge 3 ] && echo "$files" | grep -Eq '/profile-[0-9]{8}T[0-9]{6}\.[0-9]{3}Z\.pb\.gz$'
-ok $? "one file per interval and a last one, named profile-YYYYMMDDTHHMMSS.mmmZ.pb.gz ($nfiles files)"
-[ -z "$(ls "$WORK"/cmp/ | grep partial)" ]
-ok $? "no partial file left"
-for f in $files; do gzip -t "$f" || break; done
-ok $? "every file is whole gzip"
-"$PPROF" -top -sample_index=cpu $files >"$WORK/top.txt" 2>"$WORK/top.err"
-ok $? "pprof -top opens all the files together ($(grep -v 'Main binary' "$WORK/top.err" | head -c 200))"
-
-# ---- pprof's reading against flame.folded ------------------------------------------------
-"$PY" "$HERE/pprof_compare.py" "$PPROF" "$WORK/cmp/flame.folded" $files >"$WORK/compare.txt" 2>&1
-rc=$?
-while IFS= read -r line; do
-	case "$line" in
-	"ok "*) ok 0 "${line#ok }" ;;
-	"not ok "*) ok 1 "${line#not ok }" ;;
-	*) echo "# $line" ;;
-	esac
-done <"$WORK/compare.txt"
-[ $rc = 0 ] && grep -q "^ok gpu_time: each kernel" "$WORK/compare.txt"
-ok $? "pprof_compare.py: every comparison held"
+# ---- sessions with a folded and a pprof sink, read by pprof against flame.folded ----------
+# story: named frames, C++-free names; plain: unnamed frames (hex, in both outputs), kernel
+# frames, C++ kernel names ("void synth_kernel_0<float>(float*, int)") pprof must not shorten.
+for kind in story plain; do
+	s="$PREFIX-$kind"
+	mkdir -p "$WORK/$kind"
+	LAUNCHES=24000
+	{ printf '[sink flame]\nkind = folded\npath = %s/flame.folded\nsnapshot_s = 0\n' $kind
+	  printf '[sink prof]\nkind = pprof\npath = %s/profile.pb.gz\ninterval_s = 1\n' $kind
+	  printf 'host = testhost\nlabels = team=ml,job=resnet\n'
+	  synthetic $LAUNCHES | sed "s/launches_per_s = 0/launches_per_s = 10000\nthreads = 2\nstory = $([ $kind = story ] && echo yes || echo no)/"
+	} >"$WORK/$kind.conf"
+	"$XPUSUP" start "$WORK/$kind.conf" --session "$s" >/dev/null 2>&1
+	ok $? "$kind: a session with a folded and a pprof sink starts"
+	wait_for 40 "$s" "c('syn', 'launches') == $LAUNCHES and sum_('pending') == 0 and c('flame', 'events_in') == sum_('events_out') and c('prof', 'events_in') == sum_('events_out')"
+	ok $? "$kind: both sinks received every event the correlators sent ($(json "$s" "sum_('events_out'), c('flame', 'events_in'), c('prof', 'events_in')"))"
+	got=$(json "$s" "c('prof', 'files_written') >= 1, c('prof', 'cpu_samples') == c('flame', 'cpu_samples'), c('prof', 'gpu_events') == c('flame', 'gpu_events'), c('prof', 'events_full')")
+	[ "$got" = "True True True 0" ]
+	ok $? "$kind: status: files written while running, the CPU samples and GPU events folded has, no table full ($got)"
+	"$XPUSUP" status --session "$s" 2>/dev/null | grep -E "^prof .*files_written=[0-9]+ .*samples=.*locations=.*functions=.*strings=.*events_full=0" >/dev/null
+	ok $? "$kind: status text shows the pprof sink's counters"
+	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	log_clean "$s" "$kind"
+	files=$(ls "$WORK"/$kind/profile-*.pb.gz 2>/dev/null)
+	nfiles=$(echo "$files" | grep -c .)
+	[ "$nfiles" -ge 2 ] && ! echo "$files" | grep -Evq '/profile-[0-9]{8}T[0-9]{6}\.[0-9]{3}Z\.pb\.gz$'
+	ok $? "$kind: one file per interval and a last one, named profile-YYYYMMDDTHHMMSS.mmmZ.pb.gz ($nfiles files)"
+	[ -z "$(ls "$WORK"/$kind/ | grep partial)" ]
+	ok $? "$kind: no partial file left"
+	for f in $files; do gzip -t "$f" || break; done
+	ok $? "$kind: every file is whole gzip"
+	"$PY" "$HERE/pprof_compare.py" "$PPROF" "$WORK/$kind/flame.folded" $files >"$WORK/compare.txt" 2>&1
+	rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*) ok 0 "$kind: ${line#ok }" ;;
+		"not ok "*) ok 1 "$kind: ${line#not ok }" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$WORK/compare.txt"
+	[ $rc = 0 ] && grep -q "^ok gpu_time: each kernel" "$WORK/compare.txt"
+	ok $? "$kind: pprof_compare.py: every comparison held"
+done
+grep -q '<float>(float\*, int)' "$WORK/compare.txt"
+ok $? "plain: the C++ kernel names are whole in pprof's reading"
 
 # ---- bad input ---------------------------------------------------------------------------
 printf '[sink prof]\nkind = pprof\npath = x/p.pb.gz\nlabels = team=ml,pid=3\n' >"$WORK/bad1.conf"

@@ -98,7 +98,7 @@ struct function {
 struct location {
 	__u64 address;
 	__u32 mapping; /* id, 0: none */
-	__u32 function; /* id, 0: no name (the address is all there is) */
+	__u32 function; /* id, 0: none */
 	__u32 line;
 	__u32 zero; /* the key is hashed and compared whole: no padding */
 };
@@ -434,18 +434,20 @@ static long number_id(struct pprof *p, __u64 v)
 
 /* The location of frame k of e (k < n_kernel: a kernel frame). A Python frame is its
  * function "[py] QUALNAME (FILE)" (folded's name, common/pyframe.h) in file FILE at its line;
- * a native frame its name, or only its address when it has none. */
+ * a native frame its address and its name, "0x<address>" when it has none (flame.folded's
+ * spelling). */
 static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k, bool kernel)
 {
 	__u64 ip = e->stack[k];
 	const char *name = e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
+	char py[XPU_PYFRAME_FUNCTION_SIZE(XPU_WIRE_FRAME_NAME_MAX)]; /* name_id uses p->name */
 	long mapping = 0, fn = 0, file = 0;
 	size_t n, fl;
 	char *open;
 
 	if (xpu_pyframe__is(ip)) {
-		n = xpu_pyframe__function(p->name, NAME_MAX_BYTES, ip, name);
-		fn = name_id(p, p->name, n);
+		n = xpu_pyframe__function(py, sizeof(py), ip, name);
+		fn = name_id(p, py, n);
 		fl = name ? xpu_pyframe__function_len(name, strlen(name)) : 0;
 		/* "QUALNAME (FILE" when the name had a line: FILE follows the last " (" */
 		if (name && fl < strlen(name)) {
@@ -459,8 +461,11 @@ static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k,
 	}
 	if (kernel)
 		mapping = mapping_id(p, string_id(p, KERNEL_MAPPING, strlen(KERNEL_MAPPING)));
-	if (name)
-		fn = function_id(p, name_id(p, name, strlen(name)), 0);
+	if (!name) { /* flame.folded's spelling: pprof would merge them all into "<unknown>" */
+		snprintf(py, sizeof(py), "0x%" PRIx64, (uint64_t)ip);
+		name = py;
+	}
+	fn = function_id(p, name_id(p, name, strlen(name)), 0);
 	return location_id(p, ip, mapping, fn, 0);
 }
 
@@ -774,7 +779,9 @@ static void fill_functions(const struct pprof *p, struct chunk *c, __u32 i, __u3
 		perftools__profiles__function__init(out);
 		out->id = i + k + 1;
 		out->name = p->functions[i + k].name;
-		out->system_name = p->functions[i + k].name;
+		/* system_name (the mangled name) is not known: the symbolizer demangles. Left
+		 * empty, it also keeps pprof from shortening the name ("a::f<int>(int)" to
+		 * "a::f"), which it does to names equal to their system_name */
 		out->filename = p->functions[i + k].file;
 		c->function_p[k] = out;
 	}

@@ -317,7 +317,7 @@ static void one_file(void)
 		"team=ml job=resnet host=testhost | 3 30000000 0 0",
 		"matmul;main | pid=42 thread=43 comm=train team=ml job=resnet host=testhost | 1 "
 		"10000000 0 0",
-		"#0x401234;main | pid=42 thread=42 comm=train team=ml job=resnet host=testhost | 1 "
+		"0x401234;main | pid=42 thread=42 comm=train team=ml job=resnet host=testhost | 1 "
 		"10000000 0 0",
 		"[py] step (train.py)@train.py:17;main | pid=42 thread=42 comm=train team=ml "
 		"job=resnet host=testhost | 1 10000000 0 0",
@@ -417,6 +417,21 @@ static void one_file(void)
 		;
 	tap_ok(i < p->n_function && p->n_mapping == 1 && p->mapping[0]->has_functions,
 	       "one kernel mapping, marked symbolized");
+	for (i = 0, n = 0; i < p->n_location; i++) {
+		const Perftools__Profiles__Location *l = p->location[i];
+		const char *name = l->n_line ? str(p, fn(p, l->line[0]->function_id)->name) : "";
+
+		n += !strcmp(name, "0x401234") && l->address == 0x401234;
+		n += !strcmp(name, "do_syscall_64") && l->address == 0xffffffff81000010ull;
+		n += !strcmp(name, "main") && l->address == 0x400100;
+		n += !strncmp(name, "[gpu] ", 6) && l->address == 0;
+	}
+	tap_eq_u64(n, 7,
+		   "native frames keep their address (an unnamed one is named by it, as in "
+		   "flame.folded), four GPU frames have none");
+	for (i = 0; i < p->n_function && !p->function[i]->system_name; i++)
+		;
+	tap_eq_u64(i, p->n_function, "no system_name: the mangled names are not known");
 	tap_eq_u64(total(p, 1), 7 * 10000000ull, "the CPU time of all 7 samples");
 	tap_eq_u64(total(p, 2), 100 + 200 + 50 + 70 + 5, "the GPU time of all 5 events");
 	perftools__profiles__profile__free_unpacked(p, NULL);
