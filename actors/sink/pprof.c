@@ -109,6 +109,39 @@ struct sample {
 	int64_t value[V_N];
 };
 
+/* Lookups spared (frame_location, number_id): direct-mapped, an entry valid while its gen
+ * is the current one. batch_gen changes with every batch and with the tables, tables_gen
+ * with the tables (ids are the tables'). */
+#define MEMO_FRAMES 4096
+#define MEMO_NUMBERS 256
+struct frame_memo {
+	__u64 ip;
+	const char *name;
+	__u32 loc, gen;
+	bool kernel;
+};
+
+struct number_memo {
+	__u64 v;
+	__u32 id, gen;
+};
+
+struct memo {
+	struct frame_memo frames[MEMO_FRAMES];
+	struct number_memo numbers[MEMO_NUMBERS];
+	__u32 batch_gen, tables_gen; /* from 1: 0 marks an empty entry */
+};
+
+/* A new generation in *gen: every entry of the old one is stale. On wrapping, the entries
+ * are cleared, so that an entry of a generation long gone never passes for a new one. */
+static void memo__next(struct memo *m, __u32 *gen)
+{
+	if (++*gen == 0) {
+		memset(m, 0, sizeof(*m));
+		m->batch_gen = m->tables_gen = 1;
+	}
+}
+
 struct pprof {
 	char stem[PPROF_PATH_MAX]; /* path without .pb.gz */
 	__u64 interval_ns;
@@ -136,6 +169,7 @@ struct pprof {
 	struct flame_scopes scopes;
 	char *name; /* NAME_MAX_BYTES: a name being made */
 	__u64 stack[STACK_MAX]; /* location ids being gathered */
+	struct memo memo;
 	/* counted over the run */
 	__u64 files, cpu_samples, gpu_events, events_full, bytes_written;
 	char last_file[PPROF_PATH_MAX]; /* for the tests and status: the last file written */
@@ -401,6 +435,8 @@ static void tables__reset(struct pprof *p)
 	index__clear(&p->ilocations);
 	index__clear(&p->imappings);
 	index__clear(&p->isamples);
+	memo__next(&p->memo, &p->memo.batch_gen);
+	memo__next(&p->memo, &p->memo.tables_gen);
 	p->string_bytes = 0;
 	p->n_loc_ids = 0;
 	p->period = 0;
@@ -425,21 +461,28 @@ static void tables__reset(struct pprof *p)
 
 /* ---- events ---------------------------------------------------------------------------- */
 
+/* A number's text as a string id (pids, tids, devices, streams: a few values, met on every
+ * event), remembered in memo.numbers while the tables last. */
 static long number_id(struct pprof *p, __u64 v)
 {
+	struct number_memo *m = &p->memo.numbers[xpu_mix64(v) & (MEMO_NUMBERS - 1)];
 	char buf[24];
+	long id;
 
-	return string_id(p, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)v));
+	if (m->gen == p->memo.tables_gen && m->v == v)
+		return m->id;
+	id = string_id(p, buf, (size_t)snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)v));
+	if (id > 0)
+		*m = (struct number_memo){ .v = v, .id = (__u32)id, .gen = p->memo.tables_gen };
+	return id;
 }
 
 /* The location of frame k of e (k < n_kernel: a kernel frame). A Python frame is its
  * function "[py] QUALNAME (FILE)" (folded's name, common/pyframe.h) in file FILE at its line;
  * a native frame its address and its name, "0x<address>" when it has none (flame.folded's
  * spelling). */
-static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k, bool kernel)
+static long new_frame_location(struct pprof *p, __u64 ip, const char *name, bool kernel)
 {
-	__u64 ip = e->stack[k];
-	const char *name = e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
 	char py[XPU_PYFRAME_FUNCTION_SIZE(XPU_WIRE_FRAME_NAME_MAX)]; /* name_id uses p->name */
 	long mapping = 0, fn = 0, file = 0;
 	size_t n, fl;
@@ -467,6 +510,30 @@ static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k,
 	}
 	fn = function_id(p, name_id(p, name, strlen(name)), 0);
 	return location_id(p, ip, mapping, fn, 0);
+}
+
+/* frame_location through memo.frames: within a batch a frame name's pointer stands for its
+ * text (the decoder points every occurrence into the message's one copy), so (address,
+ * name pointer, kernel) is the location while the batch and the tables last. Most events
+ * of a batch repeat a few stacks: this spares each frame its three table lookups. */
+static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k, bool kernel)
+{
+	__u64 ip = e->stack[k];
+	const char *name = e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
+	struct frame_memo *m =
+		&p->memo.frames[xpu_mix64(ip ^ (__u64)(uintptr_t)name) & (MEMO_FRAMES - 1)];
+	long loc;
+
+	if (m->gen == p->memo.batch_gen && m->ip == ip && m->name == name && m->kernel == kernel)
+		return m->loc;
+	loc = new_frame_location(p, ip, name, kernel);
+	if (loc > 0)
+		*m = (struct frame_memo){ .ip = ip,
+					  .name = name,
+					  .loc = (__u32)loc,
+					  .gen = p->memo.batch_gen,
+					  .kernel = kernel };
+	return loc;
 }
 
 /* Push the range frames of scope ("[range] outer;...;[range] inner"), innermost first. */
@@ -551,6 +618,7 @@ static void pprof_batch(void *st, const struct xpu_wire_batch *b, const struct x
 	int64_t v[V_N];
 	__u32 i;
 
+	memo__next(&p->memo, &p->memo.batch_gen); /* the last batch's name pointers are gone */
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 
