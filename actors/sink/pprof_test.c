@@ -478,8 +478,54 @@ static void intervals(void)
 	p = load(names[1]);
 	tap_ok(p && p->n_sample == 1 && p->sample[0]->value[0] == 2,
 	       "intervals: the last file the two that came after it");
+	if (p) {
+		char text[4096];
+
+		sample_text(p, p->sample[0], text, sizeof(text));
+		tap_ok(!strncmp(text, "matmul;main |", 13),
+		       "intervals: its stack made again in the new tables (%s)", text);
+	}
 	if (p)
 		perftools__profiles__profile__free_unpacked(p, NULL);
+	remove_files();
+}
+
+/* A frame name's pointer stands for its text within a batch only: the same pointer with
+ * another text in the next batch is another function. */
+static void pointers_per_batch(void)
+{
+	static const __u64 stack[1] = { 0x401000 };
+	char name[16] = "alpha", names[4][512], why[512];
+	const char *frames[1] = { name };
+	struct xpu_cevent e = cpu_sample(42, stack, frames, 0, 1);
+	void *st = NULL;
+	Profile *p;
+	int err;
+
+	err = fmt_pprof.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "pointers: open: %s", err ? why : "ok"))
+		return;
+	batch(st, &e, 1);
+	snprintf(name, sizeof(name), "beta");
+	batch(st, &e, 1);
+	fmt_pprof.finish(st, why, sizeof(why));
+	fmt_pprof.free(st);
+	if (!tap_eq_u64(files(names, 4), 1, "pointers: one file"))
+		return;
+	p = load(names[0]);
+	if (p) {
+		static const char *const want[] = {
+			"alpha | pid=42 thread=42 comm=train team=ml job=resnet host=testhost | 1 "
+			"10000000 0 0",
+			"beta | pid=42 thread=42 comm=train team=ml job=resnet host=testhost | 1 "
+			"10000000 0 0",
+		};
+
+		tap_ok(samples_are(p, want, 2),
+		       "pointers: one address, one name pointer, two texts in two batches: two "
+		       "functions");
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
 	remove_files();
 }
 
@@ -623,6 +669,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
 	one_file();
 	intervals();
+	pointers_per_batch();
 	tables_full();
 	bad_options();
 	unwritable();
