@@ -145,7 +145,6 @@ static void memo__next(struct memo *m, __u32 *gen)
 struct pprof {
 	char stem[PPROF_PATH_MAX]; /* path without .pb.gz */
 	__u64 interval_ns;
-	__u32 max_entries;
 	/* the interval being gathered */
 	__u64 start_mono, start_wall, retry_at;
 	bool failed; /* the last write failed: the next one waits until retry_at */
@@ -158,7 +157,6 @@ struct pprof {
 	struct sample *samples;
 	__u64 *loc_ids; /* the samples' stacks, leaf first */
 	__u32 n_loc_ids, max_loc_ids;
-	__u32 full_loc; /* the location of FULL_FRAME */
 	__u64 period; /* the CPU samples' period, ns */
 	/* every sample's own labels: host and the configured ones (string texts) */
 	const char *extra_keys[PPROF_LABELS_MAX + 1], *extra_values[PPROF_LABELS_MAX + 1];
@@ -172,7 +170,6 @@ struct pprof {
 	struct memo memo;
 	/* counted over the run */
 	__u64 files, cpu_samples, gpu_events, events_full, bytes_written;
-	char last_file[PPROF_PATH_MAX]; /* for the tests and status: the last file written */
 };
 
 static const char *const counter_names[] = {
@@ -455,7 +452,6 @@ static void tables__reset(struct pprof *p)
 	}
 	made_id(p, COMMENT);
 	full = (__u64)named_location(p, FULL_FRAME, strlen(FULL_FRAME));
-	p->full_loc = (__u32)full;
 	sample_of(p, &full, 1, none);
 }
 
@@ -901,15 +897,18 @@ static int file_name(const struct pprof *p, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* A file is complete and in place under its final name: path, holding what the sink
- * received in [from_ns, until_ns) (CLOCK_REALTIME). */
+/* A file is complete, fsync'ed and in place under its final name path, holding what the
+ * sink received in [from_ns, until_ns) (CLOCK_REALTIME, ns since the epoch): the one place
+ * that knows a finished file (an uploader takes it from here; path is the caller's buffer,
+ * valid for this call only). Called from write_file, on the sink's thread, at a tick or at
+ * finish; must not block the sink for long. */
 static void pprof_finished(struct pprof *p, const char *path, __u64 from_ns, __u64 until_ns)
 {
 	/* push: a finished file */
+	(void)path;
 	(void)from_ns;
 	(void)until_ns;
 	p->files++;
-	snprintf(p->last_file, sizeof(p->last_file), "%s", path);
 }
 
 /* Whether the interval has nothing to write. */
@@ -1116,7 +1115,7 @@ static int pprof_open(void **out, const struct fmt_env *env, char *why, size_t w
 		goto fail;
 	}
 	p->interval_ns = o.interval_s * 1000000000ull;
-	p->max_entries = max = (__u32)o.max_entries;
+	max = (__u32)o.max_entries;
 	p->max_loc_ids = max * LOCS_PER_SAMPLE;
 	p->strings = calloc(max, sizeof(*p->strings));
 	p->functions = calloc(max, sizeof(*p->functions));
