@@ -35,6 +35,7 @@ const struct conf_kind *const conf_kinds[] = {
 	&stats_conf_kind,
 	&publish_conf_kind,
 	&metrics_conf_kind, /* Prometheus */
+	&pprof_conf_kind, /* a comment keeps clang-format from packing the list */
 	NULL,
 };
 

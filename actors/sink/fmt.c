@@ -16,6 +16,7 @@ static const struct {
 	/* what `xpusup subscribe --format` calls it */
 	{ "trace", &fmt_timeline },
 	{ "metrics", &fmt_metrics },
+	{ "pprof", &fmt_pprof },
 };
 
 const struct fmt_ops *fmt__find(const char *kind)

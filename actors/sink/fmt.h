@@ -75,6 +75,7 @@ extern const struct fmt_ops fmt_publish;
 extern const struct fmt_ops fmt_stats;
 extern const struct fmt_ops fmt_timeline;
 extern const struct fmt_ops fmt_metrics;
+extern const struct fmt_ops fmt_pprof;
 
 /* fmt__find - the format of that kind, or NULL. */
 const struct fmt_ops *fmt__find(const char *kind);

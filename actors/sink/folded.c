@@ -35,11 +35,9 @@
  * User scopes (the annotate API's ranges, NVTX ranges through CUPTI) are frames too, right
  * after the comm, outermost first: "train;[range] epoch;[range] forward;main;...;matmul". The
  * correlator makes the innermost range open on a thread the parent of the samples, launches
- * and nested ranges inside it, and links a launch's GPU work to that range (inside_range). The
- * sink remembers each range begin it sees (id -> name, enclosing range) in a bounded table,
- * the newest RANGES_MAX of them, and keeps a range past its end: GPU work arrives well after
- * the range around its launch closed. An event whose range is not (or no longer) known keeps
- * its plain stack.
+ * and nested ranges inside it, and links a launch's GPU work to that range (inside_range);
+ * flame_frames.h (shared with the pprof format) remembers the ranges and names the frames. An
+ * event whose range is not (or no longer) known keeps its plain stack.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -50,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/sink/flame_frames.h"
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
@@ -62,15 +61,8 @@
 #include "xpusup/event.h"
 
 #define FOLDED_PATH_MAX 4096
-#define COMM_MAX 16
-#define NAMES_MAX (1u << 24) /* distinct frame names kept; past that, frames stay hex */
 /* the longest line: comm, every frame at its longest name, the GPU leaf */
-#define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + SCOPE_MAX + 8192)
-#define RANGES_MAX 65536 /* range begins remembered, the newest */
-#define SCOPE_DEPTH_MAX 32 /* range frames per stack (the correlator nests 32 deep) */
-#define SCOPE_NAME_MAX 1024 /* bytes of a range's name kept (XPU_RANGE_NAME_MAX) */
-/* a stack's range frames: "[range] NAME" each, ';' between */
-#define SCOPE_MAX (SCOPE_DEPTH_MAX * (SCOPE_NAME_MAX + 10))
+#define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + FLAME_SCOPE_MAX + 8192)
 
 enum frame_kind {
 	LEAF_NONE = 0, /* a CPU sample: the frames are the whole stack */
@@ -86,65 +78,13 @@ struct stack {
 	__u16 leaf_len;
 	__u64 weight;
 	__u64 *frames; /* user frames then kernel frames, innermost first, as they came */
-	const char **names; /* parallel to frames, interned (struct names); NULL: none yet */
+	const char **names; /* parallel to frames, interned (folded.names); NULL: none yet */
 	__u16 unnamed; /* frames without a name */
 	char *leaf; /* "[gpu] name", not NUL-terminated */
-	/* the enclosing user scopes, "[range] outer;[range] inner", interned (struct names):
+	/* the enclosing user scopes, "[range] outer;[range] inner", interned (flame_scopes__of):
 	 * equal chains are the same pointer; NULL: none */
 	const char *scope;
 	bool used;
-};
-
-/* Frame names, each kept once: open addressing, at most half full. */
-struct name_slot {
-	__u64 hash;
-	char *s; /* NULL: free */
-};
-
-struct names {
-	struct name_slot *slot;
-	__u32 mask, n;
-};
-
-struct comm {
-	__u32 pid; /* 0: empty */
-	char name[COMM_MAX + 1];
-};
-
-#define COMMS_MAX 65536
-
-/* A range begin (PUSH or START) as the correlator sent it. Ids are unique per producer (a
- * correlator shard), so (producer, id) names a range. */
-struct range {
-	__u64 id; /* 0: a free slot */
-	__u64 parent_id; /* the range it was pushed inside, 0: outermost */
-	__u32 producer;
-	__u32 next; /* the next in its hash chain: index + 1, 0: none */
-	const char *frame; /* "[range] NAME", sanitised, interned (struct names); NULL: no room */
-	__u32 added; /* ranges.added when it came: the ring forgets in this order */
-	/* scope_of's answer for this range, kept (scope_n > 0) while it stays true: while no
-	 * range of its chain is forgotten (the oldest of them came at scope_oldest) and, for a
-	 * chain that ended at a parent not (or no longer) known, while no range was added
-	 * (scope_at: ranges.added then); scope_open says it ended so */
-	__u32 scope_oldest, scope_at;
-	__u8 scope_n; /* the chain's ranges, 0: nothing kept */
-	bool scope_open;
-	const char *scope;
-};
-
-/* The newest RANGES_MAX range begins: a ring (the oldest is overwritten) with a chained hash
- * index over it, and a filter in front of the index: most lookups are of ids that are no
- * range (a GPU record's parent is its launch), and the filter answers them from 128 KiB
- * without walking a chain through the entries. A clear bit: not a known range; a set one
- * may be a range forgotten since, until the filter is made again from the entries (every
- * RANGES_MAX begins), so at most 2 * RANGES_MAX bits are set. */
-#define RANGES_FILTER_BITS (1u << 20)
-struct ranges {
-	struct range *e; /* RANGES_MAX */
-	__u32 *bucket; /* RANGES_MAX heads: index + 1 of a chain's first entry */
-	__u64 *filter; /* RANGES_FILTER_BITS bits, by range_hash's high bits */
-	__u32 head; /* the slot the next begin takes */
-	__u32 added; /* begins taken, wrapping: ids for struct range's ages */
 };
 
 struct folded {
@@ -155,262 +95,19 @@ struct folded {
 	__u32 max_stacks;
 	struct stack *tab; /* 2 * max_stacks slots */
 	__u32 mask, n;
-	struct comm *comms; /* 2 * COMMS_MAX slots, pid -> comm */
+	struct flame_comms comms;
 	struct line *pre; /* a restarted sink's last complete file, merged into every write */
 	__u32 n_pre;
-	__u32 n_comms;
-	struct names names;
-	struct ranges ranges;
-	char *scope; /* SCOPE_MAX bytes: the range frames being built */
+	struct flame_names names; /* the frames' names */
+	struct flame_scopes scopes;
 	char *line; /* LINE_MAX bytes: the line being built */
 	__u64 key_frames[XPU_WIRE_STACK_MAX]; /* the event's frames, Python lines dropped */
-	__u64 cpu_samples, gpu_events, overflow, writes, dirty, in_range;
+	__u64 cpu_samples, gpu_events, overflow, writes, dirty;
 };
 
 static const char *const counter_names[] = {
 	"stacks", "cpu_samples", "gpu_events", "stacks_overflow", "files_written", "events_in_range"
 };
-
-static struct comm *comm_slot(struct folded *f, __u32 pid, bool create)
-{
-	__u32 mask = 2 * COMMS_MAX - 1, i = (__u32)xpu_mix64(pid) & mask;
-
-	for (;; i = (i + 1) & mask) {
-		if (f->comms[i].pid == pid)
-			return &f->comms[i];
-		if (!f->comms[i].pid) {
-			if (!create || f->n_comms >= COMMS_MAX)
-				return NULL;
-			f->n_comms++;
-			f->comms[i].pid = pid;
-			return &f->comms[i];
-		}
-	}
-}
-
-static void learn_comm(struct folded *f, const struct xpu_cevent *ev)
-{
-	struct comm *c;
-	__u32 n = ev->name_len < COMM_MAX ? ev->name_len : COMM_MAX;
-
-	if (!ev->pid || !n || !(c = comm_slot(f, ev->pid, true)))
-		return;
-	memcpy(c->name, ev->name, n);
-	c->name[n] = 0;
-}
-
-static __u64 name_hash(const char *s, size_t n)
-{
-	return xpu_hash_bytes(s, n);
-}
-
-/* The kept copy of name, made when it is new; NULL when there is no room (the frame stays
- * hex). */
-static const char *names__intern(struct names *t, const char *name)
-{
-	size_t n = strlen(name);
-	__u64 h = name_hash(name, n);
-	struct name_slot *slot;
-	__u32 i;
-
-	if (2 * (t->n + 1) > t->mask + 1) {
-		struct name_slot *old = t->slot, *grown;
-		__u32 old_cap = old ? t->mask + 1 : 0, cap = old_cap ? 2 * old_cap : 1024, j;
-
-		if (t->n >= NAMES_MAX || !(grown = calloc(cap, sizeof(*grown))))
-			return NULL;
-		for (j = 0; j < old_cap; j++) {
-			if (!old[j].s)
-				continue;
-			for (i = (__u32)old[j].hash & (cap - 1); grown[i].s;
-			     i = (i + 1) & (cap - 1))
-				;
-			grown[i] = old[j];
-		}
-		free(old);
-		t->slot = grown;
-		t->mask = cap - 1;
-	}
-	for (i = (__u32)h & t->mask;; i = (i + 1) & t->mask) {
-		slot = &t->slot[i];
-		if (!slot->s)
-			break;
-		if (slot->hash == h && !strcmp(slot->s, name))
-			return slot->s;
-	}
-	slot->s = strdup(name);
-	if (!slot->s)
-		return NULL;
-	slot->hash = h;
-	t->n++;
-	return slot->s;
-}
-
-static void names__free(struct names *t)
-{
-	__u32 i;
-
-	for (i = 0; t->slot && i <= t->mask; i++)
-		free(t->slot[i].s);
-	free(t->slot);
-}
-
-static __u64 range_hash(__u32 producer, __u64 id)
-{
-	return xpu_mix64(id ^ ((__u64)producer << 48));
-}
-
-/* the chain's bucket: the hash's low bits; the filter's bit: its high bits */
-static __u32 range_bucket(__u32 producer, __u64 id)
-{
-	return (__u32)range_hash(producer, id) & (RANGES_MAX - 1);
-}
-
-static void filter_set(struct ranges *t, __u64 h)
-{
-	__u32 bit = (__u32)(h >> 44) & (RANGES_FILTER_BITS - 1);
-
-	t->filter[bit / 64] |= 1ull << (bit % 64);
-}
-
-static struct range *ranges__find(struct ranges *t, __u32 producer, __u64 id)
-{
-	__u64 h = range_hash(producer, id);
-	__u32 bit = (__u32)(h >> 44) & (RANGES_FILTER_BITS - 1), i;
-
-	if (!(t->filter[bit / 64] & 1ull << (bit % 64)))
-		return NULL;
-	for (i = t->bucket[(__u32)h & (RANGES_MAX - 1)]; i; i = t->e[i - 1].next)
-		if (t->e[i - 1].id == id && t->e[i - 1].producer == producer)
-			return &t->e[i - 1];
-	return NULL;
-}
-
-/* The filter made again from the ranges known: the bits of forgotten ones go. */
-static void ranges__refilter(struct ranges *t)
-{
-	__u32 i;
-
-	memset(t->filter, 0, RANGES_FILTER_BITS / 8);
-	for (i = 0; i < RANGES_MAX; i++)
-		if (t->e[i].id)
-			filter_set(t, range_hash(t->e[i].producer, t->e[i].id));
-}
-
-/* Remember a range begin, forgetting the oldest one when the table is full. */
-static void ranges__add(struct folded *f, __u32 producer, const struct xpu_cevent *e)
-{
-	struct ranges *t = &f->ranges;
-	struct range *r = &t->e[t->head];
-	__u32 slot = t->head + 1, *p;
-	char name[SCOPE_NAME_MAX + 16];
-	size_t len, i;
-
-	if (!e->id || ranges__find(t, producer, e->id))
-		return;
-	if (r->id) { /* evict the oldest: unlink it from its chain */
-		for (p = &t->bucket[range_bucket(r->producer, r->id)]; *p != slot;
-		     p = &t->e[*p - 1].next)
-			;
-		*p = r->next;
-	}
-	len = (size_t)snprintf(name, sizeof(name), "[%s] ",
-			       e->flags & XPU_RANGE_F_NVTX ? "nvtx" : "range");
-	if (!e->name_len) {
-		len += (size_t)snprintf(name + len, sizeof(name) - len, "unnamed");
-	} else {
-		/* ';' would split the frame, a control byte (a line break) end the line */
-		for (i = 0; i < e->name_len && i < SCOPE_NAME_MAX; i++) {
-			unsigned char c = (unsigned char)e->name[i];
-
-			name[len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
-		}
-		name[len] = 0;
-	}
-	*r = (struct range){ .id = e->id,
-			     .parent_id = e->parent_id,
-			     .producer = producer,
-			     .frame = names__intern(&f->names, name),
-			     .added = t->added++ };
-	p = &t->bucket[range_bucket(producer, e->id)];
-	r->next = *p;
-	*p = slot;
-	t->head = (t->head + 1) % RANGES_MAX;
-	filter_set(t, range_hash(producer, e->id));
-	if (t->added % RANGES_MAX == 0)
-		ranges__refilter(t);
-}
-
-/* The range an event happened inside: its inside_range link, else its parent when that is a
- * range (a CPU sample inside an API call has the call as parent, the range as link). */
-static struct range *range_of(struct folded *f, __u32 producer, const struct xpu_cevent *e)
-{
-	__u32 i;
-
-	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++)
-		if (e->links[i].type == XPU_LINK_INSIDE_RANGE)
-			return ranges__find(&f->ranges, producer, e->links[i].target);
-	return e->parent_id ? ranges__find(&f->ranges, producer, e->parent_id) : NULL;
-}
-
-/*
- * The interned frames of the ranges around e, "[range] outer;...;[range] inner", or NULL
- * when e is in no known range. A chain whose outer part was forgotten starts at the oldest
- * range still known; one deeper than SCOPE_DEPTH_MAX (or a cycle, in broken input) keeps its
- * innermost SCOPE_DEPTH_MAX.
- */
-static const char *scope_of(struct folded *f, __u32 producer, const struct xpu_cevent *e)
-{
-	struct range *r = range_of(f, producer, e), *in = r;
-	const struct range *chain[SCOPE_DEPTH_MAX];
-	struct ranges *t = &f->ranges;
-	__u32 oldest;
-	size_t len = 0;
-	bool open = false;
-	int n = 0, k;
-
-	if (r && r->scope_n && (__u32)(t->added - r->scope_oldest) <= RANGES_MAX &&
-	    (!r->scope_open || r->scope_at == t->added)) {
-		f->in_range++;
-		return r->scope; /* the chain is the one it was: the same text */
-	}
-	for (; r && n < SCOPE_DEPTH_MAX; r = ranges__find(t, producer, r->parent_id)) {
-		if (!r->frame) {
-			open = true; /* no room for its name: the frames above it stay out too */
-			break;
-		}
-		chain[n++] = r;
-		if (!r->parent_id)
-			break;
-	}
-	if (!n)
-		return NULL;
-	/* the walk ended at a parent not known (or at a name without room): a range added
-	 * later may change where it ends */
-	open = open || (!r && chain[n - 1]->parent_id);
-	f->in_range++;
-	for (k = 0, oldest = in->added; k < n; k++) /* ages: how many begins came since */
-		if ((__u32)(t->added - chain[k]->added) > (__u32)(t->added - oldest))
-			oldest = chain[k]->added;
-	for (k = n - 1; k >= 0; k--) {
-		size_t m = strlen(chain[k]->frame);
-
-		if (len + m + 2 > SCOPE_MAX)
-			break;
-		if (k != n - 1)
-			f->scope[len++] = ';';
-		memcpy(f->scope + len, chain[k]->frame, m);
-		len += m;
-	}
-	f->scope[len] = 0;
-	in->scope = names__intern(&f->names, f->scope);
-	/* a scope without room in the names now may find room later: not kept */
-	in->scope_n = in->scope ? (__u8)n : 0;
-	in->scope_oldest = oldest;
-	in->scope_open = open;
-	in->scope_at = t->added;
-	return in->scope;
-}
 
 /* Give s's nameless frames the names the event has for them (frames parallel to s->frames). */
 static void stack__name(struct folded *f, struct stack *s, const char *const *frames)
@@ -425,7 +122,7 @@ static void stack__name(struct folded *f, struct stack *s, const char *const *fr
 	for (k = 0; k < nf; k++) {
 		if (s->names[k] || !frames[k] || !frames[k][0])
 			continue;
-		s->names[k] = names__intern(&f->names, frames[k]);
+		s->names[k] = flame_names__intern(&f->names, frames[k]);
 		if (s->names[k]) {
 			s->unnamed--;
 			f->dirty++; /* the line changes */
@@ -535,40 +232,10 @@ static __u64 *key_frames(struct folded *f, const struct xpu_cevent *e, size_t n)
 	return f->key_frames;
 }
 
-#define KERNEL_NAME_MAX 4096 /* bytes of a kernel's name kept in its leaf */
-#define GPU_LEAF_MAX (KERNEL_NAME_MAX + 8)
-
-/* The leaf text of GPU work e into leaf (GPU_LEAF_MAX bytes, not NUL-terminated): "[gpu]
- * KERNEL NAME" (up to its first NUL byte, at most KERNEL_NAME_MAX bytes), "[gpu] memcpy
- * HtoD" (DtoH, DtoD, other), "[gpu] memset". Returns its length. Copied, not printed: this
- * runs for every GPU record. */
-static __u32 gpu_leaf(const struct xpu_cevent *e, char *leaf)
-{
-	static const char prefix[] = "[gpu] ", unnamed[] = "unnamed kernel";
-	const char *text;
-	size_t n;
-
-	memcpy(leaf, prefix, sizeof(prefix) - 1);
-	if (e->kind == XPU_REC_GPU_KERNEL && e->name_len) {
-		text = e->name;
-		n = strnlen(text, e->name_len < KERNEL_NAME_MAX ? e->name_len : KERNEL_NAME_MAX);
-	} else {
-		text = e->kind == XPU_REC_GPU_KERNEL ? unnamed :
-		       e->kind == XPU_REC_GPU_MEMSET ? "memset" :
-		       e->sub_kind == XPU_COPY_HTOD  ? "memcpy HtoD" :
-		       e->sub_kind == XPU_COPY_DTOH  ? "memcpy DtoH" :
-		       e->sub_kind == XPU_COPY_DTOD  ? "memcpy DtoD" :
-						       "memcpy other";
-		n = strlen(text);
-	}
-	memcpy(leaf + sizeof(prefix) - 1, text, n);
-	return (__u32)(sizeof(prefix) - 1 + n);
-}
-
 static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct folded *f = st;
-	char leaf[GPU_LEAF_MAX];
+	char leaf[FLAME_GPU_LEAF_MAX];
 	struct stack key;
 	__u32 i, len;
 
@@ -577,34 +244,36 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 
 		switch (e->kind) {
 		case XPU_REC_CPU_SAMPLE:
-			learn_comm(f, e);
-			key = (struct stack){ .pid = e->pid,
-					      .n_kernel = (__u16)e->n_kernel,
-					      .n_user = (__u16)e->n_user,
-					      .frames = key_frames(f, e,
-								   (size_t)e->n_kernel + e->n_user),
-					      .scope = scope_of(f, b->producer, e) };
+			flame_comms__learn(&f->comms, e);
+			key = (struct stack){
+				.pid = e->pid,
+				.n_kernel = (__u16)e->n_kernel,
+				.n_user = (__u16)e->n_user,
+				.frames = key_frames(f, e, (size_t)e->n_kernel + e->n_user),
+				.scope = flame_scopes__of(&f->scopes, b->producer, e)
+			};
 			f->cpu_samples++;
 			add(f, &key, e->stack ? e->frames : NULL, f->samples ? 1 : e->value);
 			break;
 		case XPU_REC_PROC_EXEC:
-			learn_comm(f, e);
+			flame_comms__learn(&f->comms, e);
 			break;
 		case XPU_REC_RANGE:
 			if (e->sub_kind == XPU_RANGE_PUSH || e->sub_kind == XPU_RANGE_START)
-				ranges__add(f, b->producer, e);
+				flame_scopes__add(&f->scopes, b->producer, e);
 			break;
 		case XPU_REC_GPU_KERNEL:
 		case XPU_REC_GPU_MEMCPY:
 		case XPU_REC_GPU_MEMSET:
-			len = gpu_leaf(e, leaf);
+			len = flame_frame__gpu_leaf(e, leaf);
 			key = (struct stack){ .pid = e->pid,
 					      .n_user = (__u16)(e->stack ? e->n_user : 0),
 					      .frames = key_frames(f, e, e->n_user),
 					      .leaf_kind = LEAF_GPU,
 					      .leaf_len = (__u16)len,
 					      .leaf = leaf,
-					      .scope = scope_of(f, b->producer, e) };
+					      .scope = flame_scopes__of(&f->scopes, b->producer,
+									e) };
 			f->gpu_events++;
 			add(f, &key, e->stack ? e->frames : NULL,
 			    f->samples		 ? 1 :
@@ -619,13 +288,13 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 
 static const char *comm_of(struct folded *f, __u32 pid, char *buf, size_t size)
 {
-	struct comm *c = comm_slot(f, pid, false);
+	const char *c = flame_comms__get(&f->comms, pid);
 
-	if (c && c->name[0]) {
+	if (c) {
 		/* ';' separates frames and a blank the weight: neither may be in a frame */
 		size_t i;
 
-		snprintf(buf, size, "%s", c->name);
+		snprintf(buf, size, "%s", c);
 		for (i = 0; buf[i]; i++)
 			if (buf[i] == ';' || buf[i] == ' ' || buf[i] < 0x20)
 				buf[i] = '_';
@@ -702,7 +371,7 @@ static char *line_text(struct folded *f, const struct stack *s)
 		put_frame(buf, LINE_MAX, &len, s, k, "_[k]");
 	if (s->leaf_kind == LEAF_GPU) {
 		if (!s->n_user)
-			put(buf, LINE_MAX, &len, ";[gpu] no launch stack");
+			put(buf, LINE_MAX, &len, ";" FLAME_NO_LAUNCH_STACK);
 		put(buf, LINE_MAX, &len, ";%.*s", (int)s->leaf_len, s->leaf);
 	} else if (s->leaf_kind == LEAF_MORE) {
 		put(buf, LINE_MAX, &len, ";[more stacks]");
@@ -948,12 +617,9 @@ static void folded_free(void *st)
 			free(f->tab[i].leaf);
 		}
 	free(f->tab);
-	free(f->comms);
-	free(f->ranges.e);
-	free(f->ranges.bucket);
-	free(f->ranges.filter);
-	names__free(&f->names);
-	free(f->scope);
+	flame_comms__free(&f->comms);
+	flame_scopes__free(&f->scopes);
+	flame_names__free(&f->names);
 	free(f->line);
 	if (f->pre)
 		lines_free(f->pre, f->n_pre);
@@ -963,7 +629,8 @@ static void folded_free(void *st)
 static unsigned int folded_counters(void *st, const char **names, __u64 *values, unsigned int max)
 {
 	struct folded *f = st;
-	__u64 v[] = { f->n, f->cpu_samples, f->gpu_events, f->overflow, f->writes, f->in_range };
+	__u64 v[] = { f->n,	   f->cpu_samples, f->gpu_events,
+		      f->overflow, f->writes,	   f->scopes.in_range };
 	unsigned int i, n = sizeof(v) / sizeof(v[0]);
 
 	for (i = 0; i < n && i < max; i++) {
@@ -1049,14 +716,8 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 		;
 	f->mask--;
 	f->tab = calloc((size_t)f->mask + 1, sizeof(*f->tab));
-	f->comms = calloc(2 * COMMS_MAX, sizeof(*f->comms));
 	f->line = malloc(LINE_MAX);
-	f->scope = malloc(SCOPE_MAX);
-	f->ranges.e = calloc(RANGES_MAX, sizeof(*f->ranges.e));
-	f->ranges.bucket = calloc(RANGES_MAX, sizeof(*f->ranges.bucket));
-	f->ranges.filter = calloc(RANGES_FILTER_BITS / 64, sizeof(*f->ranges.filter));
-	if (!f->tab || !f->comms || !f->line || !f->scope || !f->ranges.e || !f->ranges.bucket ||
-	    !f->ranges.filter) {
+	if (!f->tab || !f->line || flame_comms__init(&f->comms) || flame_scopes__init(&f->scopes)) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto fail;

@@ -427,3 +427,138 @@ const struct conf_kind metrics_conf_kind = {
 	.doc = "a Prometheus endpoint (GET /metrics)",
 	.options_size = sizeof(struct metrics_options),
 };
+
+/* kind = pprof (actors/sink/pprof.c, docs/fleet-pprof.md). */
+static const struct conf_key pprof_keys[] = {
+	{ .key = "path",
+	  CONF_MEMBER(struct pprof_options, path),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .required = true,
+	  .doc = "the files' name: out/profile.pb.gz writes "
+		 "out/profile-YYYYMMDDTHHMMSS.mmmZ.pb.gz, one per interval" },
+	{ .key = "interval_s",
+	  CONF_MEMBER(struct pprof_options, interval_s),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 1,
+	  .max = 86400,
+	  .def = "60",
+	  .doc = "a file every N seconds (and a last one at stop), each with what came in it" },
+	{ .key = "max_entries",
+	  CONF_MEMBER(struct pprof_options, max_entries),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_SINK,
+	  .min = 64,
+	  .max = 1u << 24,
+	  .def = "262144",
+	  .doc = "strings, functions, locations, mappings and samples a file holds, each; "
+		 "past them events go to one [pprof tables full] sample" },
+	{ .key = "host",
+	  CONF_MEMBER(struct pprof_options, host),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .doc = "the host label of every sample (default: the hostname)" },
+	{ .key = "labels",
+	  CONF_MEMBER(struct pprof_options, labels),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .doc = "labels of every sample, NAME=VALUE,NAME=VALUE (e.g. team=ml,job=resnet)" },
+	{ .key = NULL },
+};
+
+static bool label_name_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!n || n > 64 || (s[0] >= '0' && s[0] <= '9') || (n >= 2 && s[0] == '_' && s[1] == '_'))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* labels: NAME=VALUE pairs with Prometheus-style names (what Pyroscope and Parca accept as
+ * label names), not one of the labels the sink sets itself, each once; values printable. */
+static const char *pprof_labels_check(const char *labels, char *why, size_t why_len)
+{
+	static const char *const own[] = { "pid",    "thread", "comm", "device",
+					   "stream", "kernel", "host", NULL };
+	const char *s = labels, *end, *eq, *prev, *c;
+	unsigned int n = 0, i;
+
+	while (*s) {
+		end = strchr(s, ',');
+		end = end ? end : s + strlen(s);
+		eq = memchr(s, '=', (size_t)(end - s));
+		if (!eq || !label_name_ok(s, (size_t)(eq - s)) || eq + 1 == end) {
+			snprintf(why, why_len,
+				 "bad label '%.*s': expected NAME=VALUE, NAME of letters, digits "
+				 "and '_' (not a digit first, not '__' first), VALUE not empty",
+				 (int)(end - s), s);
+			return "labels";
+		}
+		for (c = eq + 1; c < end; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+				snprintf(why, why_len, "bad label '%.*s': a control byte",
+					 (int)(end - s), s);
+				return "labels";
+			}
+		for (i = 0; own[i]; i++)
+			if (strlen(own[i]) == (size_t)(eq - s) && !memcmp(own[i], s, eq - s)) {
+				snprintf(why, why_len, "label '%s' is set by the sink itself%s",
+					 own[i],
+					 strcmp(own[i], "host") ? "" : " (use the host key)");
+				return "labels";
+			}
+		for (prev = labels; prev < s; prev = strchr(prev, ',') + 1)
+			if (!strncmp(prev, s, (size_t)(eq - s) + 1)) {
+				snprintf(why, why_len, "label '%.*s' given twice", (int)(eq - s),
+					 s);
+				return "labels";
+			}
+		if (++n > PPROF_LABELS_MAX) {
+			snprintf(why, why_len, "more than %d labels", PPROF_LABELS_MAX);
+			return "labels";
+		}
+		s = *end ? end + 1 : end;
+		if (!*s && *end) {
+			snprintf(why, why_len, "a ',' at the end of labels");
+			return "labels";
+		}
+	}
+	return NULL;
+}
+
+static const char *pprof_check(const void *opts, char *why, size_t why_len)
+{
+	const struct pprof_options *o = opts;
+	const char *c;
+
+	if (o->host) {
+		for (c = o->host; *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == '_'))
+				break;
+		if (!o->host[0] || *c || c - o->host > 255) {
+			snprintf(why, why_len,
+				 "bad host '%s': expected a host name (letters, digits, '-', '.', "
+				 "'_')",
+				 o->host);
+			return "host";
+		}
+	}
+	return o->labels ? pprof_labels_check(o->labels, why, why_len) : NULL;
+}
+
+const struct conf_kind pprof_conf_kind = {
+	.name = "pprof",
+	.roles = CONF_SINK,
+	.available = true,
+	.keys = pprof_keys,
+	.doc = "gzip-compressed pprof profiles (profile.proto), one per interval",
+	.options_size = sizeof(struct pprof_options),
+	.check = pprof_check,
+};

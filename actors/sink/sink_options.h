@@ -63,6 +63,18 @@ struct timeline_options {
 	unsigned long long trigger_holdoff_s; /* ring */
 };
 
+/* kind = pprof: one member per key of pprof_keys. */
+struct pprof_options {
+	const char *path;
+	unsigned long long interval_s;
+	unsigned long long max_entries;
+	const char *host; /* NULL: the hostname */
+	const char *labels; /* "k=v,k=v", checked; NULL: none */
+};
+
+/* pprof's user labels at most (host is one more). */
+#define PPROF_LABELS_MAX 16
+
 /* Defaults of the ring when its keys are not written (docs/pipeline.md says why). */
 #define TIMELINE_RING_MB_DEFAULT 256
 
@@ -94,5 +106,6 @@ extern const struct conf_kind folded_conf_kind;
 extern const struct conf_kind publish_conf_kind;
 extern const struct conf_kind timeline_conf_kind;
 extern const struct conf_kind metrics_conf_kind;
+extern const struct conf_kind pprof_conf_kind;
 
 #endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */
