@@ -6,7 +6,9 @@
 # (tests/pprof_compare.py): the same top functions, shares within 1 point, each GPU kernel
 # under its launch stack, the labels. Bad input: a bad key's value names the file and line; a
 # folder that cannot be made is a problem in status while the pipeline runs on, and clears.
-# TAP on stdout.
+# push_url: every file posted to a local stand-in for Pyroscope's /ingest
+# (tests/push_receiver.py), which refuses for a while: nothing lost, each file once, bodies
+# byte-identical to the files on disk. TAP on stdout.
 #
 # Usage: pprof_test.sh XPUSUP_BINARY BUILD_DIR
 set -u
@@ -126,6 +128,64 @@ log_clean "$s" "not a folder"
 f=$(ls "$WORK"/notadir/profile-*.pb.gz 2>/dev/null | head -1)
 [ -n "$f" ] && "$PPROF" -top -sample_index=gpu_time "$f" 2>/dev/null | grep -q "\[gpu\]"
 ok $? "not a folder: the file written after it holds GPU time pprof reads"
+
+# ---- push_url: each file posted, through a refusing spell, to a local /ingest --------------
+s="$PREFIX-push"
+mkdir -p "$WORK/push/bodies"
+"$PY" "$HERE/push_receiver.py" "$WORK/push/port" "$WORK/push/log" "$WORK/push/bodies" &
+recv=$!
+for _ in $(seq 1 100); do [ -s "$WORK/push/port" ] && break; sleep 0.05; done
+port=$(cat "$WORK/push/port" 2>/dev/null)
+control() { curl -sf "http://127.0.0.1:$port/control?mode=$1&n=-1" >/dev/null; }
+LAUNCHES=9000
+{ printf '[sink prof]\nkind = pprof\npath = push/profile.pb.gz\ninterval_s = 1\n'
+  printf 'host = testhost\nlabels = team=ml\npush_url = http://127.0.0.1:%s\n' "$port"
+  printf 'push_app = trainer\npush_backoff_ms = 100\npush_backoff_max_s = 1\n'
+  synthetic $LAUNCHES | sed 's/launches_per_s = 0/launches_per_s = 1500/'; } >"$WORK/push.conf"
+"$XPUSUP" start "$WORK/push.conf" --session "$s" >/dev/null 2>&1
+ok $? "push: a session with a pprof sink that pushes starts (receiver on port $port)"
+wait_for 15 "$s" "c('prof', 'push_sent') >= 1"
+ok $? "push: files are posted while the session runs ($(json "$s" "c('prof', 'push_sent')"))"
+control refuse
+wait_for 15 "$s" "c('prof', 'push_failures') >= 2 and c('prof', 'push_spooled') >= 2"
+ok $? "push: while the receiver answers 500, files wait in the spool and failures are counted ($(json "$s" "c('prof', 'push_failures'), c('prof', 'push_spooled')"))"
+control accept
+wait_for 40 "$s" "c('syn', 'launches') == $LAUNCHES and c('prof', 'events_in') == sum_('events_out') and c('prof', 'push_spooled') == 0"
+ok $? "push: once it accepts again, the spool empties while the session runs ($(json "$s" "c('prof', 'push_sent'), c('prof', 'push_spooled'), c('prof', 'push_retries')"))"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "push"
+kill "$recv" 2>/dev/null
+wait "$recv" 2>/dev/null
+"$PY" - "$WORK/push" <<'PYEOF' >"$WORK/push/check.txt" 2>&1
+import glob, hashlib, os, sys
+d = sys.argv[1]
+files = sorted(glob.glob(os.path.join(d, "profile-*.pb.gz")))
+disk = {hashlib.sha256(open(f, "rb").read()).hexdigest(): f for f in files}
+rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(d, "log"))]
+ok = [r for r in rows if r[1] == "200"]
+got = [r[3] for r in ok]
+bad = []
+if sorted(got) != sorted(disk):
+    bad.append("accepted %d bodies, %d files on disk, %d in common" % (len(got), len(disk), len(set(got) & set(disk))))
+for r in ok:
+    if r[5] != "/ingest" or r[6] != "trainer{host=testhost,team=ml}" or r[9] != "pprof" or not (0 < int(r[7]) <= int(r[8])):
+        bad.append("request %s: path %s name %s from %s until %s format %s" % (r[0], r[5], r[6], r[7], r[8], r[9]))
+        break
+if not any(r[1] == "500" for r in rows):
+    bad.append("no request was refused")
+leftover = os.listdir(os.path.join(d, "push-spool")) if os.path.isdir(os.path.join(d, "push-spool")) else []
+leftover = [f for f in leftover if f.endswith(".pprof")]
+if leftover:
+    bad.append("left in the spool: %s" % leftover)
+print("%d files, %d requests, %d accepted, %d refused" % (len(files), len(rows), len(ok), sum(r[1] == "500" for r in rows)))
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PYEOF
+ok $? "push: after the refusals every file on disk reached the receiver once, byte for byte, as trainer{host=testhost,team=ml} from..until format=pprof, none left in the spool ($(head -3 "$WORK/push/check.txt" | tr '\n' ' '))"
+out=$(printf '[sink prof]\nkind = pprof\npath = p.pb.gz\npush_url = ftp://x\n' >"$WORK/bad3.conf"; "$XPUSUP" start --check "$WORK/bad3.conf" 2>&1)
+rc=$?
+[ $rc = 100 ] && echo "$out" | grep -q "bad3.conf:4:.*push_url"
+ok $? "push: a push_url that is not http(s) is refused with file and line (exit $rc: $out)"
 
 echo "1..$n"
 [ $failed = 0 ]

@@ -46,6 +46,7 @@
 #include "actors/sink/flame_frames.h"
 #include "actors/sink/fmt.h"
 #include "actors/sink/out.h"
+#include "actors/sink/push.h"
 #include "actors/sink/sink_options.h"
 #include "actors/sink/table_hash.h"
 #include "common/mix.h"
@@ -170,11 +171,15 @@ struct pprof {
 	struct memo memo;
 	/* counted over the run */
 	__u64 files, cpu_samples, gpu_events, events_full, bytes_written;
+	struct pusher *push; /* push_url: each finished file is posted; NULL: none */
+	unsigned long long push_drain_ms;
+	__u64 push_not_queued; /* files the spool did not take (other than for its cap) */
 };
 
 static const char *const counter_names[] = {
-	"files_written", "cpu_samples", "gpu_events", "samples",     "locations",
-	"functions",	 "mappings",	"strings",    "events_full", "bytes_written",
+	"files_written", "cpu_samples",	  "gpu_events",	     "samples",
+	"locations",	 "functions",	  "mappings",	     "strings",
+	"events_full",	 "bytes_written", "push_not_queued",
 };
 
 /* ---- the tables ------------------------------------------------------------------------ */
@@ -904,11 +909,17 @@ static int file_name(const struct pprof *p, char *buf, size_t size)
  * finish; must not block the sink for long. */
 static void pprof_finished(struct pprof *p, const char *path, __u64 from_ns, __u64 until_ns)
 {
-	/* push: a finished file */
-	(void)path;
-	(void)from_ns;
-	(void)until_ns;
+	int err;
+
 	p->files++;
+	if (!p->push)
+		return;
+	/* into the spool (a link, a copy across file systems), never the network: a file the
+	 * spool's cap refuses is counted there (push_dropped), any other failure here */
+	err = pusher__submit(p->push, path, from_ns / 1000000000ull,
+			     (until_ns + 999999999ull) / 1000000000ull);
+	if (err && err != -ENOSPC)
+		p->push_not_queued++;
 }
 
 /* Whether the interval has nothing to write. */
@@ -1019,6 +1030,8 @@ static void pprof_free(void *st)
 
 	if (!p)
 		return;
+	if (p->push) /* at stop: what is queued gets push_drain_ms, the rest waits in the spool */
+		pusher__close(p->push, (unsigned int)p->push_drain_ms);
 	for (i = 1; p->strings && i < p->istrings.n; i++)
 		free(p->strings[i]);
 	free(p->strings);
@@ -1042,19 +1055,27 @@ static void pprof_free(void *st)
 static unsigned int pprof_counters(void *st, const char **names, __u64 *values, unsigned int max)
 {
 	struct pprof *p = st;
-	__u64 v[] = {
-		p->files,	 p->cpu_samples,
-		p->gpu_events,	 p->isamples.n ? p->isamples.n - 1 : 0, /* not the FULL_FRAME one */
-		p->ilocations.n, p->ifunctions.n,
-		p->imappings.n,	 p->istrings.n,
-		p->events_full,	 p->bytes_written
-	};
+	__u64 v[] = { p->files,
+		      p->cpu_samples,
+		      p->gpu_events,
+		      p->isamples.n ? p->isamples.n - 1 : 0, /* not the FULL_FRAME one */
+		      p->ilocations.n,
+		      p->ifunctions.n,
+		      p->imappings.n,
+		      p->istrings.n,
+		      p->events_full,
+		      p->bytes_written,
+		      p->push_not_queued };
 	unsigned int i, n = sizeof(v) / sizeof(v[0]);
 
+	if (!p->push)
+		n--; /* push_not_queued: only with a push */
 	for (i = 0; i < n && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];
 	}
+	if (p->push)
+		i += pusher__counters(p->push, names + i, values + i, max - i);
 	return i;
 }
 
@@ -1080,6 +1101,36 @@ static int take_labels(struct pprof *p, const char *labels)
 	p->extra_keys[p->n_extra] = "host";
 	p->extra_values[p->n_extra++] = p->host;
 	return 0;
+}
+
+/* push_url: the uploader, its spool push_spool or PUSH_SPOOL_DIR beside the files, the host
+ * label the samples have, the labels the samples have unless push_labels says others. */
+static int push_open(struct pprof *p, const struct fmt_env *env, struct pprof_options *o, char *why,
+		     size_t why_len)
+{
+	char spool[PPROF_PATH_MAX];
+	const char *slash;
+	int err;
+
+	err = env->path(env->ctx, "push_spool", spool, sizeof(spool));
+	if (err == -ENOENT) {
+		slash = strrchr(p->stem, '/');
+		err = snprintf(spool, sizeof(spool), "%.*s%s",
+			       slash ? (int)(slash - p->stem + 1) : 0, p->stem,
+			       PUSH_SPOOL_DIR) >= (int)sizeof(spool) ?
+			      -ENAMETOOLONG :
+			      0;
+	}
+	if (err) {
+		snprintf(why, why_len, "push_spool: the folder's name is too long");
+		return -EINVAL;
+	}
+	o->push.spool = spool;
+	o->push.host = p->host;
+	if (!o->push.labels)
+		o->push.labels = o->labels;
+	p->push_drain_ms = o->push.drain_ms;
+	return pusher__open(&p->push, &o->push, why, why_len); /* copies what it keeps */
 }
 
 static int pprof_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
@@ -1132,6 +1183,11 @@ static int pprof_open(void **out, const struct fmt_env *env, char *why, size_t w
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;
+	}
+	if (o.push.url) {
+		err = push_open(p, env, &o, why, why_len);
+		if (err)
+			goto fail;
 	}
 	p->start_wall = wall_now();
 	tables__reset(p);

@@ -121,97 +121,6 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* ---- options ---- */
-
-static bool label_key_ok(const char *s, size_t n)
-{
-	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
-/* Pyroscope reads name as APP{k=v,k=v}: a value may not hold what separates them. */
-static bool label_value_ok(const char *s, size_t n)
-{
-	if (!n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isgraph((unsigned char)s[i]) || strchr(",{}=\"\\", s[i]))
-			return false;
-	return true;
-}
-
-static bool app_ok(const char *s)
-{
-	if (!s[0] || strlen(s) > 128)
-		return false;
-	for (; *s; s++)
-		if (!(isalnum((unsigned char)*s) || strchr("._-", *s)))
-			return false;
-	return true;
-}
-
-/* What Pyroscope (Cortex's rules) accepts as a tenant id; a header value, so no CR or LF. */
-static bool tenant_ok(const char *s)
-{
-	if (!s[0] || strlen(s) > 150)
-		return false;
-	for (; *s; s++)
-		if (!(isalnum((unsigned char)*s) || strchr("!-_.*'()", *s)))
-			return false;
-	return true;
-}
-
-/* labels: "k=v,k=v", each key once and none "host". */
-static bool labels_ok(const char *labels, char *why, size_t why_len)
-{
-	const char *s = labels, *keys[64];
-	size_t key_len[64], n = 0;
-
-	while (*s) {
-		const char *end = strchr(s, ','), *eq;
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-
-		eq = memchr(s, '=', len);
-		if (!eq || !label_key_ok(s, (size_t)(eq - s)) ||
-		    !label_value_ok(eq + 1, len - (size_t)(eq - s) - 1)) {
-			snprintf(why, why_len,
-				 "push_labels: \"%.*s\" is not k=v (k: letters, digits, _; v: "
-				 "printable, none of ,{}=\"\\)",
-				 (int)len, s);
-			return false;
-		}
-		for (size_t i = 0; i < n; i++)
-			if (key_len[i] == (size_t)(eq - s) && !memcmp(keys[i], s, key_len[i])) {
-				snprintf(why, why_len, "push_labels: %.*s twice", (int)key_len[i],
-					 s);
-				return false;
-			}
-		if (eq - s == 4 && !memcmp(s, "host", 4)) {
-			snprintf(why, why_len,
-				 "push_labels: host is the sink's host, always a label already");
-			return false;
-		}
-		if (n == 64) {
-			snprintf(why, why_len, "push_labels: more than 64 labels");
-			return false;
-		}
-		keys[n] = s;
-		key_len[n++] = (size_t)(eq - s);
-		if (!end)
-			break;
-		s = end + 1;
-		if (!*s) {
-			snprintf(why, why_len, "push_labels: a trailing comma");
-			return false;
-		}
-	}
-	return true;
-}
-
 /*
  * The URL as curl parses it: http or https, a host, no query or fragment. When ingest is
  * not NULL, the URL to POST to (PATH/ingest unless PATH ends so) and the same without
@@ -295,33 +204,6 @@ free_parts:
 free_url:
 	curl_url_cleanup(u);
 	return err;
-}
-
-const char *push_opts__check(const struct push_opts *o, char *why, size_t why_len)
-{
-	if (!o->url)
-		return NULL;
-	pthread_once(&curl_once, curl_init);
-	if (parse_url(o->url, NULL, NULL, why, why_len))
-		return "push_url";
-	if (o->app && !app_ok(o->app)) {
-		snprintf(why, why_len, "push_app \"%s\": 1 to 128 letters, digits, '.', '_' or '-'",
-			 o->app);
-		return "push_app";
-	}
-	if (o->labels && !labels_ok(o->labels, why, why_len))
-		return "push_labels";
-	if (o->tenant && !tenant_ok(o->tenant)) {
-		snprintf(why, why_len, "push_tenant \"%s\": 1 to 150 letters, digits or !-_.*'()",
-			 o->tenant);
-		return "push_tenant";
-	}
-	if (o->backoff_ms && o->backoff_max_s && o->backoff_ms > o->backoff_max_s * 1000) {
-		snprintf(why, why_len, "push_backoff_ms %llu is over push_backoff_max_s %llu",
-			 o->backoff_ms, o->backoff_max_s);
-		return "push_backoff_ms";
-	}
-	return NULL;
 }
 
 /* RFC 3986: all but the unreserved characters percent-encoded. */
@@ -873,6 +755,7 @@ int pusher__open(struct pusher **pp, const struct push_opts *o, char *why, size_
 	}
 	if (push_opts__check(&opts, why, why_len))
 		return -EINVAL;
+	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc) {
 		snprintf(why, why_len, "push: libcurl: %s", curl_easy_strerror(curl_init_rc));
 		return -EIO;
@@ -883,7 +766,7 @@ int pusher__open(struct pusher **pp, const struct push_opts *o, char *why, size_
 		host[sizeof(host) - 1] = '\0';
 		opts.host = host;
 	}
-	if (!label_value_ok(opts.host, strlen(opts.host))) {
+	if (!push__label_value_ok(opts.host, strlen(opts.host))) {
 		snprintf(why, why_len, "push: host \"%s\" cannot be a label value", opts.host);
 		return -EINVAL;
 	}

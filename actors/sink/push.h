@@ -33,6 +33,7 @@
 #ifndef XPUSUP_ACTORS_SINK_PUSH_H
 #define XPUSUP_ACTORS_SINK_PUSH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <linux/types.h>
@@ -121,6 +122,10 @@ struct push_opts {
 /* clang-format on */
 
 struct pusher;
+
+/* Whether s (n bytes) may be a label value: Pyroscope reads name as APP{k=v,k=v}, so a
+ * value may not hold what separates them (nor a space or control byte). */
+bool push__label_value_ok(const char *s, size_t n);
 
 /*
  * push_opts__check - the rules of the push keys that a table cannot say: url parses and is

@@ -464,6 +464,7 @@ static const struct conf_key pprof_keys[] = {
 	  .type = CONF_T_TEXT,
 	  .roles = CONF_SINK,
 	  .doc = "labels of every sample, NAME=VALUE,NAME=VALUE (e.g. team=ml,job=resnet)" },
+	PUSH_CONF_KEYS(struct pprof_options, push),
 	{ .key = NULL },
 };
 
@@ -550,7 +551,8 @@ static const char *pprof_check(const void *opts, char *why, size_t why_len)
 			return "host";
 		}
 	}
-	return o->labels ? pprof_labels_check(o->labels, why, why_len) : NULL;
+	c = o->labels ? pprof_labels_check(o->labels, why, why_len) : NULL;
+	return c ? c : push_opts__check(&o->push, why, why_len);
 }
 
 const struct conf_kind pprof_conf_kind = {

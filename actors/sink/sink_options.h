@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "actors/sink/push.h"
 #include "common/config.h"
 
 /* kind = stats: one member per key of stats_keys (sink_options.c). */
@@ -70,6 +71,7 @@ struct pprof_options {
 	unsigned long long max_entries;
 	const char *host; /* NULL: the hostname */
 	const char *labels; /* "k=v,k=v", checked; NULL: none */
+	struct push_opts push; /* push_url and the other push_ keys (push.h) */
 };
 
 /* pprof's user labels at most (host is one more). */
