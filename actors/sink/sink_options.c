@@ -137,6 +137,12 @@ static const struct conf_key publish_keys[] = {
 	  .type = CONF_T_TEXT,
 	  .roles = CONF_SINK,
 	  .doc = "tls+tcp: subscribers must present a certificate this CA signed (PEM)" },
+	{ .key = "host",
+	  CONF_MEMBER(struct publish_options, host),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .doc = "the name subscribers know this host by (1..64 printable bytes, no space); "
+		 "default: the hostname" },
 	{ .key = "queue",
 	  CONF_MEMBER(struct publish_options, queue),
 	  .type = CONF_T_UINT,
