@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
+#include <sys/utsname.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
@@ -242,28 +242,28 @@ static int listen_on(struct publish *pb, const struct fmt_env *env, const char *
 	return 0;
 }
 
-/* The host name: `host`, or the hostname. 0, or -EINVAL with why. */
+/* The host name: `host`, which must be valid, or the hostname, made valid (a byte a host
+ * name cannot hold becomes '_'): a machine's odd name is no reason for the sink not to
+ * start. 0, or -EINVAL with why. */
 static int host_name(struct publish *pb, const char *host, char *why, size_t why_len)
 {
-	if (!host) {
-		if (gethostname(pb->host, sizeof(pb->host))) {
-			snprintf(why, why_len, "unable to read the hostname (%s): set 'host'",
-				 strerror(errno));
-			return -EINVAL;
-		}
-		pb->host[sizeof(pb->host) - 1] = 0;
-		host = pb->host;
-	}
-	if (!xpu_wire_origin__valid_host(host, strlen(host))) {
+	struct utsname u;
+	size_t i, n;
+
+	if (host && !xpu_wire_origin__valid_host(host, strlen(host))) {
 		snprintf(why, why_len,
 			 "bad host '%.80s': 1..%d printable characters without spaces, e.g. node17",
 			 host, XPU_WIRE_HOST_MAX);
 		return -EINVAL;
 	}
-	if (host != pb->host)
-		snprintf(pb->host, sizeof(pb->host), "%s", host);
+	if (!host)
+		host = uname(&u) || !u.nodename[0] ? "localhost" : u.nodename;
+	n = strnlen(host, XPU_WIRE_HOST_MAX);
+	for (i = 0; i < n; i++)
+		pb->host[i] = host[i] < 0x21 || host[i] > 0x7e ? '_' : host[i];
+	pb->host[n] = 0;
 	pb->origin.host = pb->host;
-	pb->origin.host_len = (__u32)strlen(pb->host);
+	pb->origin.host_len = (__u32)n;
 	return 0;
 }
 
