@@ -7,7 +7,9 @@
 # counted per host (received + missed = what each session's publish sink received, no gap,
 # alpha's two sessions counted), alpha's reconnection counted, the missing host reported, the
 # processes named HOST/comm with pids of their own per host, both hosts' times on this
-# machine's CLOCK_MONOTONIC, and a trace.json that `xpusup check` accepts. TAP on stdout.
+# machine's CLOCK_MONOTONIC, and a trace.json that `xpusup check` accepts; nngcat and
+# python3-msgpack, an independent client and decoder, read the origin keys (host, session,
+# clock) on every batch of beta. TAP on stdout.
 #
 # Each session holds its correlators and source back with a test sink that takes 3 s to be
 # ready (as tests/publish_test.sh does), so that the subscribers, started before the
@@ -43,6 +45,8 @@ host_conf() { # host_conf HOST PORT COUNT
 mono_us() { "$PY" -c 'import time; print(time.monotonic_ns() // 1000)'; }
 
 # ---- configuration and command line ---------------------------------------------------
+command -v nngcat >/dev/null 2>&1 && "$PY" -c 'import msgpack' 2>/dev/null
+ok $? "nngcat and python3-msgpack are installed (scripts/install-deps)"
 printf '[sink p]\nkind = publish\nlisten = tcp://127.0.0.1:1\nhost = bad host\n' >"$WORK/badhost.conf"
 "$XPUSUP" start "$WORK/badhost.conf" --session "$PREFIX-badhost" >/dev/null 2>"$WORK/badhost.err"
 [ $? = 100 ] && grep -q "bad host 'bad host'" "$WORK/badhost.err"
@@ -76,14 +80,18 @@ sfold=$!
 "$XPUSUP" subscribe "tcp://127.0.0.1:$P1" "tcp://127.0.0.1:$P2" --format stats \
 	-o "$WORK/stats.json" 2>"$WORK/stats.err" &
 sstats=$!
-pids="$strace $sfold $sstats"
+# an independent client and decoder of the origin keys: nngcat and python3-msgpack
+nngcat --sub0 --dial "tcp://127.0.0.1:$P2" --async --raw -Z 67108864 >"$WORK/beta.raw" \
+	2>"$WORK/nngcat.err" &
+ncat=$!
+pids="$strace $sfold $sstats $ncat"
 "$XPUSUP" start "$WORK/alpha.conf" --session "$A1" >/dev/null 2>"$WORK/alpha.start" &
 start_a=$!
 "$XPUSUP" start "$WORK/beta.conf" --session "$B" >/dev/null 2>"$WORK/beta.start" &
 start_b=$!
 wait_for 20 "$A1" "c('pub', 'subscribers') == 3 and a['syn']['pid'] == 0" &&
-	wait_for 20 "$B" "c('pub', 'subscribers') == 3 and a['syn']['pid'] == 0"
-ok $? "three subscribers connected to both hosts before their sources start"
+	wait_for 20 "$B" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0"
+ok $? "three subscribers connected to both hosts (and nngcat to beta) before their sources start"
 wait $start_a && wait $start_b
 ok $? "both sessions start ($(head -c 200 "$WORK/alpha.start" "$WORK/beta.start"))"
 all_in="c('syn', 'launches') == 3000 and c('pub', 'events_in') == c('syn', 'records_out')"
@@ -111,6 +119,9 @@ sleep 0.5
 "$XPUSUP" stop --session "$B" >/dev/null 2>&1
 log_clean "$A2" "alpha's second session"
 log_clean "$B" "beta's session"
+# SIGTERM: a background job of a script ignores SIGINT, and nngcat keeps that
+kill -TERM $ncat 2>/dev/null
+wait $ncat
 kill -INT $strace $sfold $sstats 2>/dev/null
 wait $strace
 rc_trace=$?
@@ -147,6 +158,25 @@ F=$WORK/folded.err
 [ $rc_fold = 0 ] && [ "$(host_field "$F" alpha events)" = $((ev_a1 + ev_a2)) ] &&
 	[ "$(host_field "$F" beta events)" = "$ev_b" ] && [ "$(total "$F" missed)" = 0 ]
 ok $? "folded subscriber: exits 0, the same per-host counts ($(tail -1 "$F"))"
+
+got=$("$PY" - "$WORK/beta.raw" "$t0" <<'PYEOF'
+import sys, time, msgpack
+events, sessions, hosts, ok = 0, set(), set(), True
+offset = time.time_ns() - time.monotonic_ns()
+with open(sys.argv[1], 'rb') as f:
+    for b in msgpack.Unpacker(f, raw=True, strict_map_key=False):
+        hosts.add(b[b'host'])
+        sessions.add(b[b'session'])
+        mono, real = b[b'clock']
+        # the session's pair: read on this machine during the run, the same two clocks
+        ok &= int(sys.argv[2]) * 1000 <= mono <= time.monotonic_ns()
+        ok &= abs((real - mono) - offset) < 10**6
+        events += len(b[b'events'])
+print(events, sorted(hosts), len(sessions), ok)
+PYEOF
+)
+[ "$got" = "$ev_b [b'beta'] 1 True" ]
+ok $? "nngcat and python3-msgpack: every batch of beta carries host, session and a clock pair ($got; want $ev_b [b'beta'] 1 True)"
 
 # ---- one trace.json of both hosts -----------------------------------------------------------
 "$XPUSUP" check "$WORK/trace.json" >"$WORK/check.out" 2>&1
