@@ -443,7 +443,9 @@ static void hosts_batch(void *st, const struct xpu_wire_batch *b, const struct x
 		if (names_comm(e->kind)) {
 			memcpy(hs->names + at, h->name, h->name_len);
 			hs->names[at + h->name_len] = '/';
-			memcpy(hs->names + at + h->name_len + 1, ev[i].name, ev[i].name_len);
+			if (ev[i].name_len) /* no comm: the name is NULL */
+				memcpy(hs->names + at + h->name_len + 1, ev[i].name,
+				       ev[i].name_len);
 			e->name = hs->names + at;
 			e->name_len = h->name_len + 1 + ev[i].name_len;
 			at += e->name_len;
@@ -937,7 +939,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct subscriber s = { .drv = { .fmt = &fmt_raw, .ops = &subscriber_ops } };
-	static struct dials ds; /* the pipe callback's: lives until the socket is closed */
+	static struct dials ds; /* 64 URLs of state: not on the stack */
 	struct hosts *hosts = NULL;
 	nng_socket sub;
 	__u64 missed, rewinds;
