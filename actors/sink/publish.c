@@ -242,20 +242,14 @@ static int listen_on(struct publish *pb, const struct fmt_env *env, const char *
 	return 0;
 }
 
-/* The host name: `host`, which must be valid, or the hostname, made valid (a byte a host
- * name cannot hold becomes '_'): a machine's odd name is no reason for the sink not to
- * start. 0, or -EINVAL with why. */
-static int host_name(struct publish *pb, const char *host, char *why, size_t why_len)
+/* The host name: `host` (checked with the options: publish_conf_kind), or the hostname made
+ * valid (a byte a host name cannot hold becomes '_'): a machine's odd name is no reason for
+ * the sink not to start. */
+static void host_name(struct publish *pb, const char *host)
 {
 	struct utsname u;
 	size_t i, n;
 
-	if (host && !xpu_wire_origin__valid_host(host, strlen(host))) {
-		snprintf(why, why_len,
-			 "bad host '%.80s': 1..%d printable characters without spaces, e.g. node17",
-			 host, XPU_WIRE_HOST_MAX);
-		return -EINVAL;
-	}
 	if (!host)
 		host = uname(&u) || !u.nodename[0] ? "localhost" : u.nodename;
 	n = strnlen(host, XPU_WIRE_HOST_MAX);
@@ -264,7 +258,6 @@ static int host_name(struct publish *pb, const char *host, char *why, size_t why
 	pb->host[n] = 0;
 	pb->origin.host = pb->host;
 	pb->origin.host_len = (__u32)n;
-	return 0;
 }
 
 /* The session's identity and clock pair: the supervisor's reading at its start, the same for
@@ -339,9 +332,7 @@ static int publish_open(void **out, const struct fmt_env *env, char *why, size_t
 		err = -EINVAL;
 		goto free_pb;
 	}
-	err = host_name(pb, o.host, why, why_len);
-	if (err)
-		goto free_pb;
+	host_name(pb, o.host);
 	origin_clock(pb, env);
 	pb->linger_ms = o.linger_ms;
 	rv = nng_pub0_open(&pb->pub);
