@@ -20,7 +20,7 @@
  * supervisor took once for every actor: all publish sinks of a session add the same bytes to
  * a batch. realtime - monotonic changes only when the realtime clock is stepped (NTP's slewing
  * moves both clocks alike), so once a second we look again and announce a fresh pair when
- * the difference moved by more than PUBLISH_STEP_NS.
+ * the difference moved by more than PUBLISH_STEP_NS since we first measured it ourselves.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,6 +43,10 @@
 #define PEM_MAX (1u << 20) /* a certificate chain or key file larger than this is a mistake */
 #define PUBLISH_STEP_NS 1000000ll /* realtime - monotonic moved this much: a clock step */
 #define PUBLISH_CLOCK_CHECK_NS 1000000000ull
+/* the session's pair is off by this much from ours at start: the clock was stepped since the
+ * session began (a publish sink restarted later); less may be the supervisor's two readings
+ * apart (they are not bracketed) */
+#define PUBLISH_STALE_NS 50000000ll
 
 struct publish {
 	nng_socket pub;
@@ -51,6 +55,10 @@ struct publish {
 	__u64 messages, bytes, send_errors;
 	__u64 clock_steps; /* fresh clock pairs announced after a step of the realtime clock */
 	__u64 clock_checked; /* xpu_now_ns of the last look at the clocks */
+	/* realtime - monotonic as we measured it (tightly) when the announced pair became
+	 * ours: what a step is measured against, not the announced pair, which the supervisor
+	 * read without a bracket */
+	__s64 base_offset;
 	char host[XPU_WIRE_HOST_MAX + 1];
 	struct xpu_wire_origin origin; /* added to every batch; host points into host[] */
 	/* written by nng's pipe callbacks on its own threads; relaxed: it is a gauge for
@@ -261,10 +269,13 @@ static void host_name(struct publish *pb, const char *host)
 }
 
 /* The session's identity and clock pair: the supervisor's reading at its start, the same for
- * every actor of the session; outside a session (no status block), our own. */
+ * every actor of the session; outside a session (no status block), or when the realtime clock
+ * was stepped since the session started, our own. */
 static void origin_clock(struct publish *pb, const struct fmt_env *env)
 {
 	const struct xpu_status_hdr *h = env->status ? &env->status->hdr : NULL;
+	__u64 mono, real;
+	__s64 stale;
 
 	if (h && h->started_ns && h->started_realtime_ns) {
 		pb->origin.clock_mono_ns = h->started_ns;
@@ -273,6 +284,14 @@ static void origin_clock(struct publish *pb, const struct fmt_env *env)
 		sink_clocks__realtime_pair(&pb->origin.clock_mono_ns, &pb->origin.clock_real_ns);
 	}
 	pb->origin.session = pb->origin.clock_real_ns;
+	sink_clocks__realtime_pair(&mono, &real);
+	pb->base_offset = (__s64)(real - mono);
+	stale = pb->base_offset - (__s64)(pb->origin.clock_real_ns - pb->origin.clock_mono_ns);
+	if (stale > PUBLISH_STALE_NS || stale < -PUBLISH_STALE_NS) {
+		pb->origin.clock_mono_ns = mono;
+		pb->origin.clock_real_ns = real;
+		pb->clock_steps++;
+	}
 	pb->clock_checked = xpu_now_ns();
 }
 
@@ -404,11 +423,11 @@ static int publish_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 	if (now_ns - pb->clock_checked >= PUBLISH_CLOCK_CHECK_NS) {
 		pb->clock_checked = now_ns;
 		sink_clocks__realtime_pair(&mono, &real);
-		moved = (__s64)(real - mono) -
-			(__s64)(pb->origin.clock_real_ns - pb->origin.clock_mono_ns);
+		moved = (__s64)(real - mono) - pb->base_offset;
 		if (moved > PUBLISH_STEP_NS || moved < -PUBLISH_STEP_NS) {
 			pb->origin.clock_mono_ns = mono;
 			pb->origin.clock_real_ns = real;
+			pb->base_offset = (__s64)(real - mono);
 			pb->clock_steps++;
 		}
 	}
