@@ -202,6 +202,9 @@ gpu = [n for n in names.values() if n.startswith("GPU ") and "(pid " in n]
 gpu_pids = {int(n.split("(pid ")[1].rstrip(")")) for n in gpu}
 for h, ps in host_pids.items():
     assert gpu_pids & ps, (h, gpu)
+# each host's GPU 0 a device of its own (its SM-active track): device 0 and 256
+devices = sorted(n for n in names.values() if n.startswith("GPU ") and "(pid " not in n)
+assert devices == ["GPU 0", "GPU 256"], devices
 # every event of either host on this machine's CLOCK_MONOTONIC, inside the test's window
 per_host = {"alpha": 0, "beta": 0}
 for e in evs:
@@ -215,7 +218,7 @@ assert all(per_host.values()), per_host
 print("processes", {h: sorted(ps) for h, ps in host_pids.items()}, "events", per_host,
       "gpu tracks", len(gpu))
 PYEOF
-ok $? "trace.json: processes named alpha/... and beta/... with pids apart, GPU tracks of both, times inside the run ($(tail -c 300 "$WORK/trace.py.out"))"
+ok $? "trace.json: processes named alpha/... and beta/... with pids apart, GPU tracks and devices of both, times inside the run ($(tail -c 300 "$WORK/trace.py.out"))"
 grep -q "^alpha/synth;" "$WORK/flame.folded" && grep -q "^beta/synth;" "$WORK/flame.folded"
 ok $? "flame.folded: stacks of both hosts, under alpha/synth and beta/synth"
 
