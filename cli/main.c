@@ -41,7 +41,7 @@ static const char usage_main[] =
 	"  status                actors, rings and counters of a running session\n"
 	"  record -- CMD         profile CMD from start to exit with the built-in pipeline\n"
 	"  run -- CMD            run CMD attached to a running session (GPU activity, ranges)\n"
-	"  subscribe URL         receive a session's events from its publish sink, remotely\n"
+	"  subscribe URL...      receive sessions' events from their publish sinks (many hosts)\n"
 	"  check TRACE.json      check a trace's invariants: order, streams, nesting, flows\n"
 	"  snapshot              write what a session's flight recorder (timeline ring) keeps\n"
 	"\n"

@@ -21,7 +21,7 @@ int subscribe_cmd(int argc, char **argv)
 {
 	char *prog = supervisor_find_program("subscribe");
 
-	(void)argc; /* argv is NULL-terminated: passed on whole */
+	(void)argc; /* argv is NULL-terminated: passed on whole, one URL or several */
 	if (!prog) {
 		fprintf(stderr,
 			"xpusup: unable to subscribe: no program xpusup-subscribe (searched "

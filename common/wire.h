@@ -162,6 +162,45 @@ int xpu_wire_enc__finish(struct xpu_wire_enc *enc, const void **data, size_t *le
 __u32 xpu_wire_enc__count(const struct xpu_wire_enc *enc);
 size_t xpu_wire_enc__size(const struct xpu_wire_enc *enc);
 
+/*
+ * The origin of a batch (docs/wire.md, "Origin"): optional batch keys that a publish sink adds
+ * to every batch it hands on, so that a subscriber of several hosts knows whose each batch is,
+ * which session of that host it comes from, and how that host's CLOCK_MONOTONIC (the events'
+ * time) relates to its CLOCK_REALTIME. Correlators never write them.
+ */
+#define XPU_WIRE_HOST_MAX 64 /* bytes of a host name (HOST_NAME_MAX) */
+
+struct xpu_wire_origin {
+	/* host_len bytes (1..XPU_WIRE_HOST_MAX, each printable ASCII 0x21..0x7e), not
+	 * NUL-terminated; NULL and 0 when the batch has no "host" (decoded: points into the
+	 * message) */
+	const char *host;
+	__u32 host_len;
+	__u32 reserved;
+	__u64 session; /* identifies the host's session (the realtime ns it started); 0: none */
+	/* CLOCK_MONOTONIC and CLOCK_REALTIME read together on the host; both 0: none */
+	__u64 clock_mono_ns, clock_real_ns;
+};
+
+/* xpu_wire_origin__valid - a host name as "host" must be: 1..XPU_WIRE_HOST_MAX bytes, each
+ * printable ASCII other than the space. */
+bool xpu_wire_origin__valid_host(const char *host, size_t len);
+
+/* xpu_wire_origin__bound - the most bytes xpu_wire_origin__add adds to any message for o. */
+size_t xpu_wire_origin__bound(const struct xpu_wire_origin *o);
+
+/*
+ * xpu_wire_origin__add - the batch msg (len bytes, as a correlator encoded it: a map) copied
+ * into out (room bytes; len + xpu_wire_origin__bound(o) always suffices) with o's keys added
+ * to its map: "host" (when o->host), "session" (when not 0) and "clock" (when either reading
+ * is not 0), after the batch's own entries. The map header grows in place (fixmap to map16
+ * when it must). Returns 0 and *out_len, -EINVAL when msg does not start with a map header or
+ * o->host is not a valid host, -ENOSPC when room is too small. msg is not decoded: a batch that
+ * already holds these keys would then hold them twice (a decoder rejects that).
+ */
+int xpu_wire_origin__add(const void *msg, size_t len, const struct xpu_wire_origin *o, void *out,
+			 size_t room, size_t *out_len);
+
 /* ---- decoder ---- */
 
 struct xpu_wire_batch {
@@ -169,6 +208,7 @@ struct xpu_wire_batch {
 	__u32 producer;
 	__u64 seq;
 	__u32 n_events; /* events decoded into the caller's array */
+	struct xpu_wire_origin origin; /* zero when the batch has none of its keys */
 };
 
 struct xpu_wire_limits {

@@ -512,6 +512,9 @@ enum batch_key {
 	B_EVENTS,
 	B_REQUIRED, /* the keys above are required */
 	B_SYMBOLS = B_REQUIRED,
+	B_HOST, /* the origin's keys (docs/wire.md, "Origin") */
+	B_SESSION,
+	B_CLOCK,
 	B_UNKNOWN,
 };
 
@@ -527,7 +530,50 @@ static enum batch_key batch_key(const __u8 *s, __u32 len)
 		return B_EVENTS;
 	if (len == 7 && !memcmp(s, "symbols", 7))
 		return B_SYMBOLS;
+	if (len == 4 && !memcmp(s, "host", 4))
+		return B_HOST;
+	if (len == 7 && !memcmp(s, "session", 7))
+		return B_SESSION;
+	if (len == 5 && !memcmp(s, "clock", 5))
+		return B_CLOCK;
 	return B_UNKNOWN;
+}
+
+/* "host": a str of 1..XPU_WIRE_HOST_MAX printable bytes, pointing into the message. */
+static int read_host(struct mp_reader *r, struct xpu_wire_origin *o)
+{
+	const __u8 *at = r->p, *s;
+	__u32 len;
+	int ret;
+
+	ret = mp_reader__str(r, &s, &len, "host is not a string");
+	if (ret)
+		return ret;
+	if (!xpu_wire_origin__valid_host((const char *)s, len))
+		return mp_reader__fail(
+			r, at, "host empty, longer than XPU_WIRE_HOST_MAX or not printable");
+	o->host = (const char *)s;
+	o->host_len = len;
+	return 0;
+}
+
+/* "clock": [monotonic ns, realtime ns]. */
+static int read_clock(struct mp_reader *r, struct xpu_wire_origin *o)
+{
+	const __u8 *at = r->p;
+	__u32 n;
+	int ret;
+
+	ret = mp_reader__array(r, &n, "clock is not a [monotonic, realtime] pair");
+	if (!ret)
+		ret = mp_reader__enter(r, at, DEPTH_EVENTS);
+	if (!ret && n != 2)
+		ret = mp_reader__fail(r, at, "clock is not a [monotonic, realtime] pair");
+	if (!ret)
+		ret = mp_reader__u64(r, &o->clock_mono_ns);
+	if (!ret)
+		ret = mp_reader__u64(r, &o->clock_real_ns);
+	return ret;
 }
 
 /*
@@ -703,6 +749,15 @@ static int decode_batch(struct mp_reader *r, const struct xpu_wire_limits *limit
 			break;
 		case B_SYMBOLS:
 			ret = read_symbols(r, room);
+			break;
+		case B_HOST:
+			ret = read_host(r, &batch->origin);
+			break;
+		case B_SESSION:
+			ret = mp_reader__u64(r, &batch->origin.session);
+			break;
+		case B_CLOCK:
+			ret = read_clock(r, &batch->origin);
 			break;
 		case B_UNKNOWN:
 			break;

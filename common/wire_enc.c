@@ -631,3 +631,105 @@ size_t xpu_wire_enc__size(const struct xpu_wire_enc *enc)
 		return enc->sbuf.size;
 	return enc->sbuf.size + names_header(enc) + enc->names.size;
 }
+
+/* ---- the origin keys a publish sink adds (docs/wire.md, "Origin") ---- */
+
+bool xpu_wire_origin__valid_host(const char *host, size_t len)
+{
+	size_t i;
+
+	if (!host || !len || len > XPU_WIRE_HOST_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (host[i] < 0x21 || host[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* The keys' bytes: "host" (fixstr 4) and its str8 at most, "session" (fixstr 7) and a uint64,
+ * "clock" (fixstr 5), a fixarray of 2 and two uint64. */
+#define ORIGIN_HOST_BOUND(len) (5 + 2 + (size_t)(len))
+#define ORIGIN_SESSION_BOUND (8 + 9)
+#define ORIGIN_CLOCK_BOUND (6 + 1 + 2 * 9)
+#define ORIGIN_HEADER_GROWTH 2 /* fixmap to map16, or map16 to map32 */
+
+size_t xpu_wire_origin__bound(const struct xpu_wire_origin *o)
+{
+	return ORIGIN_HEADER_GROWTH + (o->host ? ORIGIN_HOST_BOUND(o->host_len) : 0) +
+	       ORIGIN_SESSION_BOUND + ORIGIN_CLOCK_BOUND;
+}
+
+struct fixed_buf {
+	char *p;
+	size_t left;
+};
+
+/* msgpack-c's write callback into a buffer already known to be large enough. */
+static int write_fixed(void *data, const char *buf, size_t len)
+{
+	struct fixed_buf *f = data;
+
+	assert(len <= f->left);
+	memcpy(f->p, buf, len);
+	f->p += len;
+	f->left -= len;
+	return 0;
+}
+
+static void pack_key(msgpack_packer *pk, const char *key)
+{
+	msgpack_pack_str(pk, strlen(key));
+	msgpack_pack_str_body(pk, key, strlen(key));
+}
+
+int xpu_wire_origin__add(const void *msg, size_t len, const struct xpu_wire_origin *o, void *out,
+			 size_t room, size_t *out_len)
+{
+	const __u8 *m = msg;
+	struct fixed_buf f = { .p = out };
+	msgpack_packer pk;
+	size_t hdr;
+	__u32 n, more = 0;
+
+	if (o->host && !xpu_wire_origin__valid_host(o->host, o->host_len))
+		return -EINVAL;
+	if (len >= 1 && (m[0] & 0xf0) == 0x80) {
+		n = m[0] & 0x0f;
+		hdr = 1;
+	} else if (len >= 3 && m[0] == 0xde) {
+		n = (__u32)m[1] << 8 | m[2];
+		hdr = 3;
+	} else if (len >= 5 && m[0] == 0xdf) {
+		n = (__u32)m[1] << 24 | (__u32)m[2] << 16 | (__u32)m[3] << 8 | m[4];
+		hdr = 5;
+	} else {
+		return -EINVAL;
+	}
+	more = (o->host ? 1 : 0) + (o->session ? 1 : 0) +
+	       (o->clock_mono_ns || o->clock_real_ns ? 1 : 0);
+	if (n > UINT32_MAX - more)
+		return -EINVAL;
+	if (room < len + xpu_wire_origin__bound(o))
+		return -ENOSPC;
+	f.left = room;
+	msgpack_packer_init(&pk, &f, write_fixed);
+	msgpack_pack_map(&pk, n + more); /* the smallest header for the new count */
+	write_fixed(&f, (const char *)m + hdr, len - hdr);
+	if (o->host) {
+		pack_key(&pk, "host");
+		msgpack_pack_str(&pk, o->host_len);
+		msgpack_pack_str_body(&pk, o->host, o->host_len);
+	}
+	if (o->session) {
+		pack_key(&pk, "session");
+		msgpack_pack_uint64(&pk, o->session);
+	}
+	if (o->clock_mono_ns || o->clock_real_ns) {
+		pack_key(&pk, "clock");
+		msgpack_pack_array(&pk, 2);
+		msgpack_pack_uint64(&pk, o->clock_mono_ns);
+		msgpack_pack_uint64(&pk, o->clock_real_ns);
+	}
+	*out_len = room - f.left;
+	return 0;
+}

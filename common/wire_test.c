@@ -2595,12 +2595,160 @@ static void test_field_table_docs(const char *path)
 	free(text);
 }
 
+/* ---- the origin keys (docs/wire.md, "Origin") ---- */
+
+/* The golden batch with the origin a publish sink adds, byte by byte from the spec. */
+static const __u8 golden_origin_tail[] = {
+	0xa4, 'h',  'o',  's',	't',  0xa5, 'a',  'l',	'p',  'h', 'a', /* "host": "alpha" */
+	0xa7, 's',  'e',  's',	's',  'i',  'o',  'n',	0x05, /* "session": 5 */
+	0xa5, 'c',  'l',  'o',	'c',  'k',  0x92, /* "clock": [ */
+	0xcd, 0x03, 0xe8, /* 1000 (monotonic), */
+	0xcf, 0x17, 0x97, 0x9c, 0xfe, 0x36, 0x2a, 0x00, 0x00, /* 1700000000000000000] */
+};
+
+/* A batch of the four required keys (no events) and `extra` unknown keys "a", "b", ... */
+static void put_wide_batch(unsigned int extra)
+{
+	unsigned int i;
+	char key[2] = "a";
+
+	m.n = 0;
+	put8(&m, (__u8)(0x80 | (4 + extra)));
+	put_fixstr(&m, "v");
+	put_uint(&m, 1);
+	put_fixstr(&m, "producer");
+	put_uint(&m, 2);
+	put_fixstr(&m, "seq");
+	put_uint(&m, 9);
+	put_fixstr(&m, "events");
+	put8(&m, 0x90);
+	for (i = 0; i < extra; i++) {
+		key[0] = (char)('a' + i);
+		put_fixstr(&m, key);
+		put8(&m, 0xc0);
+	}
+}
+
+/* The golden batch's four entries under a header that says n, then tail: an origin by hand. */
+static void put_golden_with(__u8 header, const void *tail, size_t tail_len)
+{
+	m.n = 0;
+	put8(&m, header);
+	put(&m, golden + 1, sizeof(golden) - 1);
+	put(&m, tail, tail_len);
+}
+
+static void test_origin(void)
+{
+	const struct xpu_wire_origin o = { .host = "alpha",
+					   .host_len = 5,
+					   .session = 5,
+					   .clock_mono_ns = 1000,
+					   .clock_real_ns = 1700000000000000000ull };
+	static __u8 buf[4096];
+	struct xpu_cevent ev[2];
+	size_t len = 0, i;
+	int ret;
+
+	golden_events(ev);
+	ret = xpu_wire_origin__add(golden, sizeof(golden), &o, buf, sizeof(buf), &len);
+	put_golden_with(0x87, golden_origin_tail, sizeof(golden_origin_tail));
+	tap_ok(!ret && len == m.n && !memcmp(buf, m.b, len),
+	       "origin: added to the golden batch, bytes as the spec says (%zu bytes)", len);
+	tap_ok(len <= sizeof(golden) + xpu_wire_origin__bound(&o), "origin: within the bound");
+	ret = decode(buf, len);
+	tap_ok(!ret && batch.producer == 3 && batch.seq == 7 && batch.n_events == 2 &&
+		       batch.origin.host_len == 5 && !memcmp(batch.origin.host, "alpha", 5) &&
+		       batch.origin.session == 5 && batch.origin.clock_mono_ns == 1000 &&
+		       batch.origin.clock_real_ns == 1700000000000000000ull,
+	       "origin: decodes with host, session and clock");
+	tap_ok(!ret && !cevent__diff(&out[0], &ev[0]) && !cevent__diff(&out[1], &ev[1]),
+	       "origin: the events are the golden ones");
+	ret = decode(golden, sizeof(golden));
+	tap_ok(!ret && !batch.origin.host && !batch.origin.host_len && !batch.origin.session &&
+		       !batch.origin.clock_mono_ns && !batch.origin.clock_real_ns,
+	       "origin: a batch without it decodes with a zero origin");
+
+	/* only a host: one key more */
+	ret = xpu_wire_origin__add(golden, sizeof(golden),
+				   &(struct xpu_wire_origin){ .host = "b", .host_len = 1 }, buf,
+				   sizeof(buf), &len);
+	tap_ok(!ret && buf[0] == 0x85 && len == sizeof(golden) + 7 && !decode(buf, len) &&
+		       batch.origin.host_len == 1 && !batch.origin.session,
+	       "origin: only a host adds one key");
+
+	/* 15 entries (a full fixmap) + 3 = 18: the header becomes a map16 */
+	put_wide_batch(11);
+	ret = xpu_wire_origin__add(m.b, m.n, &o, buf, sizeof(buf), &len);
+	tap_ok(!ret && buf[0] == 0xde && buf[1] == 0 && buf[2] == 18 &&
+		       len == m.n + 2 + sizeof(golden_origin_tail) &&
+		       !memcmp(buf + 3, m.b + 1, m.n - 1),
+	       "origin: a fixmap of 15 grows into a map16 of 18");
+	ret = decode(buf, len);
+	tap_ok(!ret && batch.origin.session == 5 && batch.seq == 9, "origin: and decodes");
+	/* a map16 header stays one */
+	memcpy(m.b + 3, buf + 3, len - 3);
+	ret = xpu_wire_origin__add(buf, len, &(struct xpu_wire_origin){ .session = 6 }, m.b,
+				   sizeof(m.b), &i);
+	tap_ok(!ret && m.b[0] == 0xde && m.b[2] == 19 && i == len + 9,
+	       "origin: a map16 header is counted up in place");
+	tap_eq_u64(decode(m.b, i), (__u64)-EBADMSG, "origin: twice is a duplicate key");
+
+	/* what add refuses */
+	tap_eq_u64(xpu_wire_origin__add("\x91\x01", 2, &o, buf, sizeof(buf), &len), (__u64)-EINVAL,
+		   "origin: refuses a message that is not a map");
+	tap_eq_u64(xpu_wire_origin__add(golden, sizeof(golden), &o, buf, sizeof(golden) + 10, &len),
+		   (__u64)-ENOSPC, "origin: refuses too little room");
+	tap_eq_u64(xpu_wire_origin__add(golden, sizeof(golden),
+					&(struct xpu_wire_origin){ .host = "a b", .host_len = 3 },
+					buf, sizeof(buf), &len),
+		   (__u64)-EINVAL, "origin: refuses a host with a space");
+	tap_ok(!xpu_wire_origin__valid_host("", 0) && !xpu_wire_origin__valid_host("x\n", 2) &&
+		       !xpu_wire_origin__valid_host("x\x80", 2) &&
+		       xpu_wire_origin__valid_host("node-17.cluster_a", 17),
+	       "origin: valid hosts are printable ASCII without spaces, not empty");
+	memset(buf, 'h', XPU_WIRE_HOST_MAX + 1);
+	tap_ok(xpu_wire_origin__valid_host((char *)buf, XPU_WIRE_HOST_MAX) &&
+		       !xpu_wire_origin__valid_host((char *)buf, XPU_WIRE_HOST_MAX + 1),
+	       "origin: a host of %d bytes at most", XPU_WIRE_HOST_MAX);
+
+	/* what decode refuses */
+	put_golden_with(0x85, "\xa4host\x05", 6);
+	expect_bad_m("host is not a string", "a host that is an integer");
+	put_golden_with(0x85, "\xa4host\xa0", 6);
+	expect_bad_m("host empty, longer than XPU_WIRE_HOST_MAX or not printable", "an empty host");
+	put_golden_with(0x85,
+			"\xa4host\xa3"
+			"a b",
+			9);
+	expect_bad_m("host empty, longer than XPU_WIRE_HOST_MAX or not printable",
+		     "a host with a space");
+	put_golden_with(0x85,
+			"\xa5"
+			"clock\x93\x01\x02\x03",
+			10);
+	expect_bad_m("clock is not a [monotonic, realtime] pair", "a clock of three");
+	put_golden_with(0x85,
+			"\xa5"
+			"clock\x01",
+			7);
+	expect_bad_m("clock is not a [monotonic, realtime] pair", "a clock that is not an array");
+	put_golden_with(0x85,
+			"\xa5"
+			"clock\x92\x01\xff",
+			9);
+	expect_bad_m("negative integer for an unsigned field", "a negative clock reading");
+	put_golden_with(0x85, "\xa7session\xa1x", 10);
+	expect_bad_m("expected an integer", "a session that is a string");
+}
+
 int main(int argc, char **argv)
 {
 	test_field_table_docs(argc > 1 ? argv[1] : NULL);
 	test_seq();
 	test_names();
 	test_golden();
+	test_origin();
 	test_truncation();
 	test_round_trip();
 	test_liberal_reader();

@@ -10,9 +10,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/appendf.h"
 #include "common/clock.h"
+#include "common/status.h" /* xpu_now_ns */
 #include "xpusup/event.h"
 
 static const char *const clock_names[SINK_CLOCKS_MAX] = { "unknown", "CLOCK_MONOTONIC", "cupti",
@@ -95,5 +97,23 @@ void sink_clocks__free(struct sink_clocks *c)
 	for (i = 0; i < SINK_CLOCKS_MAX; i++) {
 		clock_fit__free(c->fit[i]);
 		c->fit[i] = NULL;
+	}
+}
+
+void sink_clocks__realtime_pair(__u64 *mono, __u64 *real)
+{
+	__u64 before, after, best = UINT64_MAX;
+	struct timespec rt;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		before = xpu_now_ns();
+		clock_gettime(CLOCK_REALTIME, &rt);
+		after = xpu_now_ns();
+		if (after - before < best) {
+			best = after - before;
+			*mono = before + (after - before) / 2;
+			*real = (__u64)rt.tv_sec * 1000000000ull + (__u64)rt.tv_nsec;
+		}
 	}
 }

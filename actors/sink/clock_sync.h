@@ -62,4 +62,13 @@ int sink_clocks__json(struct sink_clocks *c, char *buf, size_t size);
 /* sink_clocks__free - free the fits (c itself is the caller's); c may be used again after. */
 void sink_clocks__free(struct sink_clocks *c);
 
+/*
+ * sink_clocks__realtime_pair - CLOCK_REALTIME read between two CLOCK_MONOTONIC readings, the
+ * tightest bracket of a few tries: *mono is the middle of that bracket, *real the realtime
+ * reading, so realtime - monotonic is right to within half the bracket (a few hundred ns).
+ * What the publish sink announces of its host's clocks and what `xpusup subscribe` maps
+ * every host's times onto (docs/publish.md, "Many hosts").
+ */
+void sink_clocks__realtime_pair(__u64 *mono, __u64 *real);
+
 #endif /* XPUSUP_ACTORS_SINK_CLOCK_SYNC_H */

@@ -12,6 +12,15 @@
  *
  * TLS (tls+tcp://) uses libnng's TLS engine (mbedTLS in Debian's build). With tls_ca set,
  * subscribers must present a certificate that the CA signed, or the handshake fails.
+ *
+ * Every batch goes out with the origin keys added to its map (docs/wire.md, "Origin"): the
+ * host's name (`host`, default the hostname), the session (when it started, realtime ns) and
+ * a (CLOCK_MONOTONIC, CLOCK_REALTIME) pair, so that one subscriber of several hosts can tell
+ * the hosts apart and put their times on one axis. The pair is the session's start, which the
+ * supervisor took once for every actor: all publish sinks of a session add the same bytes to
+ * a batch. realtime - monotonic changes only when the realtime clock is stepped (NTP's slewing
+ * moves both clocks alike), so once a second we look again and announce a fresh pair when
+ * the difference moved by more than PUBLISH_STEP_NS since we first measured it ourselves.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -19,30 +28,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "actors/sink/clock_sync.h"
 #include "actors/sink/fmt.h"
 #include "actors/sink/sink_options.h"
 #include "common/config.h"
 
 #define PUBLISH_PATH_MAX 4096
 #define PEM_MAX (1u << 20) /* a certificate chain or key file larger than this is a mistake */
+#define PUBLISH_STEP_NS 1000000ll /* realtime - monotonic moved this much: a clock step */
+#define PUBLISH_CLOCK_CHECK_NS 1000000000ull
+/* the session's pair is off by this much from ours at start: the clock was stepped since the
+ * session began (a publish sink restarted later); less may be the supervisor's two readings
+ * apart (they are not bracketed) */
+#define PUBLISH_STALE_NS 50000000ll
 
 struct publish {
 	nng_socket pub;
 	bool open;
 	__u64 linger_ms;
 	__u64 messages, bytes, send_errors;
+	__u64 clock_steps; /* fresh clock pairs announced after a step of the realtime clock */
+	__u64 clock_checked; /* xpu_now_ns of the last look at the clocks */
+	/* realtime - monotonic as we measured it (tightly) when the announced pair became
+	 * ours: what a step is measured against, not the announced pair, which the supervisor
+	 * read without a bracket */
+	__s64 base_offset;
+	char host[XPU_WIRE_HOST_MAX + 1];
+	struct xpu_wire_origin origin; /* added to every batch; host points into host[] */
 	/* written by nng's pipe callbacks on its own threads; relaxed: it is a gauge for
 	 * status, nothing else is ordered by it */
 	__u64 subscribers;
 };
 
 static const char *const counter_names[] = { "messages_published", "bytes_published", "subscribers",
-					     "send_errors" };
+					     "send_errors", "clock_steps" };
 
 /* The schemes we listen on; the TLS ones need the certificate keys. */
 static const struct {
@@ -225,6 +250,51 @@ static int listen_on(struct publish *pb, const struct fmt_env *env, const char *
 	return 0;
 }
 
+/* The host name: `host` (checked with the options: publish_conf_kind), or the hostname made
+ * valid (a byte a host name cannot hold becomes '_'): a machine's odd name is no reason for
+ * the sink not to start. */
+static void host_name(struct publish *pb, const char *host)
+{
+	struct utsname u;
+	size_t i, n;
+
+	if (!host)
+		host = uname(&u) || !u.nodename[0] ? "localhost" : u.nodename;
+	n = strnlen(host, XPU_WIRE_HOST_MAX);
+	for (i = 0; i < n; i++)
+		pb->host[i] = host[i] < 0x21 || host[i] > 0x7e ? '_' : host[i];
+	pb->host[n] = 0;
+	pb->origin.host = pb->host;
+	pb->origin.host_len = (__u32)n;
+}
+
+/* The session's identity and clock pair: the supervisor's reading at its start, the same for
+ * every actor of the session; outside a session (no status block), or when the realtime clock
+ * was stepped since the session started, our own. */
+static void origin_clock(struct publish *pb, const struct fmt_env *env)
+{
+	const struct xpu_status_hdr *h = env->status ? &env->status->hdr : NULL;
+	__u64 mono, real;
+	__s64 stale;
+
+	if (h && h->started_ns && h->started_realtime_ns) {
+		pb->origin.clock_mono_ns = h->started_ns;
+		pb->origin.clock_real_ns = h->started_realtime_ns;
+	} else {
+		sink_clocks__realtime_pair(&pb->origin.clock_mono_ns, &pb->origin.clock_real_ns);
+	}
+	pb->origin.session = pb->origin.clock_real_ns;
+	sink_clocks__realtime_pair(&mono, &real);
+	pb->base_offset = (__s64)(real - mono);
+	stale = pb->base_offset - (__s64)(pb->origin.clock_real_ns - pb->origin.clock_mono_ns);
+	if (stale > PUBLISH_STALE_NS || stale < -PUBLISH_STALE_NS) {
+		pb->origin.clock_mono_ns = mono;
+		pb->origin.clock_real_ns = real;
+		pb->clock_steps++;
+	}
+	pb->clock_checked = xpu_now_ns();
+}
+
 static void publish_free(void *st)
 {
 	struct publish *pb = st;
@@ -281,6 +351,8 @@ static int publish_open(void **out, const struct fmt_env *env, char *why, size_t
 		err = -EINVAL;
 		goto free_pb;
 	}
+	host_name(pb, o.host);
+	origin_clock(pb, env);
 	pb->linger_ms = o.linger_ms;
 	rv = nng_pub0_open(&pb->pub);
 	if (rv) {
@@ -309,18 +381,25 @@ free_pb:
 	return err;
 }
 
-/* Each message is copied into a new nng message: the sink frees its buffer after this
- * returns, and nng owns what it was given once nng_sendmsg() succeeds. */
+/* Each message is copied into a new nng message with the origin's keys added: the sink frees
+ * its buffer after this returns, and nng owns what it was given once nng_sendmsg() succeeds. */
 static void publish_raw(void *st, const void *msg, size_t len)
 {
 	struct publish *pb = st;
+	size_t room = len + xpu_wire_origin__bound(&pb->origin), out_len;
 	nng_msg *m;
 
-	if (nng_msg_alloc(&m, len)) {
+	if (nng_msg_alloc(&m, room)) {
 		pb->send_errors++;
 		return;
 	}
-	memcpy(nng_msg_body(m), msg, len);
+	/* a message that is not a map is no batch: handed on as it came, as it always was */
+	if (xpu_wire_origin__add(msg, len, &pb->origin, nng_msg_body(m), room, &out_len)) {
+		memcpy(nng_msg_body(m), msg, len);
+		out_len = len;
+	}
+	nng_msg_chop(m, room - out_len);
+	len = out_len;
 	/* PUB does not block on a full subscriber queue; NONBLOCK says we never want to */
 	if (nng_sendmsg(pb->pub, m, NNG_FLAG_NONBLOCK)) {
 		nng_msg_free(m); /* still ours when the send failed */
@@ -335,8 +414,23 @@ static void publish_raw(void *st, const void *msg, size_t len)
  * sink restarted after kill -9 has lost nothing it received (sink.c's accounting). */
 static int publish_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 {
-	(void)st;
-	(void)now_ns;
+	struct publish *pb = st;
+	__u64 mono, real;
+	__s64 moved;
+
+	/* a realtime step (settimeofday, an NTP step) moves realtime - monotonic: from then on
+	 * subscribers need the new pair to put our times on their axis */
+	if (now_ns - pb->clock_checked >= PUBLISH_CLOCK_CHECK_NS) {
+		pb->clock_checked = now_ns;
+		sink_clocks__realtime_pair(&mono, &real);
+		moved = (__s64)(real - mono) - pb->base_offset;
+		if (moved > PUBLISH_STEP_NS || moved < -PUBLISH_STEP_NS) {
+			pb->origin.clock_mono_ns = mono;
+			pb->origin.clock_real_ns = real;
+			pb->base_offset = (__s64)(real - mono);
+			pb->clock_steps++;
+		}
+	}
 	(void)why;
 	(void)why_len;
 	return FMT_COMPLETE;
@@ -363,7 +457,7 @@ static unsigned int publish_counters(void *st, const char **names, __u64 *values
 {
 	struct publish *pb = st;
 	__u64 v[] = { pb->messages, pb->bytes, __atomic_load_n(&pb->subscribers, __ATOMIC_RELAXED),
-		      pb->send_errors };
+		      pb->send_errors, pb->clock_steps };
 	unsigned int i, n = sizeof(v) / sizeof(v[0]);
 
 	for (i = 0; i < n && i < max; i++) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/wire.h" /* a host name as the wire carries it */
+
 /* kind = stats (actors/sink/stats.c, docs/stats.md). */
 static const struct conf_key stats_keys[] = {
 	{ .key = "path",
@@ -141,6 +143,12 @@ static const struct conf_key publish_keys[] = {
 	  .type = CONF_T_TEXT,
 	  .roles = CONF_SINK,
 	  .doc = "tls+tcp: subscribers must present a certificate this CA signed (PEM)" },
+	{ .key = "host",
+	  CONF_MEMBER(struct publish_options, host),
+	  .type = CONF_T_TEXT,
+	  .roles = CONF_SINK,
+	  .doc = "the name subscribers know this host by (1..64 printable bytes, no space); "
+		 "default: the hostname" },
 	{ .key = "queue",
 	  CONF_MEMBER(struct publish_options, queue),
 	  .type = CONF_T_UINT,
@@ -159,6 +167,19 @@ static const struct conf_key publish_keys[] = {
 	{ .key = NULL },
 };
 
+/* A host name travels in every batch (docs/wire.md, "Origin"): what the wire allows. */
+static const char *publish_check(const void *opts, char *why, size_t why_len)
+{
+	const struct publish_options *o = opts;
+
+	if (!o->host || xpu_wire_origin__valid_host(o->host, strlen(o->host)))
+		return NULL;
+	snprintf(why, why_len,
+		 "bad host '%.80s': 1..%d printable characters without spaces, e.g. node17",
+		 o->host, XPU_WIRE_HOST_MAX);
+	return "host";
+}
+
 const struct conf_kind publish_conf_kind = {
 	.name = "publish",
 	.roles = CONF_SINK,
@@ -166,6 +187,7 @@ const struct conf_kind publish_conf_kind = {
 	.keys = publish_keys,
 	.doc = "records to subscribers over nng",
 	.options_size = sizeof(struct publish_options),
+	.check = publish_check,
 };
 
 static const char *const timeline_mode_names[] = { "file", "ring", NULL };

@@ -42,6 +42,7 @@ struct publish_options {
 	const char *tls_cert;
 	const char *tls_key;
 	const char *tls_ca;
+	const char *host;
 	unsigned long long queue;
 	unsigned long long linger_ms;
 };
