@@ -1,5 +1,5 @@
 #!/bin/bash
-# The metrics sink (kind = metrics, docs/fleet-metrics.md) with a real session and the real
+# The metrics sink (kind = metrics, docs/fleet.md) with a real session and the real
 # Prometheus server (Debian's prometheus package). TAP on stdout.
 #
 # One synthetic session of about 12 s with a stats sink and a metrics sink on loopback; a

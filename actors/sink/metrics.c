@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The metrics format (kind metrics): a Prometheus endpoint, GET /metrics in the text
- * exposition format 0.0.4 (docs/fleet-metrics.md lists every family and its labels).
+ * exposition format 0.0.4 (docs/fleet.md lists every family and its labels).
  *
  * Two sources of numbers:
  *   - the session's status block: every actor's counters, its restarts and whether it runs,
@@ -155,7 +155,7 @@ static void put_actor_labels(struct metrics *m, const struct xpu_actor_slot *a)
 }
 
 /*
- * The generic mapping of an actor counter's name to a family (docs/fleet-metrics.md):
+ * The generic mapping of an actor counter's name to a family (docs/fleet.md):
  * characters outside [a-zA-Z0-9_] become '_'; the first unit word becomes its base unit (ns,
  * us, ms: seconds; kib: bytes; mib, mb: bytes) and the value is scaled to it; a name with a
  * word of a level (below: quantiles, rates, sizes held, names known) is a gauge, xpusup_actor_NAME, any other a counter,

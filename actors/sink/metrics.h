@@ -66,7 +66,7 @@ void metrics_http__stop(struct metrics_http *h);
  * stats.json spells them (common/json_escape.h), with the format's escapes \\ \" \n. */
 void metrics__label(struct text *t, const char *s, size_t n);
 
-/* An actor counter's family (docs/fleet-metrics.md, "Actor counters: the mapping"). */
+/* An actor counter's family (docs/fleet.md, "Actor counters: the mapping"). */
 struct metrics_family {
 	char name[XPU_STATUS_COUNTER_NAME_LEN + 40]; /* the family, _total included */
 	double scale; /* the value times this is in the base unit */

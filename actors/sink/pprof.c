@@ -3,9 +3,9 @@
  * The pprof format (kind pprof): gzip-compressed profile.proto files (google/pprof's schema,
  * the one Debian ships, compiled with protoc-c at build time), one per interval_s and a last
  * one at stop, for the continuous-profiling stores that ingest pprof (Pyroscope, Parca) and
- * for `pprof` itself. docs/fleet-pprof.md says what is filled and how it was checked.
+ * for `pprof` itself. docs/fleet.md says what is filled and how it was checked.
  *
- * Sample types, in this order (docs/fleet-pprof.md says why):
+ * Sample types, in this order (docs/fleet.md says why):
  *
  *	samples/count		CPU samples			one per CPU_SAMPLE
  *	cpu/nanoseconds		CPU time			the sample's period (its weight)

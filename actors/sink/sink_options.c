@@ -377,7 +377,7 @@ static int metrics_listen_parse(const char *s, void *member)
 	return metrics_listen__parse(s, member);
 }
 
-/* kind = metrics (actors/sink/metrics.c, docs/fleet-metrics.md). */
+/* kind = metrics (actors/sink/metrics.c, docs/fleet.md). */
 static const struct conf_key metrics_keys[] = {
 	{ .key = "listen",
 	  CONF_MEMBER(struct metrics_options, listen),
@@ -450,7 +450,7 @@ const struct conf_kind metrics_conf_kind = {
 	.options_size = sizeof(struct metrics_options),
 };
 
-/* kind = pprof (actors/sink/pprof.c, docs/fleet-pprof.md). */
+/* kind = pprof (actors/sink/pprof.c, docs/fleet.md). */
 static const struct conf_key pprof_keys[] = {
 	{ .key = "path",
 	  CONF_MEMBER(struct pprof_options, path),
