@@ -34,6 +34,7 @@ const struct conf_kind *const conf_kinds[] = {
 	&timeline_conf_kind,
 	&stats_conf_kind,
 	&publish_conf_kind,
+	&group_conf_kind, /* runs [format] sections: after the kinds they name */
 	NULL,
 };
 

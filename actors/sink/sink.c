@@ -444,6 +444,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	s.a = &a;
 	s.drv.ctx = &s;
 	env = (struct fmt_env){ .ctx = &a, .get = env_get, .path = env_path, .status = a.status };
+	env.conf = a.conf; /* a group reads its [format] sections */
 	env.resume = state__open(&s);
 	err = fmt->open(&s.drv.st, &env, why, sizeof(why));
 	if (err) {

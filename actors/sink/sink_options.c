@@ -58,7 +58,7 @@ static const struct conf_key stats_keys[] = {
 
 const struct conf_kind stats_conf_kind = {
 	.name = "stats",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = stats_keys,
 	.doc = "summary statistics",
@@ -107,7 +107,7 @@ static const struct conf_key folded_keys[] = {
 
 const struct conf_kind folded_conf_kind = {
 	.name = "folded",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = folded_keys,
 	.doc = "folded stacks and an interactive flame graph",
@@ -281,12 +281,49 @@ static const char *timeline_check(const void *opts, char *why, size_t why_len)
 	return NULL;
 }
 
+/* A group sink has no snapshot of its own to give a format: `xpusup snapshot` and SIGUSR1
+ * reach the sink, and a flight recorder needs its own. */
+static const char *timeline_format_check(const void *opts, char *why, size_t why_len)
+{
+	const struct timeline_options *o = opts;
+
+	if (o->mode != TIMELINE_RING)
+		return NULL;
+	snprintf(why, why_len,
+		 "mode = ring cannot be a [format]: a flight recorder's snapshots need a sink of "
+		 "its own ([sink NAME] with kind = timeline)");
+	return "mode";
+}
+
 const struct conf_kind timeline_conf_kind = {
 	.name = "timeline",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = timeline_keys,
 	.doc = "Chrome trace JSON for Perfetto and speedscope",
 	.options_size = sizeof(struct timeline_options),
 	.check = timeline_check,
+	.format_check = timeline_format_check,
+};
+
+/* kind = group (actors/sink/group.c): which [format] sections it runs is checked by the
+ * loader (formats_key), across sections. */
+static const struct conf_key group_keys[] = {
+	{ .key = "formats",
+	  CONF_MEMBER(struct group_options, formats),
+	  .type = CONF_T_TEXT, /* a list of section names, not a file name */
+	  .roles = CONF_SINK,
+	  .required = true,
+	  .doc = "the [format NAME] sections this sink runs, comma-separated (1 to 8)" },
+	{ .key = NULL },
+};
+
+const struct conf_kind group_conf_kind = {
+	.name = "group",
+	.roles = CONF_SINK,
+	.available = true,
+	.keys = group_keys,
+	.doc = "several formats in one sink process: one receive and one decode for all",
+	.options_size = sizeof(struct group_options),
+	.formats_key = "formats",
 };

@@ -60,6 +60,11 @@ struct timeline_options {
 	unsigned long long trigger_holdoff_s; /* ring */
 };
 
+/* kind = group: one member per key of group_keys. */
+struct group_options {
+	const char *formats;
+};
+
 /* Defaults of the ring when its keys are not written (docs/pipeline.md says why). */
 #define TIMELINE_RING_MB_DEFAULT 256
 
@@ -67,5 +72,6 @@ extern const struct conf_kind stats_conf_kind;
 extern const struct conf_kind folded_conf_kind;
 extern const struct conf_kind publish_conf_kind;
 extern const struct conf_kind timeline_conf_kind;
+extern const struct conf_kind group_conf_kind;
 
 #endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */
