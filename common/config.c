@@ -1003,7 +1003,8 @@ static int parser__header(struct parser *p, char *text, int line)
 		       st == SEC_FORMAT ? "format" : "actor", quote(name, qbuf));
 		goto rejected;
 	}
-	/* Formats share the actors' names: a group shows its formats' counters under them. */
+	/* One namespace for actors and formats: a name in a group's formats, or before a
+	 * counter in status, is never ambiguous. */
 	dup = parser__find_duplicate(p, st, name);
 	if (dup && *name)
 		report(p, line, "duplicate %s name '%s' (first at line %d as [%s])",
