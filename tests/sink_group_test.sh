@@ -109,7 +109,7 @@ mkdir -p "$WORK/kill"
 { group kill 1
   synthetic 90000 | sed 's/launches_per_s = 0/launches_per_s = 30000/'; } >"$WORK/kill.conf"
 "$XPUSUP" start "$WORK/kill.conf" --session "$s" >/dev/null 2>&1
-wait_for 10 "$s" "c('all', 'flame.files_written') >= 1"
+wait_for 10 "$s" "c('all', 'flame.files_written') >= 1 and c('all', 'events_in') > 50000"
 kill -9 "$(json "$s" "a['all']['pid']")"
 wait_for 10 "$s" "a['all']['restarts'] == 1 and a['all']['state'] == 'running'"
 ok $? "kill -9: the group killed mid-run is restarted"
