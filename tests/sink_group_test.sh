@@ -9,7 +9,9 @@
 #    formats' counters under the group, each FORMAT.COUNTER, with the separate sinks' values.
 # 2. kill -9 of the group mid-run: it restarts, accounts for what the killed run had, and its
 #    three outputs are whole and valid at stop.
-# 3. A bad group is refused by `xpusup start` with FILE:LINE (config_test has every case).
+# 3. One format that cannot write: the group's problem names it and stays shown while the
+#    other format writes; it clears when the format can write again.
+# 4. A bad group is refused by `xpusup start` with FILE:LINE (config_test has every case).
 #
 # Usage: sink_group_test.sh XPUSUP_BINARY
 set -u
@@ -143,7 +145,26 @@ ls "$WORK/kill" | grep -q '\.partial$'
 [ $? = 1 ]
 ok $? "kill -9: no partial file is left after stop ($(ls "$WORK/kill" | tr '\n' ' '))"
 
-# ---- 3. a bad group is refused before anything starts ----------------------------------------
+# ---- 3. one format that cannot write, beside one that can ------------------------------------
+s="$PREFIX-nodir"
+mkdir -p "$WORK/ok"
+: >"$WORK/notadir" # a file where the folded format's folder should be: it cannot be made
+{ printf '[sink all]\nkind = group\nformats = flame, stats\n'
+  printf '[format flame]\nkind = folded\npath = notadir/flame.folded\nsnapshot_s = 1\n'
+  printf '[format stats]\nkind = stats\npath = ok/stats.json\ninterval_s = 1\n'
+  synthetic 0 | sed 's/launches_per_s = 0/launches_per_s = 2000/'; } >"$WORK/nodir.conf"
+"$XPUSUP" start "$WORK/nodir.conf" --session "$s" >/dev/null 2>&1
+wait_for 10 "$s" "c('all', 'write_errors') > 0 and c('all', 'stats.files_written') >= 2 and (a['all']['problem'] or '').startswith(\"format 'flame': \") and 'Not a directory' in a['all']['problem']"
+ok $? "one format cannot write: the problem names it while the other format writes ($(json "$s" "a['all']['problem'], c('all', 'stats.files_written')"))"
+rm "$WORK/notadir"
+wait_for 10 "$s" "a['all']['problem'] is None and c('all', 'flame.files_written') >= 1"
+ok $? "one format cannot write: once it can, the problem clears and its file is written"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "one format cannot write"
+[ -s "$WORK/notadir/flame.folded" ] && [ -s "$WORK/ok/stats.json" ]
+ok $? "one format cannot write: both formats' final files are there after stop"
+
+# ---- 4. a bad group is refused before anything starts ----------------------------------------
 { group bad 0 | sed 's/^formats = .*/formats = flame, trace, stats, nope/'; synthetic 10; } >"$WORK/bad.conf"
 "$XPUSUP" start "$WORK/bad.conf" --session "$PREFIX-bad" >"$WORK/bad.out" 2>&1
 rc=$?
