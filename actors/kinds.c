@@ -36,6 +36,7 @@ const struct conf_kind *const conf_kinds[] = {
 	&publish_conf_kind,
 	&metrics_conf_kind, /* Prometheus */
 	&pprof_conf_kind, /* a comment keeps clang-format from packing the list */
+	&group_conf_kind, /* runs [format] sections: after the kinds they name */
 	NULL,
 };
 

@@ -3,6 +3,7 @@
 # run. The synthetic source flat out (COUNT launches, 4 processes), 2 correlator shards, then:
 #   baseline  one sink of kind test (decodes and counts every batch)
 #   folded, timeline, stats alone, then all three together (each decodes every batch)
+#   group: the same three formats in one sink of kind group (one receive, one decode)
 # Each line: events/s = events the slowest sink received / time from the start until it had
 # them all; the ratio is sinks / baseline; sink CPU is the user + system time of the sink
 # actors over the events received (less sensitive than the rate to what else runs). Then the
@@ -28,11 +29,16 @@ read -r ue ut uc < <(run stats '[sink stats]' 'kind = stats' 'path = out/stats.j
 read -r se st sc < <(run sinks '[sink flame]' 'kind = folded' 'path = out/flame.folded' \
 	'[sink trace]' 'kind = timeline' 'path = out/trace.json' \
 	'[sink stats]' 'kind = stats' 'path = out/stats.json')
-/usr/bin/python3 - "$COUNT" "$be" "$bt" "$bc" "$fe" "$ft" "$fc" "$te" "$tt" "$tc" "$ue" "$ut" "$uc" "$se" "$st" "$sc" <<'PYEOF'
+read -r ge gt gc < <(run group '[sink all]' 'kind = group' 'formats = flame, trace, stats' \
+	'[format flame]' 'kind = folded' 'path = out/flame.folded' \
+	'[format trace]' 'kind = timeline' 'path = out/trace.json' \
+	'[format stats]' 'kind = stats' 'path = out/stats.json')
+/usr/bin/python3 - "$COUNT" "$be" "$bt" "$bc" "$fe" "$ft" "$fc" "$te" "$tt" "$tc" "$ue" "$ut" "$uc" "$se" "$st" "$sc" \
+	"$ge" "$gt" "$gc" <<'PYEOF'
 import sys
 n, v = sys.argv[1], sys.argv[2:]
 names = ["baseline: 1 test sink", "folded alone", "timeline alone", "stats alone",
-         "folded + timeline + stats"]
+         "folded + timeline + stats", "group: folded + timeline + stats in one sink"]
 runs = [(names[i], v[3 * i], v[3 * i + 1], v[3 * i + 2]) for i in range(len(names))]
 base = int(v[0]) / float(v[1]) if float(v[1]) else 0
 print(f"sinks_bench: {n} launches flat out, 2 shards; ratio = rate / baseline rate;")
@@ -40,7 +46,7 @@ print("  sink CPU = user + system time of the sink actors per event received")
 for name, e, t, c in runs:
     e, t, c = int(e), float(t), float(c)
     r = e / t if t else 0
-    print(f"{name:27s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
+    print(f"{name:44s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
           f" sink CPU {c * 1e9 / e if e else 0:4.0f} ns/event")
 PYEOF
 echo "timeline alone: trace.json of $tbytes bytes, $((tbytes / (te > 0 ? te : 1))) bytes per correlated event"

@@ -154,7 +154,7 @@ enum {
 static const struct conf_key actor_keys[ACT_N + 1] = {
 	[ACT_KIND] = { .key = "kind",
 		       .type = CONF_T_KIND,
-		       .roles = CONF_ANY_ACTOR,
+		       .roles = CONF_ANY_ACTOR | CONF_FORMAT,
 		       .doc = "what the actor is" },
 	[ACT_RESTART] = { .key = "restart",
 			  .type = CONF_T_ENUM,
@@ -219,13 +219,13 @@ enum section_type {
 	SEC_CORRELATOR = CONF_ROLE_CORRELATOR,
 	SEC_SOURCE = CONF_ROLE_SOURCE,
 	SEC_SUPERVISOR,
+	SEC_FORMAT, /* a kind and its keys, not an actor: read by a group sink */
 };
 
 static const char *const section_names[] = {
-	[SEC_SINK] = "sink",
-	[SEC_CORRELATOR] = "correlator",
-	[SEC_SOURCE] = "source",
-	[SEC_SUPERVISOR] = "supervisor",
+	[SEC_SINK] = "sink",	 [SEC_CORRELATOR] = "correlator",
+	[SEC_SOURCE] = "source", [SEC_SUPERVISOR] = "supervisor",
+	[SEC_FORMAT] = "format", /* not an actor's */
 };
 
 struct section {
@@ -239,6 +239,9 @@ struct section {
 	/* filled by the check pass */
 	const struct conf_kind *kind; /* NULL: missing, unknown or unavailable (reported) */
 	struct value vals[ACT_N];
+	/* SEC_FORMAT: the group sink that lists it, and the line of its list; NULL: none */
+	const struct section *group;
+	int group_line;
 };
 
 struct diag {
@@ -841,12 +844,27 @@ static const struct conf_kv *section__find_kv(const struct section *sec, const c
 
 static bool section__is_actor(const struct section *sec)
 {
+	return sec->type != SEC_SUPERVISOR && sec->type != SEC_FORMAT;
+}
+
+/* An actor's section or a [format]: one with a kind and the kind's keys. */
+static bool section__has_kind(const struct section *sec)
+{
 	return sec->type != SEC_SUPERVISOR;
 }
 
+/* Which kinds and common keys the section takes. */
 static unsigned int section__role_bit(const struct section *sec)
 {
+	if (sec->type == SEC_FORMAT)
+		return CONF_FORMAT;
 	return sec->type == SEC_SUPERVISOR ? CONF_SUPERVISOR_BIT : CONF_ROLE_BIT(sec->type);
+}
+
+/* Which of its kind's keys: a [format] takes the keys its kind has as a sink. */
+static unsigned int section__keys_bit(const struct section *sec)
+{
+	return sec->type == SEC_FORMAT ? CONF_SINK : section__role_bit(sec);
 }
 
 /* ---- pass 1: lines ---- */
@@ -914,7 +932,8 @@ static const struct section *parser__find_duplicate(const struct parser *p, enum
 /* text starts with '['; the line is comment-stripped and trimmed. */
 static int parser__header(struct parser *p, char *text, int line)
 {
-	static const char known[] = "known: supervisor, correlator, source NAME, sink NAME";
+	static const char known[] =
+		"known: supervisor, correlator, source NAME, sink NAME, format NAME";
 	char *close = strchr(text, ']'), *type, *name, *extra, *rest;
 	char qbuf[QUOTE_MAX + 4];
 	const struct section *dup;
@@ -956,17 +975,19 @@ static int parser__header(struct parser *p, char *text, int line)
 		st = SEC_SOURCE;
 	} else if (!strcmp(type, "sink")) {
 		st = SEC_SINK;
+	} else if (!strcmp(type, "format")) {
+		st = SEC_FORMAT;
 	} else {
 		report(p, line, "unknown section [%s%s%s] (%s)", quote(type, qbuf),
 		       *name ? " " : "", name, known);
 		goto rejected;
 	}
+	need_name = st == SEC_SOURCE || st == SEC_SINK || st == SEC_FORMAT;
 	if (*extra) {
 		report(p, line, "too many words in section header [%s %s]: expected [%s%s]", type,
-		       quote(name, qbuf), type, st == SEC_SOURCE || st == SEC_SINK ? " NAME" : "");
+		       quote(name, qbuf), type, need_name ? " NAME" : "");
 		goto rejected;
 	}
-	need_name = st == SEC_SOURCE || st == SEC_SINK;
 	if (need_name && !*name) {
 		report(p, line, "section [%s] needs a name: [%s NAME]", type, type);
 		goto rejected;
@@ -977,14 +998,17 @@ static int parser__header(struct parser *p, char *text, int line)
 	}
 	if (need_name && !actor_name__valid(name)) {
 		report(p, line,
-		       "invalid actor name '%s': expected 1-31 characters of a-z, 0-9, _ and -, "
+		       "invalid %s name '%s': expected 1-31 characters of a-z, 0-9, _ and -, "
 		       "starting with a letter",
-		       quote(name, qbuf));
+		       st == SEC_FORMAT ? "format" : "actor", quote(name, qbuf));
 		goto rejected;
 	}
+	/* One namespace for actors and formats: a name in a group's formats, or before a
+	 * counter in status, is never ambiguous. */
 	dup = parser__find_duplicate(p, st, name);
 	if (dup && *name)
-		report(p, line, "duplicate actor name '%s' (first at line %d as [%s])", name,
+		report(p, line, "duplicate %s name '%s' (first at line %d as [%s])",
+		       st == SEC_FORMAT || dup->type == SEC_FORMAT ? "section" : "actor", name,
 		       dup->line, dup->header);
 	else if (dup)
 		report(p, line, "duplicate section [%s] (first at line %d)", type, dup->line);
@@ -1175,7 +1199,9 @@ static void section__check_kind_rules(struct parser *p, struct section *sec, uns
 	    kind__fill(sec->kind, role_bit, section__get, sec, opts, sec->kind->options_size, why,
 		       sizeof(why)))
 		return; /* reported already: a bad value, or the struct's size */
-	key = sec->kind->check(opts, why, sizeof(why));
+	key = sec->kind->check ? sec->kind->check(opts, why, sizeof(why)) : NULL;
+	if (!key && sec->type == SEC_FORMAT && sec->kind->format_check)
+		key = sec->kind->format_check(opts, why, sizeof(why));
 	if (!key)
 		return;
 	kv = section__find_kv(sec, key);
@@ -1187,7 +1213,7 @@ static void section__check_kind_rules(struct parser *p, struct section *sec, uns
 static void section__check_keys(struct parser *p, struct section *sec, const struct conf_key *table,
 				struct value *vals)
 {
-	unsigned int role_bit = section__role_bit(sec), i;
+	unsigned int role_bit = section__role_bit(sec), keys_bit = section__keys_bit(sec), i;
 	char expected[256], qbuf[QUOTE_MAX + 4];
 	_Alignas(max_align_t) unsigned char scratch[OPTIONS_MAX];
 	size_t opts_size = sec->kind ? sec->kind->options_size : 0;
@@ -1209,8 +1235,8 @@ static void section__check_keys(struct parser *p, struct section *sec, const str
 		if (k) {
 			dst = &vals[k - table];
 		} else if (sec->kind) {
-			k = key_schema__find(sec->kind->keys, kv->key, role_bit);
-		} else if (section__is_actor(sec)) {
+			k = key_schema__find(sec->kind->keys, kv->key, keys_bit);
+		} else if (section__has_kind(sec)) {
 			continue; /* the kind was rejected: its keys cannot be judged */
 		}
 		if (!k) {
@@ -1237,8 +1263,9 @@ static void section__check_keys(struct parser *p, struct section *sec, const str
 		if (dst)
 			*dst = v;
 	}
-	if (sec->kind && sec->kind->check && !any_bad)
-		section__check_kind_rules(p, sec, role_bit);
+	if (sec->kind && !any_bad &&
+	    (sec->kind->check || (sec->type == SEC_FORMAT && sec->kind->format_check)))
+		section__check_kind_rules(p, sec, keys_bit);
 }
 
 /* Fills unset, not-bad values from the table's defaults. */
@@ -1324,6 +1351,32 @@ static int actor__fill(struct conf_actor *a, const struct section *sec, unsigned
 	return 0;
 }
 
+/* The [format] sections, read as sinks' sections by the group that lists them. */
+static int parser__build_formats(const struct parser *p, struct conf *conf, const struct value *sup)
+{
+	unsigned int i, n = 0;
+	int ret;
+
+	for (i = 0; i < p->n_secs; i++)
+		n += p->secs[i].type == SEC_FORMAT && !p->secs[i].duplicate;
+	if (!n)
+		return 0;
+	conf->formats = calloc(n, sizeof(*conf->formats));
+	if (!conf->formats)
+		return -ENOMEM;
+	for (i = 0; i < p->n_secs; i++) {
+		const struct section *sec = &p->secs[i];
+
+		if (sec->type != SEC_FORMAT || sec->duplicate)
+			continue;
+		ret = actor__fill(&conf->formats[conf->n_formats], sec, 0, sup);
+		if (ret)
+			return ret;
+		conf->formats[conf->n_formats++].role = CONF_ROLE_SINK;
+	}
+	return 0;
+}
+
 static int parser__build(struct parser *p, const struct value *sup, unsigned int n_actors,
 			 struct conf **out)
 {
@@ -1366,6 +1419,9 @@ static int parser__build(struct parser *p, const struct value *sup, unsigned int
 			}
 		}
 	}
+	ret = parser__build_formats(p, conf, sup);
+	if (ret)
+		goto free_conf;
 	*out = conf;
 	return 0;
 
@@ -1389,7 +1445,7 @@ static void parser__check_kinds(struct parser *p)
 	for (i = 0; i < p->n_secs; i++) {
 		const struct section *sec = &p->secs[i];
 
-		if (!section__is_actor(sec) || sec->duplicate || !sec->kind)
+		if (!section__has_kind(sec) || sec->duplicate || !sec->kind)
 			continue;
 		for (k = sec->kind->keys; k && k->key; k++)
 			if (k->required && !section__find_kv(sec, k->key))
@@ -1412,6 +1468,102 @@ static void parser__check_kinds(struct parser *p)
 			       sec->kind->in_process_socket);
 		else if (sec->kind->in_process_socket)
 			in_process = sec;
+	}
+}
+
+/* The [format] section named name, or NULL. */
+static struct section *parser__find_format(struct parser *p, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->n_secs; i++)
+		if (p->secs[i].type == SEC_FORMAT && !p->secs[i].duplicate &&
+		    !strcmp(p->secs[i].name, name))
+			return &p->secs[i];
+	return NULL;
+}
+
+/* One group's list (kind->formats_key): each name a [format] section no other group has. */
+static void parser__check_group(struct parser *p, struct section *sec)
+{
+	const struct conf_kv *kv = section__find_kv(sec, sec->kind->formats_key);
+	char item[CONF_NAME_MAX], qbuf[QUOTE_MAX + 4];
+	const struct section *other;
+	struct section *f;
+	const char *s;
+	unsigned int n = 0;
+	int r;
+
+	if (!kv)
+		return; /* the key is required: reported by parser__check_kinds */
+	s = kv->value;
+	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
+		if (++n > CONF_GROUP_FORMATS_MAX) {
+			report(p, kv->line, "too many formats in [%s]: at most %d", sec->header,
+			       CONF_GROUP_FORMATS_MAX);
+			return;
+		}
+		f = parser__find_format(p, item);
+		other = f ? NULL : parser__find_duplicate(p, SEC_FORMAT, item);
+		if (!f && other)
+			report(p, kv->line,
+			       "'%s' in %s of [%s] is [%s] (line %d), not a [format %s] section",
+			       item, kv->key, sec->header, other->header, other->line, item);
+		else if (!f)
+			report(p, kv->line,
+			       "unknown format '%s' in %s of [%s]: no [format %s] section", item,
+			       kv->key, sec->header, item);
+		else if (f->group == sec)
+			report(p, kv->line, "format '%s' listed twice in %s of [%s]", item, kv->key,
+			       sec->header);
+		else if (f->group)
+			report(p, kv->line,
+			       "format '%s' is already used by [%s] (line %d): a [format] section "
+			       "belongs to one group sink",
+			       item, f->group->header, f->group_line);
+		else {
+			f->group = sec;
+			f->group_line = kv->line;
+		}
+	}
+	if (r < 0)
+		report(p, kv->line,
+		       "bad value '%s' for '%s': expected a list of [format] section names, e.g. "
+		       "flame, trace, stats (at most %d, each under %d characters)",
+		       quote(kv->value, qbuf), kv->key, CONF_GROUP_FORMATS_MAX, CONF_NAME_MAX);
+}
+
+/* Every group's formats exist, and every [format] is run by exactly one group. */
+static void parser__check_formats(struct parser *p)
+{
+	bool unresolved = p->header_errors; /* a rejected header may have been a group */
+	unsigned int i, n = 0;
+
+	for (i = 0; i < p->n_secs; i++) {
+		struct section *sec = &p->secs[i];
+
+		if (!section__is_actor(sec) || sec->duplicate)
+			continue;
+		if (!sec->kind)
+			unresolved = true;
+		else if (sec->kind->formats_key)
+			parser__check_group(p, sec);
+	}
+	for (i = 0; i < p->n_secs; i++) {
+		const struct section *sec = &p->secs[i];
+
+		if (sec->type != SEC_FORMAT || sec->duplicate)
+			continue;
+		if (++n == CONF_MAX_FORMATS + 1)
+			report(p, sec->line, "too many [format] sections: at most %d",
+			       CONF_MAX_FORMATS);
+		/* A sink whose kind was rejected may be the group meant to run it: saying it
+		 * is unused would only add noise to that error. */
+		if (!sec->group && !unresolved)
+			report(p, sec->line,
+			       "[%s] is used by no group sink: list it in the formats of a [sink "
+			       "NAME] with kind = group",
+			       sec->header);
 	}
 }
 
@@ -1478,6 +1630,7 @@ int conf__load_kinds(const char *name, const char *text, size_t len,
 	if (!n_actor_secs && !p->header_errors)
 		report(p, 1, "no actors: add a [source NAME], [correlator] or [sink NAME] section");
 	parser__check_kinds(p);
+	parser__check_formats(p);
 
 	if (p->n_errors) {
 		parser__print(p, err);
@@ -1601,6 +1754,9 @@ void conf__free(struct conf *conf)
 	for (i = 0; i < conf->n_actors; i++)
 		free(conf->actors[i].keys);
 	free(conf->actors);
+	for (i = 0; i < conf->n_formats; i++)
+		free(conf->formats[i].keys);
+	free(conf->formats);
 	free(conf);
 }
 
@@ -1727,14 +1883,25 @@ int conf_kind__check(const struct conf_kind *kind, char *why, size_t why_len)
 	return err;
 }
 
-const struct conf_actor *conf__find(const struct conf *conf, const char *name)
+static const struct conf_actor *actors__find(const struct conf_actor *a, unsigned int n,
+					     const char *name)
 {
 	unsigned int i;
 
-	for (i = 0; i < conf->n_actors; i++)
-		if (!strcmp(conf->actors[i].name, name))
-			return &conf->actors[i];
+	for (i = 0; i < n; i++)
+		if (!strcmp(a[i].name, name))
+			return &a[i];
 	return NULL;
+}
+
+const struct conf_actor *conf__find(const struct conf *conf, const char *name)
+{
+	return actors__find(conf->actors, conf->n_actors, name);
+}
+
+const struct conf_actor *conf__find_format(const struct conf *conf, const char *name)
+{
+	return actors__find(conf->formats, conf->n_formats, name);
 }
 
 const struct conf_actor *conf__in_process_source(const struct conf *conf)

@@ -9,6 +9,9 @@
  *	[source NAME]		a source actor (start order: after correlators)
  *	[correlator]		at most once; expands into `shards` actors correlator.0 ..
  *	[sink NAME]		a sink actor (started first, stopped last)
+ *	[format NAME]		an output format run inside a group sink (kind = group): its
+ *				kind and that kind's sink keys, but not an actor (nothing
+ *				starts it, dials it or lists it in status)
  *
  * The [supervisor] keys and the keys every actor section has are in config.c; each actor
  * kind's keys are in a table beside its code (actors/KIND/KIND_options.c, a struct conf_kind),
@@ -32,6 +35,8 @@
 #define CONF_VALUE_MAX 512
 #define CONF_MAX_ACTORS 64
 #define CONF_MAX_SHARDS 32
+#define CONF_MAX_FORMATS CONF_MAX_ACTORS /* [format NAME] sections */
+#define CONF_GROUP_FORMATS_MAX 8 /* formats in one group sink */
 
 /* Start order: sinks first, then correlators, then sources; stop in reverse. */
 enum conf_role {
@@ -59,6 +64,9 @@ enum conf_restart {
 #define CONF_CORRELATOR CONF_ROLE_BIT(CONF_ROLE_CORRELATOR)
 #define CONF_SOURCE CONF_ROLE_BIT(CONF_ROLE_SOURCE)
 #define CONF_ANY_ACTOR (CONF_SINK | CONF_CORRELATOR | CONF_SOURCE)
+/* In a kind's roles: it may also be a [format NAME] section, whose keys are the kind's
+ * CONF_SINK keys (a format is a sink's output without the sink process). */
+#define CONF_FORMAT (1u << 4)
 
 /* A key's type: how its text is checked, and the C type of its member in an options struct. */
 enum conf_type {
@@ -115,6 +123,13 @@ struct conf_kind {
 	 * NULL when they hold, else the key to blame (its line is reported; a key not
 	 * written points at the section) with why in words */
 	const char *(*check)(const void *opts, char *why, size_t why_len);
+	/* optional: the same for what the kind refuses as a [format] section (settings that
+	 * need a sink process of their own), checked after check */
+	const char *(*format_check)(const void *opts, char *why, size_t why_len);
+	/* the key that lists [format] sections the kind runs (kind group), NULL for none: the
+	 * loader checks that each name is a [format] section, that a section lists at most
+	 * CONF_GROUP_FORMATS_MAX, and that every [format] section is listed exactly once */
+	const char *formats_key;
 };
 
 struct conf_kv {
@@ -163,6 +178,11 @@ struct conf {
 	/* actors in start order: sinks, correlators, sources; config order within a role */
 	struct conf_actor *actors;
 	unsigned int n_actors;
+	/* [format NAME] sections in config order: not actors. Each is read like a sink's
+	 * section (role CONF_ROLE_SINK, so conf_actor__get, __path and __options apply) by the
+	 * group sink that lists it. */
+	struct conf_actor *formats;
+	unsigned int n_formats;
 };
 
 /*
@@ -227,6 +247,9 @@ int conf_actor__path(const struct conf *conf, const struct conf_actor *actor, co
 
 /* conf__find - the actor named name, or NULL. */
 const struct conf_actor *conf__find(const struct conf *conf, const char *name);
+
+/* conf__find_format - the [format NAME] section named name, or NULL. */
+const struct conf_actor *conf__find_format(const struct conf *conf, const char *name);
 
 /* conf__in_process_source - the source whose kind has an in_process_socket (cupti or
  * inproc: it listens on SESSION/inproc.sock; a valid conf has at most one), or NULL. */

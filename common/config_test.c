@@ -1039,8 +1039,101 @@ static void test_options(void)
 	}
 }
 
+/* [format NAME] sections and the group sink that runs them: not actors, read like sinks'
+ * sections, and each used by exactly one group. */
+#define FORMATS_OK                                                \
+	"[sink all]\nkind = group\nformats = flame, trace , st\n" \
+	"[format flame]\nkind = folded\npath = f.folded\n"        \
+	"[format trace]\nkind = timeline\npath = t.json\n"        \
+	"[format st]\nkind = stats\npath = s.json\ninterval_s = 5\n"
+
+static void test_formats(void)
+{
+	struct stats_options so;
+	struct conf *conf = NULL;
+	const struct conf_actor *a;
+	char path[64];
+	int ret;
+
+	ret = load(FORMATS_OK "[correlator]\n", &conf);
+	if (!tap_ok(ret == 0 && conf, "formats: a group of three formats loads"))
+		tap_bail("ret %d: %s", ret, err_text);
+	tap_ok(conf->n_actors == 2 && conf->n_formats == 3 && !conf__find(conf, "flame") &&
+		       !strcmp(conf->actors[0].kind, "group"),
+	       "formats: the [format] sections are not actors (%u actors, %u formats)",
+	       conf->n_actors, conf->n_formats);
+	a = conf__find_format(conf, "st");
+	tap_ok(a && a->schema == &stats_conf_kind && !strcmp(a->section, "format st") &&
+		       a->line == 10 && !conf_actor__options(a, &so, sizeof(so)) &&
+		       so.interval_s == 5 && so.window_ms == 1000 && !strcmp(so.path, "s.json"),
+	       "formats: a [format] reads as its kind's options, values and defaults");
+	a = conf__find_format(conf, "flame");
+	tap_ok(a && !strcmp(conf_actor__get(a, "snapshot_s"), "10") &&
+		       !conf_actor__path(conf, a, "path", path, sizeof(path)) &&
+		       !strcmp(path, "f.folded"),
+	       "formats: conf_actor__get and __path on a [format] (%s)", a ? path : "-");
+	conf__free(conf);
+
+	check_error(
+		"formats: unknown format", FORMATS_OK "[sink b]\nkind = group\nformats = nope\n",
+		"t.conf:16: ", "unknown format 'nope' in formats of [sink b]: no [format nope]");
+	check_error(
+		"formats: a sink's name, not a format",
+		"[sink x]\nkind = stats\npath = a\n" FORMATS_OK
+		"[sink b]\nkind = group\nformats = x\n",
+		"t.conf:19: ", "'x' in formats of [sink b] is [sink x] (line 1), not a [format x]");
+	check_error("formats: used by two groups",
+		    FORMATS_OK "[sink b]\nkind = group\nformats = trace\n",
+		    "t.conf:16: ", "format 'trace' is already used by [sink all] (line 3)");
+	check_error("formats: listed twice",
+		    FORMATS_OK "[format u]\nkind = stats\npath = u\n"
+			       "[sink b]\nkind = group\nformats = u, u\n",
+		    "t.conf:19: ", "format 'u' listed twice in formats of [sink b]");
+	check_error("formats: unused", FORMATS_OK "[format lone]\nkind = folded\npath = l\n",
+		    "t.conf:14: ", "[format lone] is used by no group sink");
+	check_error("formats: a ring timeline",
+		    "[sink all]\nkind = group\nformats = r\n"
+		    "[format r]\nkind = timeline\npath = t.json\nmode = ring\n",
+		    "t.conf:7: ",
+		    "mode = ring cannot be a [format]: a flight recorder's snapshots "
+		    "need a sink of its own");
+	check_error("formats: publish is not a format",
+		    "[sink all]\nkind = group\nformats = p\n"
+		    "[format p]\nkind = publish\nlisten = tcp://127.0.0.1:1\n",
+		    "t.conf:5: ",
+		    "kind 'publish' cannot be used in [format p] (known: folded, timeline, stats, metrics, pprof)");
+	check_error("formats: nor a group",
+		    "[sink all]\nkind = group\nformats = g\n[format g]\nkind = group\n",
+		    "t.conf:5: ", "kind 'group' cannot be used in [format g]");
+	check_error("formats: an actor's key", FORMATS_OK "restart = transient\n",
+		    "t.conf:14: ", "unknown key 'restart' in [format st] (kind 'stats')");
+	check_error("formats: a format's own keys are checked", FORMATS_OK "max_kernels = 1\n",
+		    "t.conf:14: ",
+		    "bad value '1' for 'max_kernels': expected an integer in 16..1048576");
+	check_error("formats: required keys",
+		    FORMATS_OK "[format np]\nkind = folded\n"
+			       "[sink b]\nkind = group\nformats = np\n",
+		    "t.conf:14: ", "missing 'path' in [format np] (kind 'folded')");
+	check_error("formats: a group needs its list", FORMATS_OK "[sink b]\nkind = group\n",
+		    "t.conf:14: ", "missing 'formats' in [sink b] (kind 'group')");
+	check_error("formats: at most 8",
+		    "[sink all]\nkind = group\nformats = a, b, c, d, e, f, g, h, i\n",
+		    "t.conf:3: ", "too many formats in [sink all]: at most 8");
+	check_error("formats: a bad list", FORMATS_OK "[sink b]\nkind = group\nformats = ,\n",
+		    "t.conf:16: ", "expected a list of [format] section names");
+	check_error("formats: a name", "[format]\nkind = folded\n",
+		    "t.conf:1: ", "section [format] needs a name: [format NAME]");
+	check_error("formats: one namespace with actors",
+		    FORMATS_OK "[sink flame]\nkind = stats\npath = x\n", "t.conf:14: ",
+		    "duplicate section name 'flame' (first at line 4 as [format flame])");
+	/* A format alone is not a pipeline. */
+	check_error("formats: not actors", "[format f]\nkind = folded\npath = x\n",
+		    "t.conf:1: ", "no actors");
+}
+
 int main(void)
 {
+	test_formats();
 	test_kinds();
 	test_options();
 	test_strategies();

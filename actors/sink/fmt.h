@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "common/wire.h"
 
@@ -36,9 +37,14 @@ struct fmt_env {
 	/* the session's folder (its rings), for a format that reports on them (kind metrics);
 	 * NULL outside a session or where the driver does not give it */
 	const char *session_dir;
+	/* the pipeline.conf the options come from, for a format that reads other sections
+	 * (kind group: its [format] sections); NULL outside a session */
+	const struct conf *conf;
 };
 
-#define FMT_COUNTERS_MAX 20
+/* Counters a format may show: the sink's status slot holds XPU_STATUS_MAX_COUNTERS, of which
+ * the sink driver's own take 7 (sink.c) and one is spare. */
+#define FMT_COUNTERS_MAX (XPU_STATUS_MAX_COUNTERS - 8)
 
 enum { FMT_IDLE = 0, FMT_COMPLETE = 1, FMT_WROTE = 2 };
 
@@ -71,6 +77,7 @@ struct fmt_ops {
 };
 
 extern const struct fmt_ops fmt_folded;
+extern const struct fmt_ops fmt_group;
 extern const struct fmt_ops fmt_publish;
 extern const struct fmt_ops fmt_stats;
 extern const struct fmt_ops fmt_timeline;

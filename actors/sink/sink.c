@@ -448,6 +448,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 				.path = env_path,
 				.status = a.status,
 				.session_dir = a.dir };
+	env.conf = a.conf; /* a group reads its [format] sections */
 	env.resume = state__open(&s);
 	err = fmt->open(&s.drv.st, &env, why, sizeof(why));
 	if (err) {

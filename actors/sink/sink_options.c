@@ -64,7 +64,7 @@ static const struct conf_key stats_keys[] = {
 
 const struct conf_kind stats_conf_kind = {
 	.name = "stats",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = stats_keys,
 	.doc = "summary statistics",
@@ -113,7 +113,7 @@ static const struct conf_key folded_keys[] = {
 
 const struct conf_kind folded_conf_kind = {
 	.name = "folded",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = folded_keys,
 	.doc = "folded stacks and an interactive flame graph",
@@ -307,14 +307,51 @@ static const char *timeline_check(const void *opts, char *why, size_t why_len)
 	return NULL;
 }
 
+/* A group sink has no snapshot of its own to give a format: `xpusup snapshot` and SIGUSR1
+ * reach the sink, and a flight recorder needs its own. */
+static const char *timeline_format_check(const void *opts, char *why, size_t why_len)
+{
+	const struct timeline_options *o = opts;
+
+	if (o->mode != TIMELINE_RING)
+		return NULL;
+	snprintf(why, why_len,
+		 "mode = ring cannot be a [format]: a flight recorder's snapshots need a sink of "
+		 "its own ([sink NAME] with kind = timeline)");
+	return "mode";
+}
+
 const struct conf_kind timeline_conf_kind = {
 	.name = "timeline",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = timeline_keys,
 	.doc = "Chrome trace JSON for Perfetto and speedscope",
 	.options_size = sizeof(struct timeline_options),
 	.check = timeline_check,
+	.format_check = timeline_format_check,
+};
+
+/* kind = group (actors/sink/group.c): which [format] sections it runs is checked by the
+ * loader (formats_key), across sections. */
+static const struct conf_key group_keys[] = {
+	{ .key = "formats",
+	  CONF_MEMBER(struct group_options, formats),
+	  .type = CONF_T_TEXT, /* a list of section names, not a file name */
+	  .roles = CONF_SINK,
+	  .required = true,
+	  .doc = "the [format NAME] sections this sink runs, comma-separated (1 to 8)" },
+	{ .key = NULL },
+};
+
+const struct conf_kind group_conf_kind = {
+	.name = "group",
+	.roles = CONF_SINK,
+	.available = true,
+	.keys = group_keys,
+	.doc = "several formats in one sink process: one receive and one decode for all",
+	.options_size = sizeof(struct group_options),
+	.formats_key = "formats",
 };
 
 int metrics_listen__parse(const char *s, struct metrics_listen *l)
@@ -443,7 +480,7 @@ static const struct conf_key metrics_keys[] = {
 
 const struct conf_kind metrics_conf_kind = {
 	.name = "metrics",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = metrics_keys,
 	.doc = "a Prometheus endpoint (GET /metrics)",
@@ -579,7 +616,7 @@ static const char *pprof_check(const void *opts, char *why, size_t why_len)
 
 const struct conf_kind pprof_conf_kind = {
 	.name = "pprof",
-	.roles = CONF_SINK,
+	.roles = CONF_SINK | CONF_FORMAT,
 	.available = true,
 	.keys = pprof_keys,
 	.doc = "gzip-compressed pprof profiles (profile.proto), one per interval",

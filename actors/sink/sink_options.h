@@ -78,6 +78,11 @@ struct pprof_options {
 /* pprof's user labels at most (host is one more). */
 #define PPROF_LABELS_MAX 16
 
+/* kind = group: one member per key of group_keys. */
+struct group_options {
+	const char *formats;
+};
+
 /* Defaults of the ring when its keys are not written (docs/pipeline.md says why). */
 #define TIMELINE_RING_MB_DEFAULT 256
 
@@ -110,5 +115,6 @@ extern const struct conf_kind publish_conf_kind;
 extern const struct conf_kind timeline_conf_kind;
 extern const struct conf_kind metrics_conf_kind;
 extern const struct conf_kind pprof_conf_kind;
+extern const struct conf_kind group_conf_kind;
 
 #endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */

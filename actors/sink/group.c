@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kind = group: several formats in one sink process (docs/sinks.md). Each sink process
+ * receives every batch over nng and decodes every event; on a small machine the pipeline is
+ * CPU-bound and three sinks pay that three times. A group receives and decodes once and hands
+ * the same decoded batch to each of its formats, each configured by a [format NAME] section
+ * of its own (common/config.h), read exactly as a sink of that kind reads its [sink] section.
+ *
+ * To the sink driver (sink.c) a group is one format: its tick is complete only when every
+ * format's output covers everything received, an error names the format it came from, and
+ * its counters are the formats', each named FORMAT.COUNTER. The price is one restart domain:
+ * a crash in one format restarts them all.
+ */
+#include "actors/sink/fmt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/config.h"
+
+/* Counters gathered from the formats before they are fitted into the caller's slots. */
+#define GROUP_COUNTERS_ALL (CONF_GROUP_FORMATS_MAX * FMT_COUNTERS_MAX)
+#define NAME_LEN XPU_STATUS_COUNTER_NAME_LEN
+
+struct group_format {
+	const struct fmt_ops *ops;
+	const struct conf *conf;
+	const struct conf_actor *sec; /* its [format NAME] section */
+	void *st;
+	__u64 covered; /* events received (this run) when its output was last complete */
+	bool failing; /* its last write failed, and none has worked since */
+};
+
+struct group {
+	struct group_format f[CONF_GROUP_FORMATS_MAX];
+	unsigned int n;
+	__u64 received; /* events handed to the formats in this run */
+	bool told_names, told_hidden;
+	/* counters, as the formats name them, then as shown */
+	const char *raw[GROUP_COUNTERS_ALL];
+	__u64 values[GROUP_COUNTERS_ALL];
+	char names[FMT_COUNTERS_MAX][NAME_LEN];
+};
+
+/* A format's options: its [format] section, as a sink reads its [sink] section. */
+static const char *format_get(void *ctx, const char *key)
+{
+	const struct group_format *f = ctx;
+
+	return conf_actor__get(f->sec, key);
+}
+
+static int format_path(void *ctx, const char *key, char *buf, size_t size)
+{
+	const struct group_format *f = ctx;
+
+	return conf_actor__path(f->conf, f->sec, key, buf, size);
+}
+
+static void group_free(void *st)
+{
+	struct group *g = st;
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		g->f[i].ops->free(g->f[i].st);
+	free(g);
+}
+
+/* Open the format named name (the loader checked that it is a [format] section) as g->f[n]. */
+static int group__open_format(struct group *g, const struct fmt_env *env, const char *name,
+			      char *why, size_t why_len)
+{
+	struct group_format *f = &g->f[g->n];
+	char inner[512] = "";
+	struct fmt_env fenv;
+	int err;
+
+	if (g->n == CONF_GROUP_FORMATS_MAX) {
+		snprintf(why, why_len, "more than %d formats", CONF_GROUP_FORMATS_MAX);
+		return -EINVAL;
+	}
+	f->conf = env->conf;
+	f->sec = conf__find_format(env->conf, name);
+	f->ops = f->sec ? fmt__find(f->sec->kind) : NULL;
+	if (!f->sec || !f->ops || !f->ops->batch || f->ops->raw || f->ops == &fmt_group) {
+		snprintf(why, why_len, "format '%s': %s", name,
+			 f->sec ? "its kind cannot run in a group" : "no [format] section");
+		return -EINVAL;
+	}
+	fenv = (struct fmt_env){ .ctx = f,
+				 .get = format_get,
+				 .path = format_path,
+				 .resume = env->resume,
+				 .status = env->status,
+				 .session_dir = env->session_dir,
+				 .conf = env->conf };
+	err = f->ops->open(&f->st, &fenv, inner, sizeof(inner));
+	if (err) {
+		snprintf(why, why_len, "format '%s': %s", name, inner);
+		return err;
+	}
+	g->n++;
+	return 0;
+}
+
+static int group_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
+{
+	const char *list = env->get(env->ctx, "formats");
+	struct group *g;
+	char name[CONF_NAME_MAX];
+	int r, err = 0;
+
+	if (!env->conf || !list) {
+		snprintf(why, why_len,
+			 "a group runs the [format] sections of a pipeline.conf: it is a session's "
+			 "sink only");
+		return -EINVAL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	while (!err && (r = conf_list_next(&list, name, sizeof(name))) > 0)
+		err = group__open_format(g, env, name, why, why_len);
+	if (!err && (r < 0 || !g->n)) {
+		snprintf(why, why_len, "bad formats: expected a list of [format] section names");
+		err = -EINVAL;
+	}
+	if (err) {
+		group_free(g);
+		return err;
+	}
+	*out = g;
+	return 0;
+}
+
+static void group_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
+{
+	struct group *g = st;
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		g->f[i].ops->batch(g->f[i].st, b, ev);
+	g->received += b->n_events;
+}
+
+/* "format 'NAME': what it said", after what is in why already. */
+static void why__add(char *why, size_t why_len, const struct group_format *f, const char *inner,
+		     int err)
+{
+	size_t used = strlen(why);
+
+	if (used + 1 < why_len)
+		snprintf(why + used, why_len - used, "%sformat '%s': %s", used ? "; " : "",
+			 f->sec->name, inner[0] ? inner : strerror(-err));
+}
+
+/*
+ * Every format ticks. The group's output is complete only when each format's is, over all
+ * the events so far: a restart then loses nothing that any format had not written. A failure
+ * is reported when it happens (with the format's name) and stays shown until that format
+ * writes again, even while the others write.
+ */
+static int group_tick(void *st, __u64 now_ns, char *why, size_t why_len)
+{
+	struct group *g = st;
+	bool wrote = false, complete = true, failing = false;
+	char inner[512];
+	unsigned int i;
+	int r, err = 0;
+
+	why[0] = 0;
+	for (i = 0; i < g->n; i++) {
+		struct group_format *f = &g->f[i];
+
+		if (f->ops->tick) {
+			inner[0] = 0;
+			r = f->ops->tick(f->st, now_ns, inner, sizeof(inner));
+			if (r < 0) {
+				why__add(why, why_len, f, inner, r);
+				err = err ? err : r;
+				f->failing = true;
+			} else if (r != FMT_IDLE) {
+				wrote = true;
+				f->failing = false;
+			}
+			if (r == FMT_COMPLETE)
+				f->covered = g->received;
+		}
+		complete = complete && f->covered == g->received;
+		failing = failing || f->failing;
+	}
+	if (err)
+		return err;
+	if (failing)
+		return FMT_IDLE; /* the problem shown stays until its format writes */
+	if (complete && wrote)
+		return FMT_COMPLETE;
+	return wrote ? FMT_WROTE : FMT_IDLE;
+}
+
+/* Every format writes its final output, whichever failed before it. */
+static int group_finish(void *st, char *why, size_t why_len)
+{
+	struct group *g = st;
+	char inner[512];
+	unsigned int i;
+	int r, err = 0;
+
+	why[0] = 0;
+	for (i = 0; i < g->n; i++) {
+		inner[0] = 0;
+		r = g->f[i].ops->finish(g->f[i].st, inner, sizeof(inner));
+		if (r) {
+			why__add(why, why_len, &g->f[i], inner, r);
+			err = err ? err : r;
+		}
+	}
+	return err;
+}
+
+/*
+ * FORMAT.COUNTER into out, in the status block's NAME_LEN - 1 characters: a longer name keeps
+ * the counter's name whole and cuts the format's (at least one letter of it is kept; only then
+ * is the counter's name cut). Returns whether it was shortened.
+ */
+static bool counter__name(char out[NAME_LEN], const char *format, const char *counter)
+{
+	size_t fl = strlen(format), cl = strlen(counter), room = NAME_LEN - 1;
+	bool cut = fl + 1 + cl > room;
+
+	if (cut)
+		fl = cl + 2 <= room ? room - 1 - cl : 1;
+	if (cl > room - 1 - fl)
+		cl = room - 1 - fl;
+	memcpy(out, format, fl);
+	out[fl] = '.';
+	memcpy(out + fl + 1, counter, cl);
+	out[fl + 1 + cl] = 0;
+	return cut;
+}
+
+/*
+ * Every format's counters, each FORMAT.COUNTER. What does not fit in max is said: the last
+ * slot becomes counters_hidden (how many are not shown), and the log names them once, as it
+ * names the counters whose names had to be shortened.
+ */
+static unsigned int group_counters(void *st, const char **names, __u64 *values, unsigned int max)
+{
+	struct group *g = st;
+	char said[1024];
+	unsigned int i, k, total = 0, shown;
+	size_t used = 0;
+
+	if (max > FMT_COUNTERS_MAX)
+		max = FMT_COUNTERS_MAX;
+	if (!max)
+		return 0;
+	for (i = 0; i < g->n; i++) {
+		unsigned int n0 = total, n = 0;
+
+		if (g->f[i].ops->counters)
+			n = g->f[i].ops->counters(g->f[i].st, g->raw + total, g->values + total,
+						  FMT_COUNTERS_MAX);
+		for (total += n; n0 < total && n0 < max; n0++)
+			if (counter__name(g->names[n0], g->f[i].sec->name, g->raw[n0]) &&
+			    !g->told_names && used < sizeof(said))
+				used += (size_t)snprintf(said + used, sizeof(said) - used,
+							 " %s (%s.%s)", g->names[n0],
+							 g->f[i].sec->name, g->raw[n0]);
+	}
+	if (used && !g->told_names)
+		fprintf(stderr,
+			"xpusup-group: status counter names hold %d characters; shown shortened:%s\n",
+			NAME_LEN - 1, said);
+	g->told_names = true;
+	shown = total > max ? max - 1 : total;
+	for (k = 0; k < shown; k++) {
+		names[k] = g->names[k];
+		values[k] = g->values[k];
+	}
+	if (total <= max)
+		return shown;
+	names[shown] = "counters_hidden";
+	values[shown] = total - shown;
+	if (!g->told_hidden)
+		fprintf(stderr,
+			"xpusup-group: %u counters of its formats do not fit in status (at most "
+			"%u): counters_hidden counts them, from %s on\n",
+			total - shown, max - 1, g->names[shown]);
+	g->told_hidden = true;
+	return shown + 1;
+}
+
+const struct fmt_ops fmt_group = {
+	.kind = "group",
+	.open = group_open,
+	.batch = group_batch,
+	.tick = group_tick,
+	.finish = group_finish,
+	.free = group_free,
+	.counters = group_counters,
+};
