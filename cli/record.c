@@ -62,7 +62,8 @@ static const char usage_record[] =
 	"The built-in pipeline samples CPU stacks (eBPF, cpu-clock) and reads counters (perf\n"
 	"events: those this machine has of cycles, instructions, cache and branch misses,\n"
 	"task-clock, page faults, context switches, migrations) on CMD and every process it\n"
-	"starts, through one correlator into the three sinks; it is written to DIR/pipeline.conf.\n"
+	"starts, through one correlator into one sink that writes the three outputs; it is\n"
+	"written to DIR/pipeline.conf.\n"
 	"Without the privileges for BPF or perf events (CAP_BPF, CAP_PERFMON) it goes on without\n"
 	"that source and says so. Its cupti source records CMD's GPU activity (CMD gets\n"
 	"CUDA_INJECTION64_PATH) and the ranges of programs linked with libxpusup_annotate.\n"
@@ -87,40 +88,47 @@ static const char usage_record[] =
  * injection library (CUDA_INJECTION64_PATH) sends CMD's GPU activity there, and a program
  * linked with libxpusup_annotate its ranges, without a pipeline of its own. The cpu source's
  * unwind is --unwind's (auto by default: stack copies unwound by the correlator, docs/unwind.md). */
-static const char builtin_conf[] = "; the built-in pipeline of `xpusup record`, as it ran\n"
-				   "[source cpu]\n"
-				   "kind = cpu\n"
-				   "frequency_hz = %llu\n"
-				   "unwind = %s\n"
-				   "python = %s\n"
-				   "target = command\n"
-				   "optional = yes\n"
-				   "\n"
-				   "[source hw]\n"
-				   "kind = pmu\n"
-				   "target = command\n"
-				   "optional = yes\n"
-				   "\n"
-				   "[source gpu]\n"
-				   "kind = cupti\n"
-				   "optional = yes\n"
-				   "\n"
-				   "[correlator]\n"
-				   "shards = 1\n"
-				   "\n"
-				   "[sink flame]\n"
-				   "kind = folded\n"
-				   "path = flame.folded\n"
-				   "\n"
-				   "[sink trace]\n"
-				   "kind = timeline\n"
-				   "path = trace.json\n"
-				   "window_s = " RECORD_WINDOW_S "\n"
-				   "max_mb = " RECORD_MAX_MB "\n"
-				   "\n"
-				   "[sink stats]\n"
-				   "kind = stats\n"
-				   "path = stats.json\n";
+static const char builtin_conf[] =
+	"; the built-in pipeline of `xpusup record`, as it ran\n"
+	"[source cpu]\n"
+	"kind = cpu\n"
+	"frequency_hz = %llu\n"
+	"unwind = %s\n"
+	"python = %s\n"
+	"target = command\n"
+	"optional = yes\n"
+	"\n"
+	"[source hw]\n"
+	"kind = pmu\n"
+	"target = command\n"
+	"optional = yes\n"
+	"\n"
+	"[source gpu]\n"
+	"kind = cupti\n"
+	"optional = yes\n"
+	"\n"
+	"[correlator]\n"
+	"shards = 1\n"
+	"\n"
+	"; one sink process runs the three outputs: one receive and one decode\n"
+	"; of every batch for all of them (docs/sinks.md, group)\n"
+	"[sink outputs]\n"
+	"kind = group\n"
+	"formats = flame, trace, stats\n"
+	"\n"
+	"[format flame]\n"
+	"kind = folded\n"
+	"path = flame.folded\n"
+	"\n"
+	"[format trace]\n"
+	"kind = timeline\n"
+	"path = trace.json\n"
+	"window_s = " RECORD_WINDOW_S "\n"
+	"max_mb = " RECORD_MAX_MB "\n"
+	"\n"
+	"[format stats]\n"
+	"kind = stats\n"
+	"path = stats.json\n";
 
 static volatile sig_atomic_t child_pid;
 
@@ -303,50 +311,54 @@ static bool show_windows(const char *path)
 	return true;
 }
 
-/* Where each sink of conf wrote, as the user will look for it. */
-static void show_outputs(const struct conf *conf)
+/* Where one sink or format a wrote, as the user will look for it. */
+static void show_output(const struct conf *conf, const struct conf_actor *a)
 {
 	char path[PATH_MAX], text[PATH_MAX];
-	unsigned int i;
 	struct stat st;
+	size_t len;
+
+	if (conf_actor__path(conf, a, "path", path, sizeof(path)))
+		return;
+	if (stat(path, &st) && !strcmp(a->kind, "timeline") && show_windows(path))
+		return;
+	if (stat(path, &st))
+		fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind, path);
+	else
+		fprintf(stderr, "  %-10s %s (%lld bytes)\n", a->kind, path, (long long)st.st_size);
+	len = strlen(path);
+	if (!strcmp(a->kind, "folded") && len > 7 && !strcmp(path + len - 7, ".folded") &&
+	    snprintf(text, sizeof(text), "%.*s.html", (int)(len - 7), path) < (int)sizeof(text) &&
+	    !stat(text, &st))
+		fprintf(stderr, "  %-10s %s (open it in a browser)\n", "", text);
+	if (!strcmp(a->kind, "stats") && len > 5 && !strcmp(path + len - 5, ".json") &&
+	    snprintf(text, sizeof(text), "%.*s.txt", (int)(len - 5), path) < (int)sizeof(text) &&
+	    !stat(text, &st))
+		fprintf(stderr, "  %-10s %s\n", "", text);
+}
+
+/* The i-th of conf's outputs: its sinks, then its [format] sections (a group sink's). */
+static const struct conf_actor *output_at(const struct conf *conf, unsigned int i)
+{
+	unsigned int k;
+
+	for (k = 0; k < conf->n_actors; k++)
+		if (conf->actors[k].role == CONF_ROLE_SINK && !i--)
+			return &conf->actors[k];
+	return i < conf->n_formats ? &conf->formats[i] : NULL;
+}
+
+/* Where each sink and format of conf wrote, then the top of the flame graph. */
+static void show_outputs(const struct conf *conf)
+{
+	const struct conf_actor *a;
+	char path[PATH_MAX];
+	unsigned int i;
 
 	fprintf(stderr, "xpusup: outputs:\n");
-	for (i = 0; i < conf->n_actors; i++) {
-		const struct conf_actor *a = &conf->actors[i];
-
-		if (a->role != CONF_ROLE_SINK ||
-		    conf_actor__path(conf, a, "path", path, sizeof(path)))
-			continue;
-		if (stat(path, &st) && !strcmp(a->kind, "timeline") && show_windows(path))
-			continue;
-		if (stat(path, &st))
-			fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind,
-				path);
-		else
-			fprintf(stderr, "  %-10s %s (%lld bytes)\n", a->kind, path,
-				(long long)st.st_size);
-		if (!strcmp(a->kind, "folded")) {
-			size_t len = strlen(path);
-
-			if (len > 7 && !strcmp(path + len - 7, ".folded") &&
-			    snprintf(text, sizeof(text), "%.*s.html", (int)(len - 7), path) <
-				    (int)sizeof(text) &&
-			    !stat(text, &st))
-				fprintf(stderr, "  %-10s %s (open it in a browser)\n", "", text);
-		}
-		if (!strcmp(a->kind, "stats")) {
-			size_t len = strlen(path);
-
-			if (len > 5 && !strcmp(path + len - 5, ".json") &&
-			    snprintf(text, sizeof(text), "%.*s.txt", (int)(len - 5), path) <
-				    (int)sizeof(text) &&
-			    !stat(text, &st))
-				fprintf(stderr, "  %-10s %s\n", "", text);
-		}
-	}
-	for (i = 0; i < conf->n_actors; i++) {
-		const struct conf_actor *a = &conf->actors[i];
-
+	for (i = 0; (a = output_at(conf, i)); i++)
+		show_output(conf, a);
+	for (i = 0; (a = output_at(conf, i)); i++) {
 		if (!strcmp(a->kind, "folded") &&
 		    !conf_actor__path(conf, a, "path", path, sizeof(path))) {
 			show_top(path);
