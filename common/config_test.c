@@ -1097,11 +1097,12 @@ static void test_formats(void)
 		    "t.conf:7: ",
 		    "mode = ring cannot be a [format]: a flight recorder's snapshots "
 		    "need a sink of its own");
-	check_error("formats: publish is not a format",
-		    "[sink all]\nkind = group\nformats = p\n"
-		    "[format p]\nkind = publish\nlisten = tcp://127.0.0.1:1\n",
-		    "t.conf:5: ",
-		    "kind 'publish' cannot be used in [format p] (known: folded, timeline, stats, metrics, pprof)");
+	check_error(
+		"formats: publish is not a format",
+		"[sink all]\nkind = group\nformats = p\n"
+		"[format p]\nkind = publish\nlisten = tcp://127.0.0.1:1\n",
+		"t.conf:5: ",
+		"kind 'publish' cannot be used in [format p] (known: folded, timeline, stats, metrics, pprof)");
 	check_error("formats: nor a group",
 		    "[sink all]\nkind = group\nformats = g\n[format g]\nkind = group\n",
 		    "t.conf:5: ", "kind 'group' cannot be used in [format g]");
