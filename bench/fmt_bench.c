@@ -19,7 +19,8 @@
  * batch delivered twice only while they still remember it), so that the formats' bounded
  * tables are full and evicting, as in a long session, for most of the run.
  *
- * Usage: fmt_bench [-r R] [-l L] [-d DIR] CAPTURE [KIND...]   (default: folded stats timeline)
+ * Usage: fmt_bench [-r R] [-l L] [-d DIR] {-c CAPTURE | CAPTURE} [KIND...]
+ *        (default kinds: folded stats timeline)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
 {
 	static const char *const default_kinds[] = { "folded", "stats", "timeline" };
 	struct bench_env be = { .dir = "/tmp" };
-	const char *const *kinds = default_kinds;
+	const char *const *kinds = default_kinds, *capture = NULL;
 	unsigned int n_kinds = 3, repeat = 3, k, i;
 	struct xpu_wire_pool pool = { 0 };
 	struct capture c = { 0 };
@@ -181,8 +182,11 @@ int main(int argc, char **argv)
 	__u64 n;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "r:l:d:h")) != -1) {
+	while ((opt = getopt(argc, argv, "r:l:d:c:h")) != -1) {
 		switch (opt) {
+		case 'c':
+			capture = optarg;
+			break;
 		case 'l':
 			loops = strtoul(optarg, NULL, 10);
 			break;
@@ -198,20 +202,24 @@ int main(int argc, char **argv)
 			return opt == 'h' ? 0 : EXIT_USAGE;
 		}
 	}
-	if (optind >= argc || repeat < 1 || repeat > MAX_REPEAT || loops < 1 || loops > 100) {
+	if ((!capture && optind >= argc) || repeat < 1 || repeat > MAX_REPEAT || loops < 1 ||
+	    loops > 100) {
 		fprintf(stderr,
-			"usage: fmt_bench [-r 1..%d] [-l 1..100] [-d DIR] CAPTURE [KIND...]\n",
+			"usage: fmt_bench [-r 1..%d] [-l 1..100] [-d DIR] {-c CAPTURE | CAPTURE} "
+			"[KIND...]\n",
 			MAX_REPEAT);
 		return EXIT_USAGE;
 	}
-	err = capture__load(&c, argv[optind]);
+	if (!capture)
+		capture = argv[optind++];
+	err = capture__load(&c, capture);
 	if (err) {
-		fprintf(stderr, "fmt_bench: %s: %s\n", argv[optind], strerror(-err));
+		fprintf(stderr, "fmt_bench: %s: %s\n", capture, strerror(-err));
 		return EXIT_SYSTEM;
 	}
-	if (optind + 1 < argc) {
-		kinds = (const char *const *)argv + optind + 1;
-		n_kinds = argc - optind - 1;
+	if (optind < argc) {
+		kinds = (const char *const *)argv + optind;
+		n_kinds = argc - optind;
 	}
 	events = calloc(MAX_EVENTS, sizeof(*events));
 	if (!events || xpu_wire_pool__init(&pool, POOL_FRAMES, POOL_TEXT))

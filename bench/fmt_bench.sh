@@ -3,7 +3,7 @@
 # 4 processes, 2 shards, through a publish sink to `xpusup subscribe --format raw`), then
 # fmt_bench on it: CPU ns per event of decoding and of each sink format alone.
 #
-# Usage: bench/fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench options and kinds...]
+# Usage: bench/fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench options...] [KIND...]
 #   (root, or XDG_RUNTIME_DIR; the capture is about 100 bytes an event, in a temp folder)
 set -u
 BUILD=${1:?usage: fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench args...]}
@@ -33,4 +33,4 @@ sleep 1
 kill -INT $sub
 wait $sub
 cat "$WORK/sub.err" >&2
-"$BUILD/bench/fmt_bench" -d "$WORK" "$@" "$WORK/capture.raw"
+"$BUILD/bench/fmt_bench" -d "$WORK" -c "$WORK/capture.raw" "$@"
