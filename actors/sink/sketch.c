@@ -226,6 +226,12 @@ int sketch__add(struct sketch *s, __u64 v)
 	return 0;
 }
 
+void sketch__count(struct sketch *s, __u64 v)
+{
+	add_exact(s, 1, v, v, v);
+	s->unbucketed++;
+}
+
 int sketch__merge(struct sketch *dst, const struct sketch *src)
 {
 	bool folded;

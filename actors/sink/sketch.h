@@ -57,6 +57,10 @@ void sketch__reset(struct sketch *s);
  */
 int sketch__add(struct sketch *s, __u64 v);
 
+/* sketch__count - add v to count, sum, min and max only, in no bucket (counted in
+ * unbucketed): for an accumulator that never asks for quantiles (the metrics format). */
+void sketch__count(struct sketch *s, __u64 v);
+
 /*
  * sketch__merge - add every value of src to dst (same alpha by construction). Returns 0 or
  * -ENOMEM (dst then holds src's values that fitted; the others are in unbucketed).

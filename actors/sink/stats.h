@@ -205,6 +205,9 @@ struct stats {
 	bool intervals_opened;
 	__u64 lines_dropped;
 	__u64 writes, gpu_records, sketch_nomem;
+	/* the metrics format's accumulator: kernels' counts and sums (their sketches hold no
+	 * buckets), no queue delays and so no launch map. Set before the first batch. */
+	bool counts_only;
 };
 
 extern const char *const stats_copy_names[COPY_SLOTS];

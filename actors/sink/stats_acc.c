@@ -231,10 +231,13 @@ static void kernel(struct stats *st, __u32 producer, const struct xpu_cevent *e)
 
 	st->cur.kernels++;
 	st->cur.kernel_ns += d;
-	if (sketch__add(&k->cur, d))
+	if (st->counts_only) /* what a sketch keeps apart from its buckets */
+		sketch__count(&k->cur, d);
+	else if (sketch__add(&k->cur, d))
 		st->sketch_nomem++;
 	kernel_counters(k, e);
-	queue_delay(st, producer, e);
+	if (!st->counts_only)
+		queue_delay(st, producer, e);
 	if (d) {
 		/* errors are counted inside: the statistic goes on without that interval */
 		sm_active__add(st->sm, SM_DEVICE(e->device), e->ts_ns, e->end_ns);
@@ -487,7 +490,8 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 
-		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events) /* its slot is a cache miss */
+		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events &&
+		    !st->counts_only) /* its slot is a cache miss */
 			launch_map__prefetch_event(&st->launches, b->producer,
 						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
 		if (e->kind < XPU_REC_TYPE_MAX)
@@ -496,6 +500,8 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 		switch (e->kind) {
 		case XPU_REC_CUDA_API:
 		case XPU_REC_LAUNCH:
+			if (st->counts_only)
+				break;
 			l = launch_map__put(&st->launches, b->producer, e->id);
 			l->ts = e->ts_ns;
 			l->kind = e->kind;
