@@ -127,9 +127,28 @@ struct number_memo {
 	__u32 id, gen;
 };
 
+/* A GPU activity's leaf location and kernel label by its name's pointer (the decoder's one
+ * copy in the batch) and what else the leaf's text depends on. */
+#define MEMO_GPU 256
+struct gpu_memo {
+	const char *name;
+	__u32 name_len, sub_kind;
+	__u16 kind;
+	__u32 loc, kernel, gen;
+};
+
+/* The comm label of the last process seen (events come in runs of one process): by the
+ * pointer into the comm table, which holds while the tables do. */
+struct comm_memo {
+	const char *comm;
+	__u32 id, gen;
+};
+
 struct memo {
 	struct frame_memo frames[MEMO_FRAMES];
 	struct number_memo numbers[MEMO_NUMBERS];
+	struct gpu_memo gpu[MEMO_GPU];
+	struct comm_memo comm;
 	__u32 batch_gen, tables_gen; /* from 1: 0 marks an empty entry */
 };
 
@@ -561,6 +580,7 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 {
 	bool gpu = e->kind != XPU_REC_CPU_SAMPLE;
 	__u32 n = 0, k, frames, label[L_N] = { 0 }, leaf_len = 0;
+	struct gpu_memo *gm;
 	char leaf[FLAME_GPU_LEAF_MAX];
 	const char *comm, *scope;
 	struct sample *s = NULL;
@@ -569,8 +589,29 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 
 	frames = !e->stack ? 0 : gpu ? e->n_user : (__u32)e->n_kernel + e->n_user;
 	if (gpu) {
-		leaf_len = flame_frame__gpu_leaf(e, leaf);
-		id = named_location(p, leaf, leaf_len);
+		gm = &p->memo.gpu[xpu_mix64((__u64)(uintptr_t)e->name ^ e->name_len ^
+					    (__u64)e->kind << 32 ^ (__u64)e->sub_kind << 40) &
+				  (MEMO_GPU - 1)];
+		if (gm->gen == p->memo.batch_gen && gm->name == e->name &&
+		    gm->name_len == e->name_len && gm->kind == e->kind &&
+		    gm->sub_kind == e->sub_kind) {
+			id = gm->loc;
+			label[L_KERNEL] = gm->kernel;
+		} else {
+			leaf_len = flame_frame__gpu_leaf(e, leaf);
+			id = named_location(p, leaf, leaf_len);
+			if (e->kind == XPU_REC_GPU_KERNEL) /* the leaf's name after "[gpu] " */
+				label[L_KERNEL] =
+					(__u32)name_id(p, leaf + GPU_PREFIX, leaf_len - GPU_PREFIX);
+			if (id > 0 && label[L_KERNEL] != (__u32)-1)
+				*gm = (struct gpu_memo){ .name = e->name,
+							 .name_len = e->name_len,
+							 .sub_kind = e->sub_kind,
+							 .kind = e->kind,
+							 .loc = (__u32)id,
+							 .kernel = label[L_KERNEL],
+							 .gen = p->memo.batch_gen };
+		}
 		ok = id > 0;
 		p->stack[n++] = (__u64)id;
 		if (!frames) {
@@ -592,14 +633,17 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 	label[L_PID] = (__u32)number_id(p, e->pid);
 	label[L_THREAD] = e->tid ? (__u32)number_id(p, e->tid) : 0;
 	comm = flame_comms__get(&p->comms, e->pid);
-	if (comm)
+	if (comm && p->memo.comm.gen == p->memo.batch_gen && p->memo.comm.comm == comm) {
+		label[L_COMM] = p->memo.comm.id;
+	} else if (comm) {
 		label[L_COMM] = (__u32)name_id(p, comm, strlen(comm));
+		p->memo.comm = (struct comm_memo){ .comm = comm,
+						   .id = label[L_COMM],
+						   .gen = p->memo.batch_gen };
+	}
 	if (gpu) {
 		label[L_DEVICE] = (__u32)number_id(p, e->device);
 		label[L_STREAM] = (__u32)number_id(p, e->stream);
-		if (e->kind == XPU_REC_GPU_KERNEL) /* the leaf's name after "[gpu] " */
-			label[L_KERNEL] =
-				(__u32)name_id(p, leaf + GPU_PREFIX, leaf_len - GPU_PREFIX);
 	}
 	for (k = 0; k < L_N; k++)
 		ok = ok && label[k] != (__u32)-1;
