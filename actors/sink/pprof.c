@@ -192,13 +192,11 @@ struct pprof {
 	__u64 files, cpu_samples, gpu_events, events_full, bytes_written;
 	struct pusher *push; /* push_url: each finished file is posted; NULL: none */
 	unsigned long long push_drain_ms;
-	__u64 push_not_queued; /* files the spool did not take (other than for its cap) */
 };
 
 static const char *const counter_names[] = {
-	"files_written", "cpu_samples",	  "gpu_events",	     "samples",
-	"locations",	 "functions",	  "mappings",	     "strings",
-	"events_full",	 "bytes_written", "push_not_queued",
+	"files_written", "cpu_samples", "gpu_events", "samples",     "locations",
+	"functions",	 "mappings",	"strings",    "events_full", "bytes_written",
 };
 
 /* ---- the tables ------------------------------------------------------------------------ */
@@ -953,17 +951,12 @@ static int file_name(const struct pprof *p, char *buf, size_t size)
  * finish; must not block the sink for long. */
 static void pprof_finished(struct pprof *p, const char *path, __u64 from_ns, __u64 until_ns)
 {
-	int err;
-
 	p->files++;
-	if (!p->push)
-		return;
-	/* into the spool (a link, a copy across file systems), never the network: a file the
-	 * spool's cap refuses is counted there (push_dropped), any other failure here */
-	err = pusher__submit(p->push, path, from_ns / 1000000000ull,
-			     (until_ns + 999999999ull) / 1000000000ull);
-	if (err && err != -ENOSPC)
-		p->push_not_queued++;
+	/* into the spool (a link, a copy across file systems), never the network; a file it
+	 * cannot take is counted there (push_dropped) and said in its words */
+	if (p->push)
+		pusher__submit(p->push, path, from_ns / 1000000000ull,
+			       (until_ns + 999999999ull) / 1000000000ull);
 }
 
 /* Whether the interval has nothing to write. */
@@ -1099,21 +1092,15 @@ static void pprof_free(void *st)
 static unsigned int pprof_counters(void *st, const char **names, __u64 *values, unsigned int max)
 {
 	struct pprof *p = st;
-	__u64 v[] = { p->files,
-		      p->cpu_samples,
-		      p->gpu_events,
-		      p->isamples.n ? p->isamples.n - 1 : 0, /* not the FULL_FRAME one */
-		      p->ilocations.n,
-		      p->ifunctions.n,
-		      p->imappings.n,
-		      p->istrings.n,
-		      p->events_full,
-		      p->bytes_written,
-		      p->push_not_queued };
+	__u64 v[] = {
+		p->files,	 p->cpu_samples,
+		p->gpu_events,	 p->isamples.n ? p->isamples.n - 1 : 0, /* not the FULL_FRAME one */
+		p->ilocations.n, p->ifunctions.n,
+		p->imappings.n,	 p->istrings.n,
+		p->events_full,	 p->bytes_written
+	};
 	unsigned int i, n = sizeof(v) / sizeof(v[0]);
 
-	if (!p->push)
-		n--; /* push_not_queued: only with a push */
 	for (i = 0; i < n && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];

@@ -406,11 +406,15 @@ int pusher__submit(struct pusher *p, const char *path, __u64 from_s, __u64 until
 	if (until_s < from_s)
 		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
+	if (fd < 0 || fstat(fd, &st)) { /* a file not handed over is lost to the push too */
 		err = -errno;
-		goto close_fd;
+		pthread_mutex_lock(&p->mu);
+		p->c[PUSH_DROPPED]++;
+		trouble(p, "push: unable to read %s: %s", path, strerror(-err));
+		pthread_mutex_unlock(&p->mu);
+		if (fd >= 0)
+			close(fd);
+		return err;
 	}
 	e.size = (__u64)st.st_size;
 
