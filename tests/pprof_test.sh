@@ -154,6 +154,31 @@ wait_for 40 "$s" "c('syn', 'launches') == $LAUNCHES and c('prof', 'events_in') =
 ok $? "push: once it accepts again, the spool empties while the session runs ($(json "$s" "c('prof', 'push_sent'), c('prof', 'push_spooled'), c('prof', 'push_retries')"))"
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
 log_clean "$s" "push"
+
+# a spool on a full disk (a 16 KiB tmpfs) while the receiver refuses: the files that cannot be
+# copied there are dropped and counted, the sink and the pipeline run on
+s="$PREFIX-pushfull"
+mkdir -p "$WORK/pushfull" "$WORK/spoolfs"
+if mount -t tmpfs -o size=16k tmpfs "$WORK/spoolfs" 2>/dev/null; then
+	control refuse
+	{ printf '[sink prof]\nkind = pprof\npath = pushfull/profile.pb.gz\ninterval_s = 1\n'
+	  printf 'push_url = http://127.0.0.1:%s\npush_spool = spoolfs\n' "$port"
+	  synthetic 0 | sed 's/launches_per_s = 0/launches_per_s = 3000/'; } >"$WORK/pushfull.conf"
+	"$XPUSUP" start "$WORK/pushfull.conf" --session "$s" >/dev/null 2>&1
+	wait_for 30 "$s" "c('prof', 'push_dropped') >= 1"
+	ok $? "push: a full spool disk: the files that cannot be spooled are dropped and counted ($(json "$s" "c('prof', 'files_written'), c('prof', 'push_spooled'), c('prof', 'push_dropped')"))"
+	e1=$(json "$s" "sum_('events_out')")
+	sleep 1
+	got=$(json "$s" "sum_('events_out') > $e1, c('syn', 'records_dropped'), a['prof']['state'], c('prof', 'write_errors')")
+	[ "$got" = "True 0 running 0" ]
+	ok $? "push: with the spool's disk full the pipeline and the sink run on, its files written ($got)"
+	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+	log_clean "$s" "push, full spool disk"
+	umount "$WORK/spoolfs"
+	control accept
+else
+	ok 1 "push: mount a 16 KiB tmpfs for the spool (needs root)"
+fi
 kill "$recv" 2>/dev/null
 wait "$recv" 2>/dev/null
 "$PY" - "$WORK/push" <<'PYEOF' >"$WORK/push/check.txt" 2>&1
