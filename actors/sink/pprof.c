@@ -120,6 +120,7 @@ struct frame_memo {
 	const char *name;
 	__u32 loc, gen;
 	bool kernel;
+	bool whole_tables; /* gen is a tables_gen (a frame without a name), not a batch_gen */
 };
 
 struct number_memo {
@@ -144,8 +145,19 @@ struct comm_memo {
 	__u32 id, gen;
 };
 
+/* The range frames of the last scope seen (events come in runs under one scope), by its
+ * text: a scope's string may be freed and another made at its address. */
+#define MEMO_SCOPE_TEXT 256
+#define MEMO_SCOPE_LOCS 16
+struct scope_memo {
+	char text[MEMO_SCOPE_TEXT];
+	__u32 len, n, gen;
+	__u32 loc[MEMO_SCOPE_LOCS];
+};
+
 struct memo {
 	struct frame_memo frames[MEMO_FRAMES];
+	struct scope_memo scope;
 	struct number_memo numbers[MEMO_NUMBERS];
 	struct gpu_memo gpu[MEMO_GPU];
 	struct comm_memo comm;
@@ -540,26 +552,39 @@ static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k,
 	const char *name = e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
 	struct frame_memo *m =
 		&p->memo.frames[xpu_mix64(ip ^ (__u64)(uintptr_t)name) & (MEMO_FRAMES - 1)];
+	/* a frame without a name is its address alone: it holds while the tables do */
+	__u32 gen = name ? p->memo.batch_gen : p->memo.tables_gen;
 	long loc;
 
-	if (m->gen == p->memo.batch_gen && m->ip == ip && m->name == name && m->kernel == kernel)
+	if (m->gen == gen && m->ip == ip && m->name == name && m->kernel == kernel &&
+	    m->whole_tables == !name)
 		return m->loc;
 	loc = new_frame_location(p, ip, name, kernel);
 	if (loc > 0)
 		*m = (struct frame_memo){ .ip = ip,
 					  .name = name,
 					  .loc = (__u32)loc,
-					  .gen = p->memo.batch_gen,
-					  .kernel = kernel };
+					  .gen = gen,
+					  .kernel = kernel,
+					  .whole_tables = !name };
 	return loc;
 }
 
 /* Push the range frames of scope ("[range] outer;...;[range] inner"), innermost first. */
 static bool push_scope(struct pprof *p, __u32 *n, const char *scope)
 {
-	const char *end = scope + strlen(scope), *semi;
+	size_t len = strlen(scope);
+	const char *end = scope + len, *semi;
+	struct scope_memo *m = &p->memo.scope;
+	__u32 first = *n, i;
 	long loc;
 
+	if (m->gen == p->memo.tables_gen && m->len == len && !memcmp(m->text, scope, len) &&
+	    *n + m->n <= STACK_MAX) {
+		for (i = 0; i < m->n; i++)
+			p->stack[(*n)++] = m->loc[i];
+		return true;
+	}
 	while (end > scope && *n < STACK_MAX) {
 		for (semi = end; semi > scope && semi[-1] != ';'; semi--)
 			;
@@ -568,6 +593,14 @@ static bool push_scope(struct pprof *p, __u32 *n, const char *scope)
 			return false;
 		p->stack[(*n)++] = (__u64)loc;
 		end = semi > scope ? semi - 1 : scope;
+	}
+	if (end == scope && len < MEMO_SCOPE_TEXT && *n - first <= MEMO_SCOPE_LOCS) {
+		memcpy(m->text, scope, len);
+		m->len = (__u32)len;
+		m->n = *n - first;
+		for (i = 0; i < m->n; i++)
+			m->loc[i] = (__u32)p->stack[first + i];
+		m->gen = p->memo.tables_gen;
 	}
 	return true;
 }
