@@ -7,7 +7,10 @@
 #                               processes, each receiving and decoding every batch
 #   group of the three          one group sink running stats, pprof and metrics formats:
 #                               one receive and one decode (docs/sinks.md, "group")
-# Nobody scrapes the metrics endpoint. The ratio is the rate over the baseline's; sink CPU as
+#   record's outputs            what `xpusup record` runs: one group of folded, timeline and
+#                               stats (the second baseline)
+#   record's + pprof + metrics  the same group with a pprof and a metrics format more
+# Nobody scrapes the metrics endpoint. The ratio is the rate over its baseline's; sink CPU as
 # in sinks_bench.sh (all sink processes over the events).
 #
 # Usage: bench/fleet_bench.sh XPUSUP_BINARY [COUNT]   (root, or XDG_RUNTIME_DIR)
@@ -29,15 +32,29 @@ read -r ge gt gc < <(run group '[sink out]' 'kind = group' 'formats = stats, pro
 	'[format stats]' 'kind = stats' 'path = out/stats.json' \
 	'[format prof]' 'kind = pprof' 'path = out/profile.pb.gz' \
 	'[format prom]' 'kind = metrics' "listen = 127.0.0.1:$((PORT + 1))")
-/usr/bin/python3 - "$COUNT" "$be" "$bt" "$bc" "$fe" "$ft" "$fc" "$ge" "$gt" "$gc" <<'PYEOF'
+rec=('[format flame]' 'kind = folded' 'path = out/flame.folded' \
+	'[format trace]' 'kind = timeline' 'path = out/trace.json' \
+	'[format stats]' 'kind = stats' 'path = out/stats.json')
+read -r re rt rc < <(run record '[sink out]' 'kind = group' 'formats = flame, trace, stats' \
+	"${rec[@]}")
+read -r xe xt xc < <(run recordfleet '[sink out]' 'kind = group' \
+	'formats = flame, trace, stats, prof, prom' "${rec[@]}" \
+	'[format prof]' 'kind = pprof' 'path = out/profile.pb.gz' \
+	'[format prom]' 'kind = metrics' "listen = 127.0.0.1:$((PORT + 2))")
+/usr/bin/python3 - "$COUNT" "$be" "$bt" "$bc" "$fe" "$ft" "$fc" "$ge" "$gt" "$gc" \
+	"$re" "$rt" "$rc" "$xe" "$xt" "$xc" <<'PYEOF'
 import sys
 n, v = sys.argv[1], sys.argv[2:]
-names = ["stats alone", "stats + pprof + metrics", "group of the three"]
-runs = [(names[i], int(v[3 * i]), float(v[3 * i + 1]), float(v[3 * i + 2])) for i in range(3)]
-base = runs[0][1] / runs[0][2] if runs[0][2] else 0
-print(f"fleet_bench: {n} launches flat out, 2 shards; ratio = rate / the rate of stats alone")
-for name, e, t, c in runs:
+names = ["stats alone", "stats + pprof + metrics", "group of the three",
+         "record's outputs (a group)", "record's + pprof + metrics"]
+bases = [0, 0, 0, 3, 3]
+runs = [(names[i], int(v[3 * i]), float(v[3 * i + 1]), float(v[3 * i + 2])) for i in range(5)]
+print(f"fleet_bench: {n} launches flat out, 2 shards; ratio = rate / the rate of its baseline"
+      " (stats alone; record's outputs)")
+for i, (name, e, t, c) in enumerate(runs):
+    b = runs[bases[i]]
+    base = b[1] / b[2] if b[2] else 0
     r = e / t if t else 0
-    print(f"{name:25s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
+    print(f"{name:28s}: {r / 1e6:5.2f} M events/s ({e} events in {t:.2f} s), ratio {r / base if base else 0:.2f},"
           f" sink CPU {c * 1e9 / e if e else 0:4.0f} ns/event")
 PYEOF
