@@ -138,11 +138,12 @@ struct gpu_memo {
 	__u32 loc, kernel, gen;
 };
 
-/* The comm label of the last process seen (events come in runs of one process): by the
- * pointer into the comm table, which holds while the tables do. */
+/* A process's comm label by its pid and text (the comm table rewrites a comm in place), while
+ * the tables hold. */
+#define MEMO_COMMS 64
 struct comm_memo {
-	const char *comm;
-	__u32 id, gen;
+	char comm[FLAME_COMM_MAX + 1];
+	__u32 pid, id, gen;
 };
 
 /* The range frames of the last scope seen (events come in runs under one scope), by its
@@ -155,12 +156,26 @@ struct scope_memo {
 	__u32 loc[MEMO_SCOPE_LOCS];
 };
 
+/* A whole stack's locations by its frames' addresses and name pointers (names: as
+ * frame_memo's, within a batch): most events of a batch repeat a few stacks, and one hash
+ * and compare of the stack spares each frame its own lookup. */
+#define MEMO_STACKS 256
+#define MEMO_STACK_FRAMES 48
+struct stack_memo {
+	__u64 h;
+	__u32 gen, n, n_kernel;
+	__u64 ip[MEMO_STACK_FRAMES];
+	const char *name[MEMO_STACK_FRAMES];
+	__u32 loc[MEMO_STACK_FRAMES];
+};
+
 struct memo {
 	struct frame_memo frames[MEMO_FRAMES];
+	struct stack_memo stacks[MEMO_STACKS];
 	struct scope_memo scope;
 	struct number_memo numbers[MEMO_NUMBERS];
 	struct gpu_memo gpu[MEMO_GPU];
-	struct comm_memo comm;
+	struct comm_memo comms[MEMO_COMMS];
 	__u32 batch_gen, tables_gen; /* from 1: 0 marks an empty entry */
 };
 
@@ -202,6 +217,7 @@ struct pprof {
 	struct memo memo;
 	/* counted over the run */
 	__u64 files, cpu_samples, gpu_events, events_full, bytes_written;
+	long no_stack_loc; /* FLAME_NO_LAUNCH_STACK's location in the tables */
 	struct pusher *push; /* push_url: each finished file is posted; NULL: none */
 	unsigned long long push_drain_ms;
 };
@@ -487,6 +503,8 @@ static void tables__reset(struct pprof *p)
 	made_id(p, COMMENT);
 	full = (__u64)named_location(p, FULL_FRAME, strlen(FULL_FRAME));
 	sample_of(p, &full, 1, none);
+	/* every GPU activity without a launch stack has it: made once a file */
+	p->no_stack_loc = named_location(p, FLAME_NO_LAUNCH_STACK, strlen(FLAME_NO_LAUNCH_STACK));
 }
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -542,6 +560,12 @@ static long new_frame_location(struct pprof *p, __u64 ip, const char *name, bool
 	return location_id(p, ip, mapping, fn, 0);
 }
 
+/* The name pointer of frame k as the memos key it ("" and NULL alike: no name). */
+static const char *frame_name(const struct xpu_cevent *e, __u32 k)
+{
+	return e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
+}
+
 /* frame_location through memo.frames: within a batch a frame name's pointer stands for its
  * text (the decoder points every occurrence into the message's one copy), so (address,
  * name pointer, kernel) is the location while the batch and the tables last. Most events
@@ -549,7 +573,7 @@ static long new_frame_location(struct pprof *p, __u64 ip, const char *name, bool
 static long frame_location(struct pprof *p, const struct xpu_cevent *e, __u32 k, bool kernel)
 {
 	__u64 ip = e->stack[k];
-	const char *name = e->frames && e->frames[k] && e->frames[k][0] ? e->frames[k] : NULL;
+	const char *name = frame_name(e, k);
 	struct frame_memo *m =
 		&p->memo.frames[xpu_mix64(ip ^ (__u64)(uintptr_t)name) & (MEMO_FRAMES - 1)];
 	/* a frame without a name is its address alone: it holds while the tables do */
@@ -605,6 +629,55 @@ static bool push_scope(struct pprof *p, __u32 *n, const char *scope)
 	return true;
 }
 
+/* Push the locations of e's frames [0, frames), the first n_kernel kernel frames, through
+ * memo.stacks; false when a table is full. */
+static bool push_frames(struct pprof *p, const struct xpu_cevent *e, __u32 *n, __u32 frames,
+			__u32 n_kernel)
+{
+	struct stack_memo *m;
+	__u64 h = frames ^ (__u64)n_kernel << 32;
+	__u32 k, first = *n;
+	long id;
+
+	if (frames > XPU_WIRE_STACK_MAX)
+		frames = XPU_WIRE_STACK_MAX;
+	if (frames > MEMO_STACK_FRAMES) {
+		m = NULL;
+	} else {
+		for (k = 0; k < frames; k++)
+			h = xpu_mix64(h ^ e->stack[k] ^ (__u64)(uintptr_t)frame_name(e, k) << 1);
+		m = &p->memo.stacks[h & (MEMO_STACKS - 1)];
+		if (m->gen == p->memo.batch_gen && m->h == h && m->n == frames &&
+		    m->n_kernel == n_kernel && !memcmp(m->ip, e->stack, frames * sizeof(__u64))) {
+			for (k = 0; k < frames && m->name[k] == frame_name(e, k); k++)
+				;
+			if (k == frames) {
+				for (k = 0; k < frames; k++)
+					p->stack[(*n)++] = m->loc[k];
+				return true;
+			}
+		}
+	}
+	for (k = 0; k < frames; k++) {
+		id = frame_location(p, e, k, k < n_kernel);
+		if (id <= 0)
+			return false;
+		p->stack[(*n)++] = (__u64)id;
+	}
+	if (m) {
+		m->h = h;
+		m->gen = p->memo.batch_gen;
+		m->n = frames;
+		m->n_kernel = n_kernel;
+		memcpy(m->ip, e->stack, frames * sizeof(__u64));
+		for (k = 0; k < frames; k++) {
+			m->name[k] = frame_name(e, k);
+			m->loc[k] = (__u32)p->stack[first + k];
+		}
+	}
+	return true;
+}
+
 /* Add e's values under its stack and labels; past the tables, under FULL_FRAME. */
 static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *e,
 		      const int64_t *value)
@@ -612,6 +685,7 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 	bool gpu = e->kind != XPU_REC_CPU_SAMPLE;
 	__u32 n = 0, k, frames, label[L_N] = { 0 }, leaf_len = 0;
 	struct gpu_memo *gm;
+	struct comm_memo *cm;
 	char leaf[FLAME_GPU_LEAF_MAX];
 	const char *comm, *scope;
 	struct sample *s = NULL;
@@ -646,17 +720,12 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 		ok = id > 0;
 		p->stack[n++] = (__u64)id;
 		if (!frames) {
-			id = named_location(p, FLAME_NO_LAUNCH_STACK,
-					    strlen(FLAME_NO_LAUNCH_STACK));
-			ok = ok && id > 0;
-			p->stack[n++] = (__u64)id;
+			ok = ok && p->no_stack_loc > 0;
+			p->stack[n++] = (__u64)p->no_stack_loc;
 		}
 	}
-	for (k = 0; ok && k < frames && k < XPU_WIRE_STACK_MAX; k++) {
-		id = frame_location(p, e, k, !gpu && k < e->n_kernel);
-		ok = id > 0;
-		p->stack[n++] = (__u64)id;
-	}
+	if (ok && frames)
+		ok = push_frames(p, e, &n, frames, gpu ? 0 : e->n_kernel);
 	scope = flame_scopes__of(&p->scopes, producer, e);
 	if (ok && scope)
 		ok = push_scope(p, &n, scope);
@@ -664,13 +733,16 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 	label[L_PID] = (__u32)number_id(p, e->pid);
 	label[L_THREAD] = e->tid ? (__u32)number_id(p, e->tid) : 0;
 	comm = flame_comms__get(&p->comms, e->pid);
-	if (comm && p->memo.comm.gen == p->memo.batch_gen && p->memo.comm.comm == comm) {
-		label[L_COMM] = p->memo.comm.id;
+	cm = &p->memo.comms[xpu_mix64(e->pid) & (MEMO_COMMS - 1)];
+	if (comm && cm->gen == p->memo.tables_gen && cm->pid == e->pid &&
+	    !strncmp(cm->comm, comm, sizeof(cm->comm))) {
+		label[L_COMM] = cm->id;
 	} else if (comm) {
 		label[L_COMM] = (__u32)name_id(p, comm, strlen(comm));
-		p->memo.comm = (struct comm_memo){ .comm = comm,
-						   .id = label[L_COMM],
-						   .gen = p->memo.batch_gen };
+		*cm = (struct comm_memo){ .pid = e->pid,
+					  .id = label[L_COMM],
+					  .gen = p->memo.tables_gen };
+		snprintf(cm->comm, sizeof(cm->comm), "%s", comm);
 	}
 	if (gpu) {
 		label[L_DEVICE] = (__u32)number_id(p, e->device);

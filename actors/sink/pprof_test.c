@@ -529,6 +529,48 @@ static void pointers_per_batch(void)
 	remove_files();
 }
 
+/* A process whose comm changes (an exec) within a batch: the samples after it carry the new
+ * comm, GPU work too (the comm labels are remembered by pid and text). */
+static void comm_change(void)
+{
+	struct xpu_cevent e[4];
+	char names[4][512], why[512];
+	void *st = NULL;
+	Profile *p;
+	int err;
+
+	e[0] = cpu_sample(42, user_stack, user_names, 0, 2);
+	e[1] = e[0];
+	e[1].name = "eval";
+	e[1].name_len = 4;
+	e[2] = e[1];
+	e[3] = gpu(XPU_REC_GPU_KERNEL, "vecAdd", 100, user_stack, user_names, 2);
+	err = fmt_pprof.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "comm: open: %s", err ? why : "ok"))
+		return;
+	batch(st, e, 4);
+	fmt_pprof.finish(st, why, sizeof(why));
+	fmt_pprof.free(st);
+	if (!tap_eq_u64(files(names, 4), 1, "comm: one file"))
+		return;
+	p = load(names[0]);
+	if (p) {
+		static const char *const want[] = {
+			"matmul;main | pid=42 thread=42 comm=train team=ml job=resnet "
+			"host=testhost | 1 10000000 0 0",
+			"matmul;main | pid=42 thread=42 comm=eval team=ml job=resnet host=testhost "
+			"| 2 20000000 0 0",
+			"[gpu] vecAdd;matmul;main | pid=42 comm=eval device=1 stream=7 "
+			"kernel=vecAdd team=ml job=resnet host=testhost | 0 0 100 0",
+		};
+
+		tap_ok(samples_are(p, want, 3),
+		       "comm: a comm that changes within a batch labels what follows it");
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	remove_files();
+}
+
 /* Past max_entries: events go to "[pprof tables full]", counted, no weight lost. */
 static void tables_full(void)
 {
@@ -670,6 +712,7 @@ int main(void)
 	one_file();
 	intervals();
 	pointers_per_batch();
+	comm_change();
 	tables_full();
 	bad_options();
 	unwritable();
