@@ -170,8 +170,10 @@ static int cmd_start(int argc, char **argv)
 	if (supervisor_find_programs(conf, progs))
 		goto out;
 	if (check) {
-		printf("%s: ok: %u actors, correlator shards: %u\n", conf->path, conf->n_actors,
-		       conf->shards);
+		printf("%s: ok: %u actors", conf->path, conf->n_actors);
+		if (conf->n_formats) /* [format] sections: run by group sinks, not actors */
+			printf(", %u formats", conf->n_formats);
+		printf(", correlator shards: %u\n", conf->shards);
 		code = 0;
 		goto out;
 	}
