@@ -65,6 +65,8 @@ say(length and int(length[0].split(b":")[1]) == len(body) and body.endswith(b"\n
     "a scrape: Content-Length is the body's, which ends in a line feed")
 r = exchange(b"HEAD /metrics HTTP/1.0\r\n\r\n")
 say(status_of(r) == 200 and r.endswith(b"\r\n\r\n"), "HEAD: 200, headers only")
+r = exchange(b"HEAD /nowhere HTTP/1.0\r\n\r\n")
+say(status_of(r) == 404 and r.endswith(b"\r\n\r\n"), "HEAD of an unknown path: 404, headers only")
 r = exchange(b"GET /metrics?x=1 HTTP/1.1\r\n\r\n")
 say(status_of(r) == 200, "a query string is ignored: 200")
 for req, want, what in (

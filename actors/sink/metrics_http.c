@@ -37,6 +37,7 @@
 /* A connection that has sent no whole request after this long may be closed for a new one: a
  * scraper sends its request at once; an idle or slow client should not keep others out. */
 #define EVICT_GRACE_NS 100000000ull
+#define ACCEPT_PAUSE_NS 100000000ull /* out of descriptors: the backlog waits this long */
 #define POLL_MAX_MS 1000
 
 struct page {
@@ -71,6 +72,7 @@ struct metrics_http {
 	pthread_mutex_t lock;
 	struct page *page; /* the current page, holding one reference; under lock */
 	struct metrics_http_counts counts; /* written by the thread (relaxed), read by any */
+	__u64 accept_after_ns; /* out of file descriptors: the backlog waits until then */
 };
 
 static void count(__u64 *c)
@@ -133,7 +135,7 @@ static void client__reply(struct client *c, int code, const char *reason, const 
 }
 
 static void client__error(struct client *c, int code, const char *reason, const char *extra,
-			  __u64 now, __u64 timeout)
+			  bool head, __u64 now, __u64 timeout)
 {
 	static const char *const texts[] = { "bad request\n",
 					     "not found: the metrics are at "
@@ -147,7 +149,7 @@ static void client__error(struct client *c, int code, const char *reason, const 
 			code == 431 ? texts[3] :
 				      texts[4];
 
-	client__reply(c, code, reason, extra, t, strlen(t), false, now, timeout);
+	client__reply(c, code, reason, extra, t, strlen(t), head, now, timeout);
 }
 
 /* A request line token: visible ASCII, at least one byte. */
@@ -197,7 +199,7 @@ static void client__request(struct metrics_http *h, struct client *c, size_t end
 	head = mlen == 4 && !memcmp(line, "HEAD", 4);
 	if (!head && !(mlen == 3 && !memcmp(line, "GET", 3))) {
 		count(&h->counts.bad_methods);
-		client__error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", now,
+		client__error(c, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", false, now,
 			      h->timeout_ns);
 		return;
 	}
@@ -205,12 +207,12 @@ static void client__request(struct metrics_http *h, struct client *c, size_t end
 	path_len = q ? (size_t)(q - sp1 - 1) : tlen;
 	if (path_len != 8 || memcmp(sp1 + 1, "/metrics", 8)) {
 		count(&h->counts.not_found);
-		client__error(c, 404, "Not Found", "", now, h->timeout_ns);
+		client__error(c, 404, "Not Found", "", head, now, h->timeout_ns);
 		return;
 	}
 	c->page = page__get(h);
 	if (!c->page) {
-		client__error(c, 503, "Service Unavailable", "Retry-After: 1\r\n", now,
+		client__error(c, 503, "Service Unavailable", "Retry-After: 1\r\n", head, now,
 			      h->timeout_ns);
 		return;
 	}
@@ -219,7 +221,7 @@ static void client__request(struct metrics_http *h, struct client *c, size_t end
 	return;
 bad:
 	count(&h->counts.bad_requests);
-	client__error(c, 400, "Bad Request", "", now, h->timeout_ns);
+	client__error(c, 400, "Bad Request", "", false, now, h->timeout_ns);
 }
 
 /* The end of the headers in c->req (the byte after the blank line), or 0. */
@@ -268,7 +270,8 @@ static void client__read(struct metrics_http *h, struct client *c, __u64 now)
 		client__request(h, c, end, now);
 	} else if (c->got == sizeof(c->req)) {
 		count(&h->counts.too_large);
-		client__error(c, 431, "Request Header Fields Too Large", "", now, h->timeout_ns);
+		client__error(c, 431, "Request Header Fields Too Large", "", false, now,
+			      h->timeout_ns);
 	}
 }
 
@@ -344,6 +347,13 @@ static void accept_some(struct metrics_http *h, __u64 now)
 
 	for (k = 0; k < ACCEPTS_PER_TURN && free_slot(h, now, NULL, false); k++) {
 		fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 &&
+		    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* the connection stays in the backlog and the socket readable: without a
+			 * pause the thread would spin on it */
+			h->accept_after_ns = now + ACCEPT_PAUSE_NS;
+			return;
+		}
 		if (fd < 0)
 			return; /* EAGAIN, or a connection reset before we took it */
 		count(&h->counts.accepted);
@@ -370,7 +380,12 @@ static void *serve(void *arg)
 		 * new connections) until one is free or may be evicted */
 		h->pfd[1] =
 			(struct pollfd){ .fd = h->listen_fd,
-					 .events = free_slot(h, now, &next, false) ? POLLIN : 0 };
+					 .events = now >= h->accept_after_ns &&
+								   free_slot(h, now, &next, false) ?
+							   POLLIN :
+							   0 };
+		if (now < h->accept_after_ns && h->accept_after_ns < next)
+			next = h->accept_after_ns;
 		for (i = 0, n = 2; i < h->max_clients; i++) {
 			struct client *c = &h->clients[i];
 
@@ -385,7 +400,7 @@ static void *serve(void *arg)
 		}
 		ms = next > now ? (int)((next - now + 999999) / 1000000) : 0;
 		if (poll(h->pfd, n, ms) < 0 && errno != EINTR)
-			ms = 10; /* cannot be: the arguments are ours. Do not spin on it. */
+			usleep(10000); /* cannot be: the arguments are ours. Do not spin on it. */
 		if (h->pfd[0].revents)
 			break;
 		now = xpu_now_ns();

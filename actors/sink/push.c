@@ -521,11 +521,14 @@ static enum outcome send_one(struct pusher *p, CURL *h, struct curl_slist *heade
 	spool_name(name, sizeof(name), e);
 	fd = openat(p->spool_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) || !(f = fdopen(fd, "rb"))) {
-		snprintf(why, why_len, "push spool %.256s: %s: %s", p->spool, name,
-			 strerror(errno));
+		int err = errno;
+
+		snprintf(why, why_len, "push spool %.256s: %s: %s", p->spool, name, strerror(err));
 		if (fd >= 0)
 			close(fd);
-		return GONE;
+		/* only a file that is not there is gone; out of descriptors or memory, it is
+		 * tried again like a failed request */
+		return err == ENOENT ? GONE : RETRY;
 	}
 	url_size = strlen(p->ingest_url) + strlen(p->name_q) + 96;
 	url = malloc(url_size);

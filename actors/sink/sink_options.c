@@ -611,7 +611,23 @@ static const char *pprof_check(const void *opts, char *why, size_t why_len)
 		}
 	}
 	c = o->labels ? pprof_labels_check(o->labels, why, why_len) : NULL;
-	return c ? c : push_opts__check(&o->push, why, why_len);
+	if (c)
+		return c;
+	if (o->push.url && !o->push.labels && o->labels) {
+		/* without push_labels the samples' labels are the pushed profiles' too, and
+		 * Pyroscope's name takes fewer bytes in a value than pprof does */
+		struct push_opts po = o->push;
+		char inner[256];
+
+		po.labels = o->labels;
+		if (push_opts__check(&po, inner, sizeof(inner))) {
+			snprintf(why, why_len,
+				 "with push_url and no push_labels, labels are pushed too: %s",
+				 inner);
+			return "labels";
+		}
+	}
+	return push_opts__check(&o->push, why, why_len);
 }
 
 const struct conf_kind pprof_conf_kind = {

@@ -57,6 +57,7 @@
 #define HOST_PID_SHIFT 22 /* Linux pids are below PID_MAX_LIMIT, 1 << 22 */
 #define HOST_DEVICE_SHIFT 8 /* device ids below 256 */
 #define HOST_PRODUCER_SHIFT 16 /* producer: host, session (8 bits), shard (8 bits) */
+#define HOST_TAG_MAX 8 /* bytes of a host's name before a comm: "HOST/comm" */
 #define HOST_CLOCK_MOVE_NS 1000000ll /* a host's realtime - monotonic moved: said */
 
 static const char subscribe_usage[] =
@@ -440,14 +441,21 @@ static void hosts_batch(void *st, const struct xpu_wire_batch *b, const struct x
 		e->pid = host_pid(h, e->pid);
 		if (on_gpu(e->kind))
 			e->device = h->index << HOST_DEVICE_SHIFT | (e->device & 0xff);
-		if (names_comm(e->kind)) {
-			memcpy(hs->names + at, h->name, h->name_len);
-			hs->names[at + h->name_len] = '/';
-			if (ev[i].name_len) /* no comm: the name is NULL */
-				memcpy(hs->names + at + h->name_len + 1, ev[i].name,
-				       ev[i].name_len);
+		/* no comm stays no comm: a prefix alone would overwrite the comm an exec taught
+		 * the formats. The formats keep 16 bytes of a comm, so the host goes in short:
+		 * its name up to the first '.', and of a longer one the last HOST_TAG_MAX bytes,
+		 * where names of one cluster differ ("ip-10-0-12-34.ec2" -> "-0-12-34/python"). */
+		if (names_comm(e->kind) && ev[i].name_len) {
+			size_t label = strcspn(h->name, "."), tag, from;
+
+			label = label ? label : h->name_len;
+			tag = label < HOST_TAG_MAX ? label : HOST_TAG_MAX;
+			from = label - tag;
+			memcpy(hs->names + at, h->name + from, tag);
+			hs->names[at + tag] = '/';
+			memcpy(hs->names + at + tag + 1, ev[i].name, ev[i].name_len);
 			e->name = hs->names + at;
-			e->name_len = h->name_len + 1 + ev[i].name_len;
+			e->name_len = (__u32)tag + 1 + ev[i].name_len;
 			at += e->name_len;
 		}
 		n++;
