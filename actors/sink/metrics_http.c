@@ -37,6 +37,7 @@
 /* A connection that has sent no whole request after this long may be closed for a new one: a
  * scraper sends its request at once; an idle or slow client should not keep others out. */
 #define EVICT_GRACE_NS 100000000ull
+#define REPLY_GRACE_NS 1000000000ull /* a reply not taken after this may make room */
 #define ACCEPT_PAUSE_NS 100000000ull /* out of descriptors: the backlog waits this long */
 #define POLL_MAX_MS 1000
 
@@ -52,6 +53,7 @@ struct client {
 	int fd;
 	enum client_state state;
 	__u64 accepted_ns, deadline_ns;
+	__u64 replying_ns; /* when its reply started (C_REPLYING) */
 	size_t got;
 	char req[METRICS_REQUEST_MAX];
 	char head[320];
@@ -131,6 +133,7 @@ static void client__reply(struct client *c, int code, const char *reason, const 
 	c->body_len = head_only ? 0 : len;
 	c->body_off = 0;
 	c->state = C_REPLYING;
+	c->replying_ns = now;
 	c->deadline_ns = now + timeout;
 }
 
@@ -308,10 +311,13 @@ static void client__write(struct metrics_http *h, struct client *c)
 
 /* The slot a new connection may take now: a free one, else the oldest that has had
  * EVICT_GRACE_NS and still not sent its request (closed, counted in evicted), or one that is
- * only being drained; NULL when none may be taken yet, and *wait_until says when one may. */
+ * only being drained, else the oldest still not taking its reply REPLY_GRACE_NS after it
+ * started (a client that never reads would otherwise hold its slot for timeout_ms, and
+ * max_clients of them every slot: a scraper takes a page in milliseconds); NULL when none
+ * may be taken yet, and *wait_until says when one may. */
 static struct client *free_slot(struct metrics_http *h, __u64 now, __u64 *wait_until, bool take)
 {
-	struct client *oldest = NULL;
+	struct client *oldest = NULL, *stuck = NULL;
 	unsigned int i;
 
 	for (i = 0; i < h->max_clients; i++) {
@@ -322,16 +328,25 @@ static struct client *free_slot(struct metrics_http *h, __u64 now, __u64 *wait_u
 		if ((c->state == C_READING || c->state == C_DRAINING) &&
 		    (!oldest || c->accepted_ns < oldest->accepted_ns))
 			oldest = c;
+		if (c->state == C_REPLYING && (!stuck || c->replying_ns < stuck->replying_ns))
+			stuck = c;
 	}
-	if (!oldest)
-		return NULL; /* every one is being answered: soon free */
-	if (oldest->state == C_READING && now < oldest->accepted_ns + EVICT_GRACE_NS) {
+	if (oldest && oldest->state == C_READING && now < oldest->accepted_ns + EVICT_GRACE_NS) {
 		if (wait_until && oldest->accepted_ns + EVICT_GRACE_NS < *wait_until)
 			*wait_until = oldest->accepted_ns + EVICT_GRACE_NS;
+		oldest = NULL; /* not yet: a stuck reply may go first */
+	}
+	if (!oldest && stuck && now < stuck->replying_ns + REPLY_GRACE_NS) {
+		if (wait_until && stuck->replying_ns + REPLY_GRACE_NS < *wait_until)
+			*wait_until = stuck->replying_ns + REPLY_GRACE_NS;
 		return NULL;
 	}
+	if (!oldest)
+		oldest = stuck;
+	if (!oldest)
+		return NULL;
 	if (take) {
-		if (oldest->state == C_READING)
+		if (oldest->state != C_DRAINING)
 			count(&h->counts.evicted);
 		client__close(h, oldest);
 	}
