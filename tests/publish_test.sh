@@ -19,12 +19,6 @@ pids=""
 cleanup_extra() { for p in $pids; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; }
 
 
-# The subscriber's last line: "N batches, N events, N events missed (sequence gaps), N rewinds".
-summary() { # summary ERRFILE FIELD(batches|events|missed|rewinds)
-	sed -n 's/^xpusup: subscribe: \([0-9]*\) batches, \([0-9]*\) events, \([0-9]*\) events missed.*, \([0-9]*\) rewinds.*/\1 \2 \3 \4/p' "$1" |
-		tail -1 | awk -v f="$2" '{ i = f == "batches" ? 1 : f == "events" ? 2 : f == "missed" ? 3 : 4; print $i }'
-}
-
 stop_sub() { # stop_sub PID: SIGINT, then its exit status
 	kill -INT "$1" 2>/dev/null
 	wait "$1"
@@ -163,7 +157,7 @@ ok $? "interop: nngcat received every batch, python3-msgpack decodes them (batch
 ok $? "folded subscriber: exits 0 and writes its file ($(tail -1 "$WORK/folded.err"))"
 diff -u "$WORK/local/flame.folded" "$WORK/remote/flame.folded" >"$WORK/folded.diff"
 ok $? "folded subscriber: flame.folded is the local folded sink's file ($(wc -l <"$WORK/folded.diff") diff lines)"
-[ "$(summary "$WORK/folded.err" events)" = "$events_in" ] && [ "$(summary "$WORK/folded.err" missed)" = 0 ]
+[ "$(sub_total "$WORK/folded.err" events)" = "$events_in" ] && [ "$(sub_total "$WORK/folded.err" missed)" = 0 ]
 ok $? "folded subscriber: its summary counts every event and no gap"
 
 # (c) raw over ipc: the messages as received
@@ -172,7 +166,7 @@ ok $? "raw subscriber: exits 0 ($(tail -1 "$WORK/raw.err"))"
 got=$(decode "$WORK/remote/ipc.raw")
 [ "$(echo "$got" | cut -d' ' -f2-)" = "$events_in 0 True" ]
 ok $? "raw subscriber: python3-msgpack reads the file; events = the sink's events_in ($got; want $events_in)"
-[ "$(summary "$WORK/raw.err" events)" = "$events_in" ]
+[ "$(sub_total "$WORK/raw.err" events)" = "$events_in" ]
 ok $? "raw subscriber: the summary line says $events_in events ($(tail -1 "$WORK/raw.err"))"
 # Two publish sinks of one session get the same batches, maybe interleaved differently.
 "$PY" - "$WORK/remote/ipc.raw" "$WORK/nngcat.raw" <<'PYEOF'
@@ -230,8 +224,8 @@ rc_slow=$?
 stop_sub $fast
 rc_fast=$?
 pids=""
-missed=$(summary "$WORK/slow.err" missed)
-got=$(summary "$WORK/slow.err" events)
+missed=$(sub_total "$WORK/slow.err" missed)
+got=$(sub_total "$WORK/slow.err" events)
 [ $rc_slow = 0 ] && [ "${missed:-0}" -gt 0 ]
 ok $? "slow: the stopped subscriber counts events_missed > 0 ($(tail -1 "$WORK/slow.err"))"
 [ $((${got:-0} + ${missed:-0})) = "$events_in" ]
@@ -239,8 +233,8 @@ ok $? "slow: its events received + missed = the sink's events_in ($got + $missed
 # The other one is not held up by the stopped one: it gets far more, and what it does not
 # get it counts. (It may still lose some: PUB drops for any subscriber that falls behind, and
 # in a sanitizer build on two busy CPUs this one can, for a moment.)
-fast_got=$(summary "$WORK/fast.err" events)
-fast_missed=$(summary "$WORK/fast.err" missed)
+fast_got=$(sub_total "$WORK/fast.err" events)
+fast_missed=$(sub_total "$WORK/fast.err" missed)
 [ $rc_fast = 0 ] && [ $((${fast_got:-0} + ${fast_missed:-0})) = "$events_in" ] &&
 	[ "${fast_got:-0}" -gt "${got:-0}" ]
 ok $? "slow: the other subscriber is not held up: more events than the stopped one, and received + missed = events_in ($(tail -1 "$WORK/fast.err"))"

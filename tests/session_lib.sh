@@ -77,6 +77,13 @@ log_clean() {
 	[ $rc = 0 ] || grep -E -B5 -A40 "$bad" "$BASE/$1.log" | head -80 | sed 's/^/# /'
 }
 
+# The last line of `xpusup subscribe`: "N batches, N events, N events missed (sequence gaps),
+# N rewinds, ...": one of its numbers.
+sub_total() { # sub_total ERRFILE FIELD(batches|events|missed|rewinds)
+	sed -n 's/^xpusup: subscribe: \([0-9]*\) batches, \([0-9]*\) events, \([0-9]*\) events missed.*, \([0-9]*\) rewinds.*/\1 \2 \3 \4/p' "$1" |
+		tail -1 | awk -v f="$2" '{ i = f == "batches" ? 1 : f == "events" ? 2 : f == "missed" ? 3 : 4; print $i }'
+}
+
 free_port() {
 	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

@@ -23,12 +23,6 @@ session_lib_init subhosts h
 pids=""
 cleanup_extra() { for p in $pids; do kill "$p" 2>/dev/null; done; }
 
-# The subscriber's total line: "N batches, N events, N events missed (sequence gaps), N rewinds".
-total() { # total ERRFILE FIELD(batches|events|missed|rewinds)
-	sed -n 's/^xpusup: subscribe: \([0-9]*\) batches, \([0-9]*\) events, \([0-9]*\) events missed.*, \([0-9]*\) rewinds.*/\1 \2 \3 \4/p' "$1" |
-		tail -1 | awk -v f="$2" '{ i = f == "batches" ? 1 : f == "events" ? 2 : f == "missed" ? 3 : 4; print $i }'
-}
-
 # A host's line: "host H: N batches, N events, N events missed (sequence gaps), N rewinds,
 # N sessions, ...".
 host_field() { # host_field ERRFILE HOST FIELD(batches|events|missed|rewinds|sessions)
@@ -145,8 +139,8 @@ got=$(host_field "$E" beta events)
 [ "$got" = "$ev_b" ] && [ "$(host_field "$E" beta missed)" = 0 ] &&
 	[ "$(host_field "$E" beta sessions)" = 1 ]
 ok $? "host beta: every event, no gap, one session ($got = $ev_b)"
-[ "$(total "$E" events)" = $((ev_a1 + ev_a2 + ev_b)) ] && [ "$(total "$E" missed)" = 0 ] &&
-	[ "$(total "$E" rewinds)" = 0 ]
+[ "$(sub_total "$E" events)" = $((ev_a1 + ev_a2 + ev_b)) ] && [ "$(sub_total "$E" missed)" = 0 ] &&
+	[ "$(sub_total "$E" rewinds)" = 0 ]
 ok $? "total: the hosts' events add up, no gap, no rewind ($(tail -1 "$E"))"
 grep -Eq "^xpusup: subscribe: tcp://127.0.0.1:$P1: 2 connections, [1-9][0-9]* drops" "$E"
 ok $? "alpha's URL: its reconnection is counted ($(grep "127.0.0.1:$P1:" "$E"))"
@@ -156,7 +150,7 @@ grep -q "^xpusup: subscribe: tcp://127.0.0.1:$P3: never connected: Connection re
 ok $? "the host that never came is reported ($(grep "127.0.0.1:$P3: never" "$E"))"
 F=$WORK/folded.err
 [ $rc_fold = 0 ] && [ "$(host_field "$F" alpha events)" = $((ev_a1 + ev_a2)) ] &&
-	[ "$(host_field "$F" beta events)" = "$ev_b" ] && [ "$(total "$F" missed)" = 0 ]
+	[ "$(host_field "$F" beta events)" = "$ev_b" ] && [ "$(sub_total "$F" missed)" = 0 ]
 ok $? "folded subscriber: exits 0, the same per-host counts ($(tail -1 "$F"))"
 
 got=$("$PY" - "$WORK/beta.raw" "$t0" <<'PYEOF'

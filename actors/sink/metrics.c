@@ -721,10 +721,10 @@ static int metrics_open(void **out, const struct fmt_env *env, char *why, size_t
 	}
 	m->st->status = env->status;
 	/* the kernel table is the top_kernels: a name past it is counted in other */
-	err = stats__init(m->st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull,
-			  m->top_kernels, 0);
 	/* no quantiles nor queue delays on the page: counts and sums only, no launch map */
 	m->st->counts_only = true;
+	err = stats__init(m->st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull,
+			  m->top_kernels, 0);
 	if (err) {
 		snprintf(why, why_len, "out of memory");
 		goto fail;

@@ -393,8 +393,8 @@ int stats__init(struct stats *st, __u64 window_ns, __u64 lateness_ns, __u32 max_
 	st->slots = calloc((size_t)st->mask + 1, sizeof(*st->slots));
 	st->kernels = calloc(st->max_kernels, sizeof(*st->kernels));
 	st->sm = sm_active__new(st->window_ns, st->lateness_ns);
-	if (!st->slots || !st->kernels || launch_map__init(&st->launches, LAUNCH_MAP_MAX) ||
-	    !st->sm)
+	if (!st->slots || !st->kernels ||
+	    (!st->counts_only && launch_map__init(&st->launches, LAUNCH_MAP_MAX)) || !st->sm)
 		return -ENOMEM;
 	return 0;
 }

@@ -206,7 +206,7 @@ struct stats {
 	__u64 lines_dropped;
 	__u64 writes, gpu_records, sketch_nomem;
 	/* the metrics format's accumulator: kernels' counts and sums (their sketches hold no
-	 * buckets), no queue delays and so no launch map. Set before the first batch. */
+	 * buckets), no queue delays and so no launch map. Set before stats__init. */
 	bool counts_only;
 };
 
