@@ -2,12 +2,13 @@
 # Many hosts into one subscriber: two real sessions on this machine stand in for two hosts
 # (publish sinks on two loopback ports, `host = alpha` and `host = beta`, the synthetic
 # source in each, with the same pids), and one `xpusup subscribe URL1 URL2 URL3` writes one
-# trace.json (URL3: a host that never comes), another one flame.folded. Host alpha's session
-# is stopped and started again in the middle. Checked: every event of both hosts arrives,
-# counted per host (received + missed = what each session's publish sink received, no gap,
-# alpha's two sessions counted), alpha's reconnection counted, the missing host reported, the
-# processes named HOST/comm with pids of their own per host, both hosts' times on this
-# machine's CLOCK_MONOTONIC, and a trace.json that `xpusup check` accepts; nngcat and
+# trace.json (URL3: a host that never comes), others flame.folded, stats.json and pprof
+# files. Host alpha's session is stopped and started again in the middle. Checked: every
+# event of both hosts arrives, counted per host (received + missed = what each session's
+# publish sink received, no gap, alpha's two sessions counted), alpha's reconnection counted,
+# the missing host reported, the processes named HOST/comm with pids of their own per host,
+# both hosts' times on this machine's CLOCK_MONOTONIC, a trace.json that `xpusup check`
+# accepts, and pprof samples labelled with their own host; nngcat and
 # python3-msgpack, an independent client and decoder, read the origin keys (host, session,
 # clock) on every batch of beta. TAP on stdout.
 #
@@ -74,18 +75,22 @@ sfold=$!
 "$XPUSUP" subscribe "tcp://127.0.0.1:$P1" "tcp://127.0.0.1:$P2" --format stats \
 	-o "$WORK/stats.json" 2>"$WORK/stats.err" &
 sstats=$!
+mkdir -p "$WORK/prof"
+"$XPUSUP" subscribe "tcp://127.0.0.1:$P1" "tcp://127.0.0.1:$P2" --format pprof \
+	-o "$WORK/prof/profile.pb.gz" -O host=collector 2>"$WORK/pprof.err" &
+sprof=$!
 # an independent client and decoder of the origin keys: nngcat and python3-msgpack
 nngcat --sub0 --dial "tcp://127.0.0.1:$P2" --async --raw -Z 67108864 >"$WORK/beta.raw" \
 	2>"$WORK/nngcat.err" &
 ncat=$!
-pids="$strace $sfold $sstats $ncat"
+pids="$strace $sfold $sstats $sprof $ncat"
 "$XPUSUP" start "$WORK/alpha.conf" --session "$A1" >/dev/null 2>"$WORK/alpha.start" &
 start_a=$!
 "$XPUSUP" start "$WORK/beta.conf" --session "$B" >/dev/null 2>"$WORK/beta.start" &
 start_b=$!
-wait_for 20 "$A1" "c('pub', 'subscribers') == 3 and a['syn']['pid'] == 0" &&
-	wait_for 20 "$B" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0"
-ok $? "three subscribers connected to both hosts (and nngcat to beta) before their sources start"
+wait_for 20 "$A1" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0" &&
+	wait_for 20 "$B" "c('pub', 'subscribers') == 5 and a['syn']['pid'] == 0"
+ok $? "four subscribers connected to both hosts (and nngcat to beta) before their sources start"
 wait $start_a && wait $start_b
 ok $? "both sessions start ($(head -c 200 "$WORK/alpha.start" "$WORK/beta.start"))"
 all_in="c('syn', 'launches') == 3000 and c('pub', 'events_in') == c('syn', 'records_out')"
@@ -100,7 +105,7 @@ log_clean "$A1" "alpha's first session"
 # alpha comes back: a new session on the same port; the subscribers redial by themselves
 "$XPUSUP" start "$WORK/alpha2.conf" --session "$A2" >/dev/null 2>"$WORK/alpha2.start" &
 start_a=$!
-wait_for 20 "$A2" "c('pub', 'subscribers') == 3 and a['syn']['pid'] == 0"
+wait_for 20 "$A2" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0"
 ok $? "alpha restarted: the subscribers reconnected before its source starts"
 wait $start_a
 wait_for 30 "$A2" "c('syn', 'launches') == 2000 and c('pub', 'events_in') == c('syn', 'records_out')"
@@ -116,13 +121,15 @@ log_clean "$B" "beta's session"
 # SIGTERM: a background job of a script ignores SIGINT, and nngcat keeps that
 kill -TERM $ncat 2>/dev/null
 wait $ncat
-kill -INT $strace $sfold $sstats 2>/dev/null
+kill -INT $strace $sfold $sstats $sprof 2>/dev/null
 wait $strace
 rc_trace=$?
 wait $sfold
 rc_fold=$?
 wait $sstats
 rc_stats=$?
+wait $sprof
+rc_prof=$?
 pids=""
 t1=$(mono_us)
 
@@ -223,6 +230,24 @@ comms = {p["comm"] for p in j["cpu"]["top_processes"]}
 assert any(c.startswith("alpha/") for c in comms) and any(c.startswith("beta/") for c in comms), comms
 PYEOF
 ok $? "stats subscriber: exits 0, stats.json's top processes of both hosts ($(tail -1 "$WORK/stats.err"))"
+
+# the profile files read by a few lines of protobuf wire format (tests/pprof_labels.py)
+[ $rc_prof = 0 ] && "$PY" "$(dirname "$0")/pprof_labels.py" "$WORK"/prof/profile-*.pb.gz \
+	>"$WORK/prof.out" 2>&1 && "$PY" - "$WORK/prof.out" >"$WORK/prof.check" 2>&1 <<'PYEOF'
+import json, sys
+samples = json.load(open(sys.argv[1]))
+gpu = {"alpha": 0, "beta": 0}
+for labels, values in samples:
+    hosts = [v for k, v in labels if k == "host"]
+    assert len(hosts) == 1 and hosts[0] in gpu, labels
+    # the host label agrees with the comm the subscriber tagged with the same host
+    comms = [v for k, v in labels if k == "comm"]
+    assert all(c.startswith(hosts[0] + "/") for c in comms), labels
+    gpu[hosts[0]] += values[2]
+assert all(gpu.values()), gpu
+print("samples", len(samples), "GPU ns by host", gpu)
+PYEOF
+ok $? "pprof subscriber: every sample labelled with the host its batch came from (alpha or beta, not the collector's), its comm tagged alike, GPU time on both ($(tail -c 300 "$WORK/prof.check"))"
 
 ! grep -lE "Sanitizer|runtime error" "$WORK"/*.err "$WORK"/*.start 2>/dev/null
 ok $? "no sanitizer report from a subscriber or a start"

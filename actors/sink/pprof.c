@@ -79,10 +79,13 @@ static const char *const value_types[V_N][2] = {
 	[V_COPY] = { "copy_bytes", "bytes" },
 };
 
-/* The labels a sample's key holds (string ids, 0: none), in this order. */
-enum { L_PID, L_THREAD, L_COMM, L_DEVICE, L_STREAM, L_KERNEL, L_N };
+/* The labels a sample's key holds (string ids, 0: none), in this order but host, written
+ * last (after the configured ones). host is the batch's origin (a subscriber's batches name
+ * the host they came from, docs/wire.md "Origin"), else this sink's own. */
+enum { L_PID, L_THREAD, L_COMM, L_DEVICE, L_STREAM, L_KERNEL, L_HOST, L_N };
 
-static const char *const label_keys[L_N] = { "pid", "thread", "comm", "device", "stream", "kernel" };
+static const char *const label_keys[L_N] = { "pid",    "thread", "comm", "device",
+					     "stream", "kernel", "host" };
 
 /* One deduplicated table's index: open addressing over entry numbers (slot: number + 1, 0
  * free), 2 slots or more per entry the table may hold, so probes end. */
@@ -206,10 +209,11 @@ struct pprof {
 	__u32 n_loc_ids, max_loc_ids;
 	__u64 period; /* the CPU samples' period, ns */
 	/* every sample's own labels: host and the configured ones (string texts) */
-	const char *extra_keys[PPROF_LABELS_MAX + 1], *extra_values[PPROF_LABELS_MAX + 1];
+	const char *extra_keys[PPROF_LABELS_MAX], *extra_values[PPROF_LABELS_MAX];
 	unsigned int n_extra;
 	char *labels_text; /* extra_* point into it */
 	char host[256];
+	long batch_host; /* the host label of the batch being added (string id) */
 	struct flame_comms comms;
 	struct flame_scopes scopes;
 	char *name; /* NAME_MAX_BYTES: a name being made */
@@ -500,6 +504,7 @@ static void tables__reset(struct pprof *p)
 		made_id(p, p->extra_keys[i]);
 		made_id(p, p->extra_values[i]);
 	}
+	made_id(p, p->host);
 	made_id(p, COMMENT);
 	full = (__u64)named_location(p, FULL_FRAME, strlen(FULL_FRAME));
 	sample_of(p, &full, 1, none);
@@ -744,6 +749,7 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 					  .gen = p->memo.tables_gen };
 		snprintf(cm->comm, sizeof(cm->comm), "%s", comm);
 	}
+	label[L_HOST] = (__u32)p->batch_host;
 	if (gpu) {
 		label[L_DEVICE] = (__u32)number_id(p, e->device);
 		label[L_STREAM] = (__u32)number_id(p, e->stream);
@@ -767,6 +773,8 @@ static void pprof_batch(void *st, const struct xpu_wire_batch *b, const struct x
 	__u32 i;
 
 	memo__next(&p->memo, &p->memo.batch_gen); /* the last batch's name pointers are gone */
+	p->batch_host = b->origin.host ? name_id(p, b->origin.host, b->origin.host_len) :
+					 made_id(p, p->host);
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 
@@ -848,8 +856,8 @@ static void put(struct gz *g, const Perftools__Profiles__Profile *m)
 /* Scratch for one chunk of any table. */
 struct chunk {
 	Perftools__Profiles__Sample sample[PPROF_CHUNK], *sample_p[PPROF_CHUNK];
-	Perftools__Profiles__Label label[PPROF_CHUNK][L_N + PPROF_LABELS_MAX + 1];
-	Perftools__Profiles__Label *label_p[PPROF_CHUNK][L_N + PPROF_LABELS_MAX + 1];
+	Perftools__Profiles__Label label[PPROF_CHUNK][L_N + PPROF_LABELS_MAX];
+	Perftools__Profiles__Label *label_p[PPROF_CHUNK][L_N + PPROF_LABELS_MAX];
 	Perftools__Profiles__Location location[PPROF_CHUNK], *location_p[PPROF_CHUNK];
 	Perftools__Profiles__Line line[PPROF_CHUNK], *line_p[PPROF_CHUNK];
 	Perftools__Profiles__Function function[PPROF_CHUNK], *function_p[PPROF_CHUNK];
@@ -888,7 +896,8 @@ static void put_header(struct pprof *p, struct gz *g, __u64 end_wall)
 static void put_samples(struct pprof *p, struct gz *g, struct chunk *c)
 {
 	Perftools__Profiles__Profile m = PERFTOOLS__PROFILES__PROFILE__INIT;
-	int64_t key[L_N], extra_key[PPROF_LABELS_MAX + 1], extra_value[PPROF_LABELS_MAX + 1];
+	int64_t key[L_N], extra_key[PPROF_LABELS_MAX], extra_value[PPROF_LABELS_MAX];
+	int64_t own_host = made_id(p, p->host);
 	__u32 i, k, n = 0, l;
 
 	for (k = 0; k < L_N; k++)
@@ -909,14 +918,25 @@ static void put_samples(struct pprof *p, struct gz *g, struct chunk *c)
 		out->location_id = (uint64_t *)(p->loc_ids + s->loc_at);
 		out->n_value = V_N;
 		out->value = (int64_t *)s->value;
+		/* the sample's own labels, the configured ones, host (the tables-full sample
+		 * has none of its own: this sink's) */
 		for (k = 0, l = 0; k < L_N + p->n_extra; k++) {
 			Perftools__Profiles__Label *lab = &c->label[n][l];
+			__u32 j = k < L_HOST ? k : k - L_HOST; /* [L_HOST, L_N + n_extra): extras */
 
-			if (k < L_N && !s->label[k])
+			if (k < L_HOST && !s->label[k])
 				continue;
 			perftools__profiles__label__init(lab);
-			lab->key = k < L_N ? key[k] : extra_key[k - L_N];
-			lab->str = k < L_N ? s->label[k] : extra_value[k - L_N];
+			if (k < L_HOST) {
+				lab->key = key[k];
+				lab->str = s->label[k];
+			} else if (j < p->n_extra) {
+				lab->key = extra_key[j];
+				lab->str = extra_value[j];
+			} else {
+				lab->key = key[L_HOST];
+				lab->str = s->label[L_HOST] ? s->label[L_HOST] : own_host;
+			}
 			c->label_p[n][l++] = lab;
 		}
 		out->n_label = l;
@@ -1215,8 +1235,8 @@ static unsigned int pprof_counters(void *st, const char **names, __u64 *values, 
 	return i;
 }
 
-/* The configured labels, "k=v,k=v" (checked by pprof_conf_kind), and host, as the extra
- * labels of every sample. */
+/* The configured labels, "k=v,k=v" (checked by pprof_conf_kind), as the extra labels of
+ * every sample. */
 static int take_labels(struct pprof *p, const char *labels)
 {
 	char *s, *save = NULL, *kv, *eq;
@@ -1234,8 +1254,6 @@ static int take_labels(struct pprof *p, const char *labels)
 			p->extra_values[p->n_extra++] = eq + 1;
 		}
 	}
-	p->extra_keys[p->n_extra] = "host";
-	p->extra_values[p->n_extra++] = p->host;
 	return 0;
 }
 

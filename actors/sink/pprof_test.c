@@ -268,6 +268,19 @@ static void remove_files(void)
 		unlink(names[i]);
 }
 
+/* Finish and free st, then its one file decoded (NULL, said, when there is not one file or
+ * it does not decode). */
+static Profile *the_file(void *st, const char *what)
+{
+	char names[4][512], why[512];
+
+	fmt_pprof.finish(st, why, sizeof(why));
+	fmt_pprof.free(st);
+	if (!tap_eq_u64(files(names, 4), 1, "%s: one file", what))
+		return NULL;
+	return load(names[0]);
+}
+
 static const __u64 user_stack[2] = { 0x401000, 0x400100 };
 static const char *const user_names[2] = { "matmul", "main" };
 
@@ -495,7 +508,7 @@ static void intervals(void)
 static void pointers_per_batch(void)
 {
 	static const __u64 stack[1] = { 0x401000 };
-	char name[16] = "alpha", names[4][512], why[512];
+	char name[16] = "alpha", why[512];
 	const char *frames[1] = { name };
 	struct xpu_cevent e = cpu_sample(42, stack, frames, 0, 1);
 	void *st = NULL;
@@ -508,11 +521,7 @@ static void pointers_per_batch(void)
 	batch(st, &e, 1);
 	snprintf(name, sizeof(name), "beta");
 	batch(st, &e, 1);
-	fmt_pprof.finish(st, why, sizeof(why));
-	fmt_pprof.free(st);
-	if (!tap_eq_u64(files(names, 4), 1, "pointers: one file"))
-		return;
-	p = load(names[0]);
+	p = the_file(st, "pointers");
 	if (p) {
 		static const char *const want[] = {
 			"alpha | pid=42 thread=42 comm=train team=ml job=resnet host=testhost | 1 "
@@ -534,7 +543,7 @@ static void pointers_per_batch(void)
 static void comm_change(void)
 {
 	struct xpu_cevent e[4];
-	char names[4][512], why[512];
+	char why[512];
 	void *st = NULL;
 	Profile *p;
 	int err;
@@ -549,11 +558,7 @@ static void comm_change(void)
 	if (!tap_ok(err == 0, "comm: open: %s", err ? why : "ok"))
 		return;
 	batch(st, e, 4);
-	fmt_pprof.finish(st, why, sizeof(why));
-	fmt_pprof.free(st);
-	if (!tap_eq_u64(files(names, 4), 1, "comm: one file"))
-		return;
-	p = load(names[0]);
+	p = the_file(st, "comm");
 	if (p) {
 		static const char *const want[] = {
 			"matmul;main | pid=42 thread=42 comm=train team=ml job=resnet "
@@ -566,6 +571,53 @@ static void comm_change(void)
 
 		tap_ok(samples_are(p, want, 3),
 		       "comm: a comm that changes within a batch labels what follows it");
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	remove_files();
+}
+
+/* A subscriber's batches carry their host (the origin keys): the host label is each
+ * batch's, the same stack on two hosts two samples; a batch without origin keeps the sink's
+ * own host. */
+static void origin_hosts(void)
+{
+	struct xpu_wire_batch b = { .version = 1, .n_events = 2 };
+	char why[512];
+	struct xpu_cevent e[2];
+	void *st = NULL;
+	Profile *p;
+	int err;
+
+	e[0] = cpu_sample(42, user_stack, user_names, 0, 2);
+	e[1] = gpu(XPU_REC_GPU_KERNEL, "vecAdd", 100, user_stack, user_names, 2);
+	err = fmt_pprof.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "hosts: open: %s", err ? why : "ok"))
+		return;
+	b.origin.host = "alpha";
+	b.origin.host_len = 5;
+	fmt_pprof.batch(st, &b, e);
+	b.origin.host = "beta-7.example";
+	b.origin.host_len = 14;
+	fmt_pprof.batch(st, &b, e);
+	batch(st, e, 1);
+	p = the_file(st, "hosts");
+	if (p) {
+		static const char *const want[] = {
+			"matmul;main | pid=42 thread=42 comm=train team=ml job=resnet host=alpha | 1 "
+			"10000000 0 0",
+			"[gpu] vecAdd;matmul;main | pid=42 comm=train device=1 stream=7 "
+			"kernel=vecAdd team=ml job=resnet host=alpha | 0 0 100 0",
+			"matmul;main | pid=42 thread=42 comm=train team=ml job=resnet "
+			"host=beta-7.example | 1 10000000 0 0",
+			"[gpu] vecAdd;matmul;main | pid=42 comm=train device=1 stream=7 "
+			"kernel=vecAdd team=ml job=resnet host=beta-7.example | 0 0 100 0",
+			"matmul;main | pid=42 thread=42 comm=train team=ml job=resnet host=testhost "
+			"| 1 10000000 0 0",
+		};
+
+		tap_ok(samples_are(p, want, 5),
+		       "hosts: each batch's origin host labels its samples, the sink's own host "
+		       "the others");
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}
 	remove_files();
@@ -713,6 +765,7 @@ int main(void)
 	intervals();
 	pointers_per_batch();
 	comm_change();
+	origin_hosts();
 	tables_full();
 	bad_options();
 	unwritable();
