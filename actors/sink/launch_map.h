@@ -13,6 +13,8 @@
 #ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
 #define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
 
+#include <stdbool.h>
+
 #include <linux/types.h>
 
 #include "common/mix.h"
@@ -75,10 +77,12 @@ static inline void launch_map__prefetch(const struct launch_map *m, __u32 produc
 
 /* The slot e will look at when its turn comes: a launch-side event's own (its put), a GPU
  * activity's launching call's (its find). */
+/* The slot e will touch: a call's (and with launches, a LAUNCH's, for a map that keeps
+ * them too) or the call its GPU work names. */
 static inline void launch_map__prefetch_event(const struct launch_map *m, __u32 producer,
-					      const struct xpu_cevent *e)
+					      const struct xpu_cevent *e, bool launches)
 {
-	if (e->kind == XPU_REC_CUDA_API || e->kind == XPU_REC_LAUNCH)
+	if (e->kind == XPU_REC_CUDA_API || (launches && e->kind == XPU_REC_LAUNCH))
 		launch_map__prefetch(m, producer, e->id);
 	else if (e->n_links && e->links[0].type == XPU_LINK_LAUNCHED_BY)
 		launch_map__prefetch(m, producer, e->links[0].target);

@@ -493,7 +493,7 @@ void stats__batch(void *state, const struct xpu_wire_batch *b, const struct xpu_
 		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events &&
 		    !st->counts_only) /* its slot is a cache miss */
 			launch_map__prefetch_event(&st->launches, b->producer,
-						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
+						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD], true);
 		if (e->kind < XPU_REC_TYPE_MAX)
 			p->by_kind[e->kind]++;
 		note_time(p, e->ts_ns, e->end_ns);

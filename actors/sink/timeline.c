@@ -1883,7 +1883,7 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 
 		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events) /* its slot is a cache miss */
 			launch_map__prefetch_event(&t->launches, b->producer,
-						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
+						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD], false);
 		if (e->kind != XPU_REC_CLOCK_SYNC && last > t->max_ts)
 			t->max_ts = last;
 		t->cur_last = last;
