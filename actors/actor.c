@@ -162,6 +162,19 @@ void actor__count(struct actor *a, int index, __u64 value)
 		status_store(&a->slot->counters[index].value, value);
 }
 
+int actor__fail(struct actor *a, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s\n", a->prog, msg);
+	status__set_problem(a->slot, msg, xpu_now_ns());
+	return ACTOR_EXIT_PERMANENT;
+}
+
 void actor__problem(struct actor *a, const char *fmt, ...)
 {
 	char text[XPU_STATUS_PROBLEM_LEN], old[XPU_STATUS_PROBLEM_LEN];

@@ -82,6 +82,13 @@ void actor__sleep_ms(struct actor *a, unsigned int ms);
  */
 void actor__problem(struct actor *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * actor__fail - for an actor that cannot go on: the whole text on stderr (the session log),
+ * what fits of it in `xpusup status`, and ACTOR_EXIT_PERMANENT to return from main (the
+ * supervisor does not restart it: the same start would fail the same way).
+ */
+int actor__fail(struct actor *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 struct ring;
 
 /*

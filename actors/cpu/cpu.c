@@ -149,23 +149,6 @@ struct cpu_src {
 	struct cpu_python py; /* the Python processes followed (when k.python) */
 };
 
-/* Prints what is wrong, shows it in `xpusup status`, and gives the permanent exit code. */
-static int fail(struct cpu_src *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(struct cpu_src *c, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* the whole text on stderr (the session log); status holds what fits of it */
-	fprintf(stderr, PROG ": %s\n", msg);
-	status__set_problem(c->a->slot, msg, xpu_now_ns());
-	return ACTOR_EXIT_PERMANENT;
-}
-
 /*
  * The BPF programs' wake-up threshold. wakeup_kb's default (256) is sized for samples of
  * frames alone (0.2 to 2 KiB: hundreds a wake-up, so the actor mostly drains every
@@ -302,7 +285,7 @@ static int attach_samplers(struct cpu_src *c)
 	int cpu, fd, n = 0;
 
 	if (online_cpus(online) < 0)
-		return fail(c, "unable to read /sys/devices/system/cpu/online");
+		return actor__fail(c->a, "unable to read /sys/devices/system/cpu/online");
 	for (cpu = 0; cpu < MAX_CPUS; cpu++) {
 		if (!online[cpu])
 			continue;
@@ -315,40 +298,42 @@ static int attach_samplers(struct cpu_src *c)
 		if (fd < 0 && errno == ENODEV)
 			continue; /* went offline meanwhile */
 		if (fd < 0 && (errno == EACCES || errno == EPERM))
-			return fail(c,
-				    "unable to open a perf event on CPU %d: %s (needs CAP_PERFMON, "
-				    "or kernel.perf_event_paranoid <= -1; it is %d)",
-				    cpu, strerror(errno), perf_event_paranoid());
+			return actor__fail(
+				c->a,
+				"unable to open a perf event on CPU %d: %s (needs CAP_PERFMON, "
+				"or kernel.perf_event_paranoid <= -1; it is %d)",
+				cpu, strerror(errno), perf_event_paranoid());
 		if (fd < 0 && cycles && c->k.event == EV_CYCLES &&
 		    (errno == ENOENT || errno == EOPNOTSUPP))
-			return fail(
-				c,
+			return actor__fail(
+				c->a,
 				"unable to sample on cycles: this CPU has no cycles event (%s); "
 				"use event = cpu-clock or auto",
 				strerror(errno));
 		if (fd < 0 && errno == EINVAL)
-			return fail(c,
-				    "unable to sample at %llu Hz: the kernel refuses it (see "
-				    "/proc/sys/kernel/perf_event_max_sample_rate)",
-				    c->k.hz);
+			return actor__fail(
+				c->a,
+				"unable to sample at %llu Hz: the kernel refuses it (see "
+				"/proc/sys/kernel/perf_event_max_sample_rate)",
+				c->k.hz);
 		if (fd < 0)
-			return fail(c, "unable to open a perf event on CPU %d: %s", cpu,
-				    strerror(errno));
+			return actor__fail(c->a, "unable to open a perf event on CPU %d: %s", cpu,
+					   strerror(errno));
 		c->links[c->n_links] =
 			bpf_program__attach_perf_event(c->skel->progs.profile_sample, fd);
 		if (!c->links[c->n_links]) {
 			int err = errno;
 
 			close(fd);
-			return fail(c, "unable to attach the sampler on CPU %d: %s", cpu,
-				    strerror(err));
+			return actor__fail(c->a, "unable to attach the sampler on CPU %d: %s", cpu,
+					   strerror(err));
 		}
 		/* the link owns fd from here: bpf_link__destroy closes it */
 		c->n_links++;
 		n++;
 	}
 	if (!n)
-		return fail(c, "unable to sample: no online CPU accepted a perf event");
+		return actor__fail(c->a, "unable to sample: no online CPU accepted a perf event");
 	c->event_name = cycles ? "cycles" : "cpu-clock";
 	c->count[C_CPUS] = (__u64)n;
 	return 0;
@@ -371,7 +356,8 @@ static int attach_marker(struct cpu_src *c)
 		return 0;
 	}
 	if (access(c->k.marker, R_OK))
-		return fail(c, "unable to use launch_marker %s: %s", c->k.marker, strerror(errno));
+		return actor__fail(c->a, "unable to use launch_marker %s: %s", c->k.marker,
+				   strerror(errno));
 	l = bpf_program__attach_uprobe_opts(c->skel->progs.launch_marker, -1, c->k.marker, 0,
 					    &opts);
 	if (!l && c->k.marker_default) {
@@ -381,10 +367,10 @@ static int attach_marker(struct cpu_src *c)
 		return 0;
 	}
 	if (!l)
-		return fail(c,
-			    "unable to put the launch uprobe on %s: %s (does it export "
-			    "xpusup_launch_marker?)",
-			    c->k.marker, strerror(errno));
+		return actor__fail(c->a,
+				   "unable to put the launch uprobe on %s: %s (does it export "
+				   "xpusup_launch_marker?)",
+				   c->k.marker, strerror(errno));
 	c->links[c->n_links++] = l;
 	c->count[C_PROBES] = 1;
 	return 0;
@@ -422,29 +408,31 @@ static int set_target(struct cpu_src *c)
 	char why[160];
 
 	if (proctree__resolve(t, why, sizeof(why)))
-		return fail(c, "%s", why);
+		return actor__fail(c->a, "%s", why);
 	switch (t->mode) {
 	case CONF_TARGET_PIDS:
 		for (i = 0; i < t->n_pids; i++)
 			if (add_target(c, t->pids[i]))
-				return fail(c, "unable to add pid %u to the targets: %s",
-					    t->pids[i], strerror(errno));
+				return actor__fail(c->a, "unable to add pid %u to the targets: %s",
+						   t->pids[i], strerror(errno));
 		return 0;
 	case CONF_TARGET_TREE:
 		if (add_tree(c, t->pids[0]))
-			return fail(c, "unable to add pid %u to the targets: %s", t->pids[0],
-				    strerror(errno));
+			return actor__fail(c->a, "unable to add pid %u to the targets: %s",
+					   t->pids[0], strerror(errno));
 		return 0;
 	case CONF_TARGET_CGROUP: {
 		__u32 zero = 0;
 
 		c->cgroup_fd = open(t->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (c->cgroup_fd < 0)
-			return fail(c, "unable to open cgroup %s: %s", t->cgroup, strerror(errno));
+			return actor__fail(c->a, "unable to open cgroup %s: %s", t->cgroup,
+					   strerror(errno));
 		if (bpf_map__update_elem(c->skel->maps.cgroup_map, &zero, sizeof(zero),
 					 &c->cgroup_fd, sizeof(c->cgroup_fd), BPF_ANY))
-			return fail(c, "unable to use cgroup %s: %s (a cgroup v2 folder?)",
-				    t->cgroup, strerror(errno));
+			return actor__fail(c->a,
+					   "unable to use cgroup %s: %s (a cgroup v2 folder?)",
+					   t->cgroup, strerror(errno));
 		return 0;
 	}
 	case CONF_TARGET_ALL:
@@ -598,9 +586,10 @@ static void publish(struct cpu_src *c)
 static int resolve_unwind(struct cpu_src *c)
 {
 	if (c->k.unwind == UNWIND_DWARF && !DWARF_HERE)
-		return fail(c,
-			    "unable to unwind with dwarf: stack copies are unwound on x86-64 only, "
-			    "this build is not (use unwind = fp or auto)");
+		return actor__fail(
+			c->a,
+			"unable to unwind with dwarf: stack copies are unwound on x86-64 only, "
+			"this build is not (use unwind = fp or auto)");
 	if (c->k.unwind == UNWIND_AUTO && !DWARF_HERE)
 		fprintf(stderr, PROG ": unwind = auto: stack copies are unwound on x86-64 only; "
 				     "walking frame pointers\n");
@@ -616,17 +605,19 @@ static int load(struct cpu_src *c)
 	const char *caps;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
-		return fail(c, "unable to load the CPU sampler: no kernel BTF "
-			       "(/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)");
+		return actor__fail(c->a,
+				   "unable to load the CPU sampler: no kernel BTF "
+				   "(/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)");
 	caps = missing_caps();
 	if (*caps)
-		return fail(c,
-			    "unable to load the CPU sampler: lacks %s (run as root, or setcap "
-			    "cap_bpf,cap_perfmon+ep)",
-			    caps);
+		return actor__fail(
+			c->a,
+			"unable to load the CPU sampler: lacks %s (run as root, or setcap "
+			"cap_bpf,cap_perfmon+ep)",
+			caps);
 	c->skel = profile_bpf__open();
 	if (!c->skel)
-		return fail(c, "unable to open the BPF programs: %s", strerror(errno));
+		return actor__fail(c->a, "unable to open the BPF programs: %s", strerror(errno));
 	c->skel->rodata->target_mode = (__u32)c->k.target.mode;
 	c->skel->rodata->sample_weight = (__u32)(1000000000ull / c->k.hz);
 	c->skel->rodata->kernel_stacks = c->k.kernel_stacks;
@@ -638,19 +629,19 @@ static int load(struct cpu_src *c)
 	bpf_map__set_max_entries(c->skel->maps.events, (__u32)(c->k.ringbuf_kb * 1024));
 	/* one scratch buffer per CPU, indexed by bpf_get_smp_processor_id() */
 	if (ncpu <= 0)
-		return fail(c, "unable to count the possible CPUs: %s", strerror(-ncpu));
+		return actor__fail(c->a, "unable to count the possible CPUs: %s", strerror(-ncpu));
 	bpf_map__set_max_entries(c->skel->maps.sample_scratch, (__u32)ncpu);
 	bpf_map__set_max_entries(c->skel->maps.launch_scratch, (__u32)ncpu);
 	if (!c->k.marker[0])
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
 	err = profile_bpf__load(c->skel);
 	if (err == -EPERM || err == -EACCES)
-		return fail(c,
-			    "unable to load the BPF programs: %s (needs CAP_BPF and "
-			    "CAP_PERFMON, or root)",
-			    strerror(-err));
+		return actor__fail(c->a,
+				   "unable to load the BPF programs: %s (needs CAP_BPF and "
+				   "CAP_PERFMON, or root)",
+				   strerror(-err));
 	if (err)
-		return fail(c, "unable to load the BPF programs: %s", strerror(-err));
+		return actor__fail(c->a, "unable to load the BPF programs: %s", strerror(-err));
 	cpu_python__init(&c->py, c->skel->maps.py_procs, c->a->slot);
 	return 0;
 }
@@ -695,15 +686,15 @@ static int attach(struct cpu_src *c)
 
 	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), on_record, c, NULL);
 	if (!c->rb)
-		return fail(c, "unable to read the BPF ring buffer: %s", strerror(errno));
+		return actor__fail(c->a, "unable to read the BPF ring buffer: %s", strerror(errno));
 	/* process events first, so a process seen in a sample has had its exec recorded, and
 	 * before the target's tree is read from /proc: a fork in between is then either
 	 * followed by proc_fork or found by the scan (adding a pid twice is harmless) */
 	for (i = 0; i < 3; i++) {
 		c->links[c->n_links] = bpf_program__attach(tracepoints[i]);
 		if (!c->links[c->n_links])
-			return fail(c, "unable to attach the sched tracepoints: %s",
-				    strerror(errno));
+			return actor__fail(c->a, "unable to attach the sched tracepoints: %s",
+					   strerror(errno));
 		c->n_links++;
 	}
 	if ((code = set_target(c)))

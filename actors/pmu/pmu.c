@@ -132,22 +132,6 @@ struct pmu_src {
 	__u64 count[C_N];
 };
 
-/* Prints what is wrong, shows it in `xpusup status`, and gives the permanent exit code. */
-static int fail(struct pmu_src *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(struct pmu_src *p, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, PROG ": %s\n", msg);
-	status__set_problem(p->a->slot, msg, xpu_now_ns());
-	return ACTOR_EXIT_PERMANENT;
-}
-
 static int load_keys(struct actor *a, struct pmu_keys *k)
 {
 	struct pmu_options o;
@@ -180,23 +164,25 @@ static int parse_events(struct pmu_src *p)
 
 	while ((r = conf_list_next(&s, item, sizeof(item))) > 0) {
 		if (p->n_evs == MAX_EVENTS)
-			return fail(p, "unable to use events: more than %d", MAX_EVENTS);
+			return actor__fail(p->a, "unable to use events: more than %d", MAX_EVENTS);
 		for (i = 0; i < p->n_evs; i++)
 			if (!strcmp(p->evs[i].name, item))
-				return fail(p, "unable to use events: %s is listed twice", item);
+				return actor__fail(p->a, "unable to use events: %s is listed twice",
+						   item);
 		if (pmu_event__parse(&p->evs[p->n_evs], item, PMU_SYSFS_ROOT, why, sizeof(why)))
-			return fail(p, "unable to use event '%s': %s; an event is %s", item, why,
-				    pmu_event_forms);
+			return actor__fail(p->a, "unable to use event '%s': %s; an event is %s",
+					   item, why, pmu_event_forms);
 		p->name_id[p->n_evs] = name_id_of(item);
 		p->n_evs++;
 	}
 	if (r < 0)
-		return fail(p,
-			    "unable to use events: an empty item or a name of %d characters or "
-			    "more in '%s'",
-			    PMU_EVENT_NAME_MAX, p->k.events);
+		return actor__fail(
+			p->a,
+			"unable to use events: an empty item or a name of %d characters or "
+			"more in '%s'",
+			PMU_EVENT_NAME_MAX, p->k.events);
 	if (!p->n_evs)
-		return fail(p, "unable to use events: the list is empty");
+		return actor__fail(p->a, "unable to use events: the list is empty");
 	return 0;
 }
 
@@ -360,33 +346,35 @@ static int set_target(struct pmu_src *p)
 	char why[160];
 
 	if (proctree__resolve(t, why, sizeof(why)))
-		return fail(p, "%s", why);
+		return actor__fail(p->a, "%s", why);
 	switch (t->mode) {
 	case CONF_TARGET_PIDS:
 		p->inherit = true;
 		for (i = 0; i < t->n_pids; i++)
 			if (add_unit(p, XPU_PMU_SCOPE_PROCESS, t->pids[i], XPU_PMU_NO_CPU))
-				return fail(p, "unable to follow pid %u: out of memory",
-					    t->pids[i]);
+				return actor__fail(p->a, "unable to follow pid %u: out of memory",
+						   t->pids[i]);
 		return 0;
 	case CONF_TARGET_TREE:
 		p->inherit = true;
 		if (add_tree(p, t->pids[0]))
-			return fail(p, "unable to follow pid %u: out of memory", t->pids[0]);
+			return actor__fail(p->a, "unable to follow pid %u: out of memory",
+					   t->pids[0]);
 		return 0;
 	case CONF_TARGET_CGROUP:
 		p->cgroup_fd = open(t->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (p->cgroup_fd < 0)
-			return fail(p, "unable to open cgroup %s: %s", t->cgroup, strerror(errno));
+			return actor__fail(p->a, "unable to open cgroup %s: %s", t->cgroup,
+					   strerror(errno));
 		break;
 	case CONF_TARGET_ALL:
 		break;
 	}
 	if (online_cpus(online) <= 0)
-		return fail(p, "unable to read /sys/devices/system/cpu/online");
+		return actor__fail(p->a, "unable to read /sys/devices/system/cpu/online");
 	for (i = 0; i < MAX_CPUS; i++)
 		if (online[i] && add_unit(p, XPU_PMU_SCOPE_CPU, 0, i))
-			return fail(p, "unable to count on CPU %u: out of memory", i);
+			return actor__fail(p->a, "unable to count on CPU %u: out of memory", i);
 	return 0;
 }
 
@@ -674,7 +662,7 @@ static int open_units(struct pmu_src *p)
 				p->counted_ev[p->groups[g].m[i].ev] = true;
 	}
 	if (err == -ENOMEM)
-		return fail(p, "unable to open counters: out of memory");
+		return actor__fail(p->a, "unable to open counters: out of memory");
 	p->count[C_GROUPS] = p->n_groups;
 	return 0;
 }
@@ -948,13 +936,14 @@ int main(int argc, char **argv)
 		char list[2048];
 
 		unavailable_list(&p, list, sizeof(list), false);
-		code = fail(&p, "unable to count: none of the events opens here: %s", list);
+		code = actor__fail(p.a, "unable to count: none of the events opens here: %s", list);
 		goto out;
 	}
 	if ((code = open_units(&p)))
 		goto out;
 	if (!p.n_groups) {
-		code = fail(&p, "unable to count: no counter opened on the target (exited?)");
+		code = actor__fail(p.a,
+				   "unable to count: no counter opened on the target (exited?)");
 		goto out;
 	}
 	report_start(&p);
