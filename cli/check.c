@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli/json_reader.h"
+#include "cli/usage.h"
 #include "common/config.h"
 #include "common/hash.h"
 #include "common/mix.h"
@@ -1484,11 +1485,7 @@ int check_cmd(int argc, char **argv)
 		switch (c) {
 		case 'm':
 			if (conf_parse_uint(optarg, 0, UINT32_MAX, &max_printed)) {
-				fprintf(stderr,
-					"xpusup: unable to check: bad --max '%s' (see `xpusup "
-					"check --help`)\n",
-					optarg);
-				return XPUSUP_EXIT_USAGE;
+				return cli__usage_error("check", "bad --max '%s'", optarg);
 			}
 			break;
 		case 'q':
@@ -1498,15 +1495,11 @@ int check_cmd(int argc, char **argv)
 			fputs(check_usage, stdout);
 			return 0;
 		default:
-			fprintf(stderr, "xpusup: unable to check: bad option (see `xpusup check "
-					"--help`)\n");
-			return XPUSUP_EXIT_USAGE;
+			return cli__usage_error("check", "%s", "bad option");
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "xpusup: unable to check: expected TRACE.json (see `xpusup check "
-				"--help`)\n");
-		return XPUSUP_EXIT_USAGE;
+		return cli__usage_error("check", "%s", "expected TRACE.json");
 	}
 	for (; optind < argc; optind++) {
 		one = check_file(argv[optind], max_printed, quiet);

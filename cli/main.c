@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "cli/snapshot.h"
 #include "cli/status_cmd.h"
 #include "cli/subscribe.h"
+#include "cli/usage.h"
 #include "common/config.h"
 #include "supervisor/session.h"
 #include "supervisor/supervisor.h"
@@ -105,21 +105,6 @@ static const char usage_run[] =
 	"in-process source failed.\n"
 	"Example: xpusup start gpu.conf; xpusup run -- python train.py; xpusup stop\n";
 
-static int usage_error(const char *verb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int usage_error(const char *verb, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "xpusup: unable to %s: ", verb);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see `xpusup %s --help`)\n", verb);
-	return XPUSUP_EXIT_USAGE;
-}
-
 static int cmd_start(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -152,14 +137,14 @@ static int cmd_start(int argc, char **argv)
 			fputs(usage_start, stdout);
 			return 0;
 		default:
-			return usage_error("start", "%s", "bad option");
+			return cli__usage_error("start", "%s", "bad option");
 		}
 	}
 	if (optind != argc - 1)
-		return usage_error("start", "%s", "expected one PIPELINE.conf");
+		return cli__usage_error("start", "%s", "expected one PIPELINE.conf");
 	if (session__paths(&s, name) == -EINVAL)
-		return usage_error("start", "bad session name '%s': use letters, digits, _ . -",
-				   name);
+		return cli__usage_error("start",
+					"bad session name '%s': use letters, digits, _ . -", name);
 	/* An absolute path, so status shows where the config came from wherever it runs. */
 	conf_arg = realpath(argv[optind], NULL);
 	err = conf__load(conf_arg ? conf_arg : argv[optind], &conf, stderr);
@@ -229,20 +214,20 @@ static int cmd_stop(int argc, char **argv)
 			break;
 		case 't':
 			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
-				return usage_error("stop", "bad --timeout '%s': seconds 1..86400",
-						   optarg);
+				return cli__usage_error(
+					"stop", "bad --timeout '%s': seconds 1..86400", optarg);
 			break;
 		case 'h':
 			fputs(usage_stop, stdout);
 			return 0;
 		default:
-			return usage_error("stop", "%s", "bad option");
+			return cli__usage_error("stop", "%s", "bad option");
 		}
 	}
 	if (optind != argc)
-		return usage_error("stop", "unexpected argument '%s'", argv[optind]);
+		return cli__usage_error("stop", "unexpected argument '%s'", argv[optind]);
 	if (session__paths(&s, name) == -EINVAL)
-		return usage_error("stop", "bad session name '%s'", name);
+		return cli__usage_error("stop", "bad session name '%s'", name);
 	return session_ctl__stop(name, timeout_s);
 }
 
@@ -273,18 +258,18 @@ static int cmd_status(int argc, char **argv)
 			break;
 		case 'i':
 			if (conf_parse_uint(optarg, 50, 3600000, &interval))
-				return usage_error("status", "bad --interval '%s': ms 50..3600000",
-						   optarg);
+				return cli__usage_error(
+					"status", "bad --interval '%s': ms 50..3600000", optarg);
 			break;
 		case 'h':
 			fputs(usage_status, stdout);
 			return 0;
 		default:
-			return usage_error("status", "%s", "bad option");
+			return cli__usage_error("status", "%s", "bad option");
 		}
 	}
 	if (optind != argc)
-		return usage_error("status", "unexpected argument '%s'", argv[optind]);
+		return cli__usage_error("status", "unexpected argument '%s'", argv[optind]);
 	return status_cmd(name, json, watch, (unsigned int)interval);
 }
 
@@ -356,14 +341,15 @@ static int cmd_run(int argc, char **argv)
 			fputs(usage_run, stdout);
 			return 0;
 		default:
-			return usage_error("run", "%s", "bad option");
+			return cli__usage_error("run", "%s", "bad option");
 		}
 	}
 	if (optind >= argc)
-		return usage_error("run", "%s", "no command given (xpusup run -- CMD [ARGS...])");
+		return cli__usage_error("run", "%s",
+					"no command given (xpusup run -- CMD [ARGS...])");
 	err = session__paths(&s, name);
 	if (err == -EINVAL)
-		return usage_error("run", "bad session name '%s'", name);
+		return cli__usage_error("run", "bad session name '%s'", name);
 	if (err) {
 		fprintf(stderr, "xpusup: unable to run: not root and XDG_RUNTIME_DIR is not set\n");
 		return XPUSUP_EXIT_SYSTEM;

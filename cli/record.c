@@ -29,6 +29,7 @@
 #include "actors/kinds.h"
 #include "cli/gpu_env.h"
 #include "cli/session_ctl.h"
+#include "cli/usage.h"
 #include "common/config.h"
 #include "shm/inproc.h"
 #include "common/paths.h"
@@ -408,21 +409,15 @@ int record_cmd(int argc, char **argv)
 			break;
 		case 'F':
 			if (conf_parse_uint(optarg, 1, 100000, &hz)) {
-				fprintf(stderr,
-					"xpusup: unable to record: bad --frequency '%s': 1..100000 Hz "
-					"(see `xpusup record --help`)\n",
-					optarg);
-				return XPUSUP_EXIT_USAGE;
+				return cli__usage_error(
+					"record", "bad --frequency '%s': 1..100000 Hz", optarg);
 			}
 			break;
 		case 'u':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "dwarf") &&
 			    strcmp(optarg, "fp")) {
-				fprintf(stderr,
-					"xpusup: unable to record: bad --unwind '%s': auto, dwarf or fp "
-					"(see `xpusup record --help`)\n",
-					optarg);
-				return XPUSUP_EXIT_USAGE;
+				return cli__usage_error(
+					"record", "bad --unwind '%s': auto, dwarf or fp", optarg);
 			}
 			unwind = optarg;
 			break;
@@ -436,15 +431,12 @@ int record_cmd(int argc, char **argv)
 			fputs(usage_record, stdout);
 			return 0;
 		default:
-			fprintf(stderr, "xpusup: unable to record: bad option (see `xpusup record "
-					"--help`)\n");
-			return XPUSUP_EXIT_USAGE;
+			return cli__usage_error("record", "%s", "bad option");
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "xpusup: unable to record: no command given (xpusup record -- CMD "
-				"[ARGS...]; see `xpusup record --help`)\n");
-		return XPUSUP_EXIT_USAGE;
+		return cli__usage_error("record", "%s",
+					"no command given (xpusup record -- CMD [ARGS...])");
 	}
 	if (session__paths(&s, name) == -EINVAL) {
 		fprintf(stderr, "xpusup: unable to record: bad session name '%s'\n", name);

@@ -16,7 +16,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 
 #include "actors/kinds.h"
 #include "actors/sink/sink_options.h"
+#include "cli/usage.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/topology.h"
@@ -57,20 +57,6 @@ struct target {
 	char id[64];
 	int state; /* 0 asked, 1 started, 2 done, -1 failed */
 };
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "xpusup: unable to snapshot: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see `xpusup snapshot --help`)\n");
-	return XPUSUP_EXIT_USAGE;
-}
 
 static bool is_ring(const struct conf_actor *a)
 {
@@ -194,20 +180,21 @@ int snapshot_cmd(int argc, char **argv)
 			break;
 		case 't':
 			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
-				return usage_error("bad --timeout '%s': seconds 1..86400", optarg);
+				return cli__usage_error(
+					"snapshot", "bad --timeout '%s': seconds 1..86400", optarg);
 			break;
 		case 'h':
 			fputs(snapshot_usage, stdout);
 			return 0;
 		default:
-			return usage_error("%s", "bad option");
+			return cli__usage_error("snapshot", "%s", "bad option");
 		}
 	}
 	if (optind != argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+		return cli__usage_error("snapshot", "unexpected argument '%s'", argv[optind]);
 	err = session__paths(&s, name);
 	if (err == -EINVAL)
-		return usage_error("bad session name '%s'", name);
+		return cli__usage_error("snapshot", "bad session name '%s'", name);
 	if (err || (err = session__open(&s))) {
 		fprintf(stderr, "xpusup: unable to snapshot: %s\n",
 			err == -ENOENT ? "no session of that name is running" : strerror(-err));
@@ -253,9 +240,10 @@ int snapshot_cmd(int argc, char **argv)
 		goto close;
 	}
 	if (out && n > 1) {
-		code = usage_error("-o names one file, and %s has several flight recorders: "
-				   "choose one with --sink",
-				   s.name);
+		code = cli__usage_error("snapshot",
+					"-o names one file, and %s has several flight recorders: "
+					"choose one with --sink",
+					s.name);
 		goto close;
 	}
 	for (i = 0; i < n; i++) {
