@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "actors/kinds.h"
+#include "actors/sink/sink_options.h"
 #include "cli/gpu_env.h"
 #include "cli/session_ctl.h"
 #include "cli/usage.h"
@@ -292,14 +293,11 @@ static void show_top(const char *folded)
 static bool show_windows(const char *path)
 {
 	char index[PATH_MAX], *line = NULL;
-	size_t len = strlen(path), cap = 0;
+	size_t cap = 0;
 	unsigned int n = 0;
 	FILE *f;
 
-	if (len <= 5 || strcmp(path + len - 5, ".json") ||
-	    snprintf(index, sizeof(index), "%.*s.index.json", (int)(len - 5), path) >=
-		    (int)sizeof(index) ||
-	    !(f = fopen(index, "r")))
+	if (timeline_index__path(path, index, sizeof(index)) || !(f = fopen(index, "r")))
 		return false;
 	while (getline(&line, &cap, f) > 0)
 		n += !strncmp(line, "{\"file\":", 8);
@@ -308,7 +306,7 @@ static bool show_windows(const char *path)
 	fprintf(stderr,
 		"  %-10s %s (%u windows of up to " RECORD_WINDOW_S
 		" s, each a trace of its own,\n  %-10s beside it as %.*s-<UTC start>.json)\n",
-		"timeline", index, n, "", (int)(len - 5), path);
+		"timeline", index, n, "", (int)(strlen(index) - strlen(".index.json")), index);
 	return true;
 }
 

@@ -354,6 +354,20 @@ const struct conf_kind group_conf_kind = {
 	.formats_key = "formats",
 };
 
+int timeline_index__path(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	size_t len = strlen(path);
+
+	if (len - (size_t)(name - path) > 5 && !strcmp(path + len - 5, ".json"))
+		len -= 5;
+	if (len == (size_t)(name - path))
+		return -EINVAL;
+	if ((size_t)snprintf(buf, size, "%.*s.index.json", (int)len, path) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int metrics_listen__parse(const char *s, struct metrics_listen *l)
 {
 	struct metrics_listen r = { 0 };

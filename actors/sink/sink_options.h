@@ -117,4 +117,11 @@ extern const struct conf_kind metrics_conf_kind;
 extern const struct conf_kind pprof_conf_kind;
 extern const struct conf_kind group_conf_kind;
 
+/*
+ * timeline_index__path - where a timeline in windows (window_s) at path lists its windows:
+ * DIR/STEM.index.json for DIR/STEM.json (or DIR/STEM). -ENAMETOOLONG when it does not fit in
+ * size bytes, -EINVAL for a path without a name. The sink and `xpusup record` both use it.
+ */
+int timeline_index__path(const char *path, char *buf, size_t size);
+
 #endif /* XPUSUP_ACTORS_SINK_OPTIONS_H */

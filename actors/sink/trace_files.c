@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "actors/sink/out.h"
+#include "actors/sink/sink_options.h"
 #include "common/json_escape.h"
 
 #define TW_PATH_MAX 4096
@@ -121,7 +122,11 @@ int trace_windows__open(struct trace_windows **out, const char *path, __u64 max_
 	memcpy(w->dir, path, (size_t)(name - path));
 	memcpy(w->stem, name, stem_len);
 	snprintf(w->base, sizeof(w->base), "%s", name);
-	snprintf(w->index, sizeof(w->index), "%s%s.index.json", w->dir, w->stem);
+	if (timeline_index__path(path, w->index, sizeof(w->index))) {
+		snprintf(why, why_len, "path '%s': too long for windows", path);
+		free(w);
+		return -ENAMETOOLONG;
+	}
 	w->max_bytes = max_bytes;
 	if (resume)
 		read_index(w);
