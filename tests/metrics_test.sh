@@ -182,13 +182,15 @@ ok $? "restart: the page's produced records lie between xpusup status before and
 if command -v strace >/dev/null 2>&1; then
 	spid=$(json "$s" "a['m']['pid']")
 	timeout -s INT 2 strace -f -e trace=%file -o "$WORK/strace.txt" -p "$spid" 2>"$WORK/strace.err"
-	opens=$(grep -c 'open.*"ring\.' "$WORK/strace.txt")
-	looks=$(grep -c '"ring\.' "$WORK/strace.txt")
-	# 2 s: each of the 2 rings is looked up at most 3 times (once a second, and the edges)
-	[ -s "$WORK/strace.txt" ] || grep -q attached "$WORK/strace.err"
-	rc=$?
-	[ $rc = 0 ] && [ "$opens" = 0 ] && [ "$looks" -le 6 ]
-	ok $? "restart: in 2 s of strace the sink opened no ring file ($opens opens, $looks looks at a ring's name; attached: $rc)"
+	opens=$(grep -c 'open.*"ring\.' "$WORK/strace.txt" 2>/dev/null)
+	looks=$(grep -c '"ring\.' "$WORK/strace.txt" 2>/dev/null)
+	if grep -q "attached" "$WORK/strace.err"; then
+		# 2 s: each of the 2 rings is looked up once a second (3 times at the edges)
+		[ "$opens" = 0 ] && [ "$looks" -ge 1 ] && [ "$looks" -le 6 ]
+		ok $? "restart: in 2 s of strace the sink opened no ring file ($opens opens, $looks looks at a ring's name)"
+	else # ptrace refused (yama ptrace_scope 3, a container without CAP_SYS_PTRACE)
+		ok 0 "restart: the sink opens no ring file at each tick # SKIP strace could not attach: $(head -c 200 "$WORK/strace.err")"
+	fi
 else
 	ok 0 "restart: the sink opens no ring file at each tick # SKIP strace is not installed"
 fi
