@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "actors/sink/fmt.h"
@@ -56,6 +57,27 @@ struct gen_row {
 
 #define GEN_ROWS_MAX (XPU_STATUS_MAX_ACTORS * XPU_STATUS_MAX_COUNTERS)
 
+/*
+ * A ring of the session (source x shard) as the page reads it: opened once as an observer and
+ * kept, rather than opened, mapped and closed at every tick, scraped or not. The supervisor
+ * makes every ring before it starts an actor and a restarted source maps the same file again,
+ * so the mapping stays valid for the whole session. Still, the page shows what `xpusup
+ * status` would open by that name: at most once a second (RING_CHECK_NS) a ring not open is
+ * tried again, and an open one's name is looked up (one fstatat) and the ring reopened when
+ * the name is gone or names another file. The cost: one descriptor and one read-only mapping
+ * per ring, for as long as the format runs.
+ */
+struct ring_watch {
+	char name[96]; /* XPU_RING_NAME_FMT of its source and shard */
+	struct ring *r; /* NULL: not open (not made yet, or gone) */
+	dev_t dev; /* the file r maps */
+	ino_t ino;
+	__u64 check_ns; /* the next look at the name */
+};
+
+#define RING_CHECK_NS 1000000000ull
+#define RINGS_MAX (CONF_MAX_ACTORS * CONF_MAX_SHARDS)
+
 /* The processes with series of their own: an open-addressing set of pids, at most half full,
  * that only grows (up to top_processes). */
 struct pid_set {
@@ -67,6 +89,7 @@ struct metrics {
 	struct stats *st; /* the stats format's accumulator */
 	const struct xpu_status_block *status; /* NULL outside a session */
 	int dirfd; /* the session's folder, for its rings; -1 without */
+	struct ring_watch *rings; /* RINGS_MAX, in the page's order; NULL without dirfd */
 	struct metrics_http *http;
 	struct pid_set procs;
 	struct gen_row *gen; /* GEN_ROWS_MAX */
@@ -290,7 +313,54 @@ static void put_actors(struct metrics *m)
 	}
 }
 
-/* The rings (source x shard), read as `xpusup status` reads them. */
+/* Open w's ring as an observer, and note which file it maps. */
+static void ring_watch__open(struct ring_watch *w, int dirfd)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(dirfd, w->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return; /* not made (yet): nothing to say */
+	/* the inode of the file opened, not of the name later: a file renamed over it between
+	 * the two would otherwise pass for the one mapped */
+	if (!fstat(fd, &st)) {
+		w->r = ring__open_fd(fd, RING_OBSERVER);
+		w->dev = st.st_dev;
+		w->ino = st.st_ino;
+	}
+	close(fd); /* ring__open_fd keeps a duplicate */
+}
+
+static void ring_watch__close(struct ring_watch *w)
+{
+	ring__close(w->r);
+	w->r = NULL;
+}
+
+/* The ring named name, from the cache: opened, looked up again or reopened at most once per
+ * RING_CHECK_NS. NULL when there is none by that name. */
+static struct ring *ring_watch__get(struct ring_watch *w, int dirfd, const char *name, __u64 now)
+{
+	struct stat st;
+
+	if (strcmp(w->name, name)) { /* another ring in this place: the status block changed */
+		ring_watch__close(w);
+		snprintf(w->name, sizeof(w->name), "%s", name);
+		w->check_ns = 0;
+	}
+	if (now < w->check_ns)
+		return w->r;
+	w->check_ns = now + RING_CHECK_NS;
+	if (w->r && (fstatat(dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW) || st.st_dev != w->dev ||
+		     st.st_ino != w->ino))
+		ring_watch__close(w); /* gone or replaced: reopened below if there is one */
+	if (!w->r)
+		ring_watch__open(w, dirfd);
+	return w->r;
+}
+
+/* The rings (source x shard), read as `xpusup status` reads them, through m->rings. */
 static void put_rings(struct metrics *m)
 {
 	static const struct {
@@ -304,28 +374,28 @@ static void put_rings(struct metrics *m)
 		  "records the source could not write: cause ring_full or too_big" },
 	};
 	const struct xpu_status_block *b = m->status;
-	struct ring_stats rs[CONF_MAX_ACTORS * CONF_MAX_SHARDS];
-	const struct xpu_actor_slot *src[CONF_MAX_ACTORS * CONF_MAX_SHARDS];
-	__u32 shard[CONF_MAX_ACTORS * CONF_MAX_SHARDS];
+	struct ring_stats rs[RINGS_MAX];
+	const struct xpu_actor_slot *src[RINGS_MAX];
+	__u32 shard[RINGS_MAX];
 	struct text *t = &m->page;
-	__u32 n_actors, shards, i, k, n = 0, f, c;
-	char name[96];
+	__u32 n_actors, shards, i, k, n = 0, w = 0, f, c;
+	__u64 now = xpu_now_ns();
+	char name[sizeof(m->rings->name)];
 	struct ring *r;
 
-	if (!b || m->dirfd < 0)
+	if (!b || !m->rings)
 		return;
 	n_actors = status_load(&b->hdr.n_actors);
 	shards = b->hdr.shards;
 	for (i = 0; i < n_actors && i < XPU_STATUS_MAX_ACTORS; i++) {
 		if (b->slots[i].role != CONF_ROLE_SOURCE)
 			continue;
-		for (k = 0; k < shards && n < sizeof(rs) / sizeof(rs[0]); k++) {
+		for (k = 0; k < shards && w < RINGS_MAX; k++) {
 			snprintf(name, sizeof(name), XPU_RING_NAME_FMT, b->slots[i].name, k);
-			r = ring__open(m->dirfd, name, RING_OBSERVER);
+			r = ring_watch__get(&m->rings[w++], m->dirfd, name, now);
 			if (!r)
-				continue; /* not made (yet): nothing to say */
+				continue;
 			ring__stats(r, &rs[n]);
-			ring__close(r);
 			src[n] = &b->slots[i];
 			shard[n++] = k;
 		}
@@ -647,11 +717,15 @@ static int metrics_finish(void *state, char *why, size_t why_len)
 static void metrics_free(void *state)
 {
 	struct metrics *m = state;
+	unsigned int i;
 
 	if (!m)
 		return;
 	metrics_http__stop(m->http);
 	stats__free(m->st);
+	for (i = 0; m->rings && i < RINGS_MAX; i++)
+		ring_watch__close(&m->rings[i]);
+	free(m->rings);
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	free(m->procs.pid);
@@ -731,6 +805,14 @@ static int metrics_open(void **out, const struct fmt_env *env, char *why, size_t
 	}
 	if (env->session_dir)
 		m->dirfd = open(env->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->dirfd >= 0 && m->status) {
+		m->rings = calloc(RINGS_MAX, sizeof(*m->rings));
+		if (!m->rings) {
+			err = -ENOMEM;
+			snprintf(why, why_len, "out of memory");
+			goto fail;
+		}
+	}
 	m->http = metrics_http__start(&o.listen, (unsigned int)o.max_clients,
 				      o.timeout_ms * 1000000ull, why, why_len);
 	if (!m->http) {
