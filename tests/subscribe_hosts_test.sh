@@ -79,18 +79,22 @@ mkdir -p "$WORK/prof"
 "$XPUSUP" subscribe "tcp://127.0.0.1:$P1" "tcp://127.0.0.1:$P2" --format pprof \
 	-o "$WORK/prof/profile.pb.gz" -O host=collector 2>"$WORK/pprof.err" &
 sprof=$!
+PM=$(free_port)
+"$XPUSUP" subscribe "tcp://127.0.0.1:$P1" "tcp://127.0.0.1:$P2" --format metrics \
+	-O "listen=127.0.0.1:$PM" 2>"$WORK/metrics.err" &
+smet=$!
 # an independent client and decoder of the origin keys: nngcat and python3-msgpack
 nngcat --sub0 --dial "tcp://127.0.0.1:$P2" --async --raw -Z 67108864 >"$WORK/beta.raw" \
 	2>"$WORK/nngcat.err" &
 ncat=$!
-pids="$strace $sfold $sstats $sprof $ncat"
+pids="$strace $sfold $sstats $sprof $smet $ncat"
 "$XPUSUP" start "$WORK/alpha.conf" --session "$A1" >/dev/null 2>"$WORK/alpha.start" &
 start_a=$!
 "$XPUSUP" start "$WORK/beta.conf" --session "$B" >/dev/null 2>"$WORK/beta.start" &
 start_b=$!
-wait_for 20 "$A1" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0" &&
-	wait_for 20 "$B" "c('pub', 'subscribers') == 5 and a['syn']['pid'] == 0"
-ok $? "four subscribers connected to both hosts (and nngcat to beta) before their sources start"
+wait_for 20 "$A1" "c('pub', 'subscribers') == 5 and a['syn']['pid'] == 0" &&
+	wait_for 20 "$B" "c('pub', 'subscribers') == 6 and a['syn']['pid'] == 0"
+ok $? "five subscribers connected to both hosts (and nngcat to beta) before their sources start"
 wait $start_a && wait $start_b
 ok $? "both sessions start ($(head -c 200 "$WORK/alpha.start" "$WORK/beta.start"))"
 all_in="c('syn', 'launches') == 3000 and c('pub', 'events_in') == c('syn', 'records_out')"
@@ -105,7 +109,7 @@ log_clean "$A1" "alpha's first session"
 # alpha comes back: a new session on the same port; the subscribers redial by themselves
 "$XPUSUP" start "$WORK/alpha2.conf" --session "$A2" >/dev/null 2>"$WORK/alpha2.start" &
 start_a=$!
-wait_for 20 "$A2" "c('pub', 'subscribers') == 4 and a['syn']['pid'] == 0"
+wait_for 20 "$A2" "c('pub', 'subscribers') == 5 and a['syn']['pid'] == 0"
 ok $? "alpha restarted: the subscribers reconnected before its source starts"
 wait $start_a
 wait_for 30 "$A2" "c('syn', 'launches') == 2000 and c('pub', 'events_in') == c('syn', 'records_out')"
@@ -118,10 +122,13 @@ sleep 0.5
 "$XPUSUP" stop --session "$B" >/dev/null 2>&1
 log_clean "$A2" "alpha's second session"
 log_clean "$B" "beta's session"
+# the metrics subscriber's page, a tick (100 ms) after the last batch
+sleep 0.3
+curl -s --max-time 5 "http://127.0.0.1:$PM/metrics" >"$WORK/metrics.page"
 # SIGTERM: a background job of a script ignores SIGINT, and nngcat keeps that
 kill -TERM $ncat 2>/dev/null
 wait $ncat
-kill -INT $strace $sfold $sstats $sprof 2>/dev/null
+kill -INT $strace $sfold $sstats $sprof $smet 2>/dev/null
 wait $strace
 rc_trace=$?
 wait $sfold
@@ -130,6 +137,8 @@ wait $sstats
 rc_stats=$?
 wait $sprof
 rc_prof=$?
+wait $smet
+rc_met=$?
 pids=""
 t1=$(mono_us)
 
@@ -248,6 +257,19 @@ assert all(gpu.values()), gpu
 print("samples", len(samples), "GPU ns by host", gpu)
 PYEOF
 ok $? "pprof subscriber: every sample labelled with the host its batch came from (alpha or beta, not the collector's), its comm tagged alike, GPU time on both ($(tail -c 300 "$WORK/prof.check"))"
+
+# the per-host counts as Prometheus series (the families docs/fleet.md lists)
+series() { # series FAMILY HOST
+	sed -n "s/^$1{host=\"$2\"} \([0-9]*\)$/\1/p" "$WORK/metrics.page"
+}
+[ $rc_met = 0 ] && [ "$(series xpusup_subscribe_events_total alpha)" = $((ev_a1 + ev_a2)) ] &&
+	[ "$(series xpusup_subscribe_events_total beta)" = "$ev_b" ] &&
+	[ "$(series xpusup_subscribe_sessions_total alpha)" = 2 ] &&
+	[ "$(series xpusup_subscribe_sessions_total beta)" = 1 ] &&
+	[ "$(series xpusup_subscribe_missed_events_total alpha)" = 0 ] &&
+	[ "$(series xpusup_subscribe_missed_events_total beta)" = 0 ] &&
+	[ "$(series xpusup_subscribe_batches_total alpha)" = "$(host_field "$WORK/metrics.err" alpha batches)" ]
+ok $? "metrics subscriber: per-host series of events ($(series xpusup_subscribe_events_total alpha) and $(series xpusup_subscribe_events_total beta)), sessions (alpha 2), gaps (0) and batches, as its summary says"
 
 ! grep -lE "Sanitizer|runtime error" "$WORK"/*.err "$WORK"/*.start 2>/dev/null
 ok $? "no sanitizer report from a subscriber or a start"

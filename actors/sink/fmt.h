@@ -19,6 +19,26 @@
 #include "common/status.h"
 #include "common/wire.h"
 
+/*
+ * What a collector counts per origin (`xpusup subscribe` with several URLs: a row per host,
+ * in the order first heard from), for a format that reports it (kind metrics). The collector
+ * writes the rows before each tick and finish, in the format's own thread.
+ */
+#define FMT_ORIGINS_MAX 64
+struct fmt_origin {
+	char host[XPU_WIRE_HOST_MAX + 1];
+	__u64 batches, events;
+	__u64 missed; /* events lost in sequence gaps on the way */
+	__u64 rewinds; /* batches whose sequence went back */
+	__u64 sessions; /* sessions of the host seen: more than 1, it restarted */
+	__u64 clock_moves; /* announced realtime steps on the host */
+};
+
+struct fmt_origins {
+	unsigned int n;
+	struct fmt_origin row[FMT_ORIGINS_MAX];
+};
+
 /* Where a format reads its options: the sink's section of pipeline.conf, or the command line
  * of `xpusup subscribe`. */
 struct fmt_env {
@@ -40,6 +60,9 @@ struct fmt_env {
 	/* the pipeline.conf the options come from, for a format that reads other sections
 	 * (kind group: its [format] sections); NULL outside a session */
 	const struct conf *conf;
+	/* a collector's per-origin counts (above); NULL but in `xpusup subscribe` with several
+	 * URLs */
+	const struct fmt_origins *origins;
 };
 
 /* Counters a format may show: the sink's status slot holds XPU_STATUS_MAX_COUNTERS, of which

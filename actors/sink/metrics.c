@@ -88,6 +88,7 @@ struct pid_set {
 struct metrics {
 	struct stats *st; /* the stats format's accumulator */
 	const struct xpu_status_block *status; /* NULL outside a session */
+	const struct fmt_origins *origins; /* a collector's hosts (fmt_env.origins); NULL */
 	int dirfd; /* the session's folder, for its rings; -1 without */
 	struct ring_watch *rings; /* RINGS_MAX, in the page's order; NULL without dirfd */
 	struct metrics_http *http;
@@ -429,6 +430,47 @@ static void put_rings(struct metrics *m)
 	}
 }
 
+/* ---- a collector's hosts (`xpusup subscribe URL URL...`) ------------------------------- */
+
+static void put_origins(struct metrics *m)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "xpusup_subscribe_batches_total", "batches received from the host" },
+		{ "xpusup_subscribe_events_total", "events received from the host" },
+		{ "xpusup_subscribe_missed_events_total",
+		  "events of the host lost on the way (sequence gaps)" },
+		{ "xpusup_subscribe_rewinds_total",
+		  "batches of the host whose sequence went back" },
+		{ "xpusup_subscribe_sessions_total",
+		  "sessions of the host seen (more than 1: its session restarted)" },
+		{ "xpusup_subscribe_clock_moves_total",
+		  "realtime clock steps the host announced (its times were mapped anew)" },
+	};
+	const struct fmt_origins *o = m->origins;
+	struct text *t = &m->page;
+	unsigned int f, i;
+
+	for (f = 0; o && o->n && f < sizeof(fam) / sizeof(fam[0]); f++) {
+		put_family(t, fam[f].name, "counter", fam[f].help);
+		for (i = 0; i < o->n; i++) {
+			const struct fmt_origin *r = &o->row[i];
+
+			text__put(t, "%s{host=\"", fam[f].name);
+			metrics__label(t, r->host, strlen(r->host));
+			text__put(t, "\"}");
+			m->series++;
+			put_u64(t, f == 0 ? r->batches :
+				   f == 1 ? r->events :
+				   f == 2 ? r->missed :
+				   f == 3 ? r->rewinds :
+				   f == 4 ? r->sessions :
+					    r->clock_moves);
+		}
+	}
+}
+
 /* ---- the events (the stats accumulator's run) ---------------------------------------- */
 
 /* Whether pid has series of its own: yes when it has, or when there is room for it. */
@@ -668,6 +710,7 @@ static void render(struct metrics *m)
 	m->series = 0;
 	put_actors(m);
 	put_rings(m);
+	put_origins(m);
 	put_events(m);
 	put_kernels(m);
 	put_volumes(m);
@@ -781,6 +824,7 @@ static int metrics_open(void **out, const struct fmt_env *env, char *why, size_t
 		goto fail;
 	}
 	m->status = env->status;
+	m->origins = env->origins;
 	m->top_kernels = (__u32)o.top_kernels;
 	m->procs.max = (__u32)o.top_processes;
 	for (m->procs.mask = 16; m->procs.mask < 2 * m->procs.max; m->procs.mask <<= 1)

@@ -54,6 +54,7 @@
  * below the timeline's pseudo-processes (1 << 30) */
 #define SUB_URLS_MAX 64
 #define SUB_HOSTS_MAX 64
+_Static_assert(SUB_HOSTS_MAX <= FMT_ORIGINS_MAX, "a row of fmt_origins for every host");
 #define HOST_PID_SHIFT 22 /* Linux pids are below PID_MAX_LIMIT, 1 << 22 */
 #define HOST_DEVICE_SHIFT 8 /* device ids below 256 */
 #define HOST_PRODUCER_SHIFT 16 /* producer: host, session (8 bits), shard (8 bits) */
@@ -281,6 +282,7 @@ struct hosts {
 	__u32 ev_cap;
 	char *names; /* the prefixed comms of a batch */
 	size_t names_cap;
+	struct fmt_origins *origins; /* the format's view of the counts (fmt_env.origins) */
 };
 
 static struct host *host_of(struct hosts *hs, const struct xpu_wire_origin *o)
@@ -475,10 +477,30 @@ static void hosts_raw(void *st, const void *msg, size_t len)
 		hs->inner->raw(hs->inner_st, msg, len);
 }
 
+/* The hosts' counts into the rows the format reads (fmt_env.origins). */
+static void hosts__sync(struct hosts *hs)
+{
+	unsigned int i;
+
+	for (i = 0; i < hs->n && i < FMT_ORIGINS_MAX; i++) {
+		const struct host *h = hs->host[i];
+
+		hs->origins->row[i] = (struct fmt_origin){ .batches = h->batches,
+							   .events = h->events,
+							   .missed = h->seq.missed,
+							   .rewinds = h->seq.rewinds,
+							   .sessions = h->sessions,
+							   .clock_moves = h->clock_moves };
+		memcpy(hs->origins->row[i].host, h->name, h->name_len);
+	}
+	hs->origins->n = i;
+}
+
 static int hosts_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 {
 	struct hosts *hs = st;
 
+	hosts__sync(hs);
 	return hs->inner->tick ? hs->inner->tick(hs->inner_st, now_ns, why, why_len) : FMT_IDLE;
 }
 
@@ -486,6 +508,7 @@ static int hosts_finish(void *st, char *why, size_t why_len)
 {
 	struct hosts *hs = st;
 
+	hosts__sync(hs);
 	return hs->inner->finish(hs->inner_st, why, why_len);
 }
 
@@ -515,7 +538,8 @@ static const struct fmt_ops fmt_hosts = {
 
 /* The hosts' state around an opened format (inner_st is its from then on: hosts_free frees
  * it). NULL when out of memory (then inner_st is still the caller's). */
-static struct hosts *hosts__new(const struct fmt_ops *inner, void *inner_st)
+static struct hosts *hosts__new(const struct fmt_ops *inner, void *inner_st,
+				struct fmt_origins *origins)
 {
 	struct hosts *hs = calloc(1, sizeof(*hs));
 	__u64 mono, real;
@@ -524,6 +548,7 @@ static struct hosts *hosts__new(const struct fmt_ops *inner, void *inner_st)
 		return NULL;
 	hs->inner = inner;
 	hs->inner_st = inner_st;
+	hs->origins = origins;
 	sink_clocks__realtime_pair(&mono, &real);
 	hs->our_offset = (__s64)(real - mono);
 	return hs;
@@ -953,6 +978,7 @@ int main(int argc, char **argv)
 	__u64 missed, rewinds;
 	struct cli_env env_opts = { 0 };
 	struct tls_files tls = { 0 };
+	static struct fmt_origins origins; /* written by the hosts' accounting, read by metrics */
 	struct fmt_env env = { .ctx = &env_opts, .get = cli_get, .path = cli_path };
 	const char *format = "raw";
 	unsigned long long max_batches = 0, seconds = 0;
@@ -1047,6 +1073,7 @@ int main(int argc, char **argv)
 		goto free_buffers;
 	}
 	why[0] = 0;
+	env.origins = ds.n > 1 ? &origins : NULL;
 	err = s.drv.fmt->open(&s.drv.st, &env, why, sizeof(why));
 	if (err) {
 		fprintf(stderr, "xpusup: unable to subscribe: format %s: %s%s\n", format,
@@ -1058,7 +1085,7 @@ int main(int argc, char **argv)
 		goto free_buffers;
 	}
 	if (ds.n > 1) {
-		hosts = hosts__new(s.drv.fmt, s.drv.st);
+		hosts = hosts__new(s.drv.fmt, s.drv.st, &origins);
 		if (!hosts) {
 			fprintf(stderr, "xpusup: unable to subscribe: out of memory\n");
 			goto free_format;
