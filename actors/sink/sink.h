@@ -75,6 +75,9 @@ struct sink_driver {
 	struct xpu_cevent *events;
 	struct xpu_wire_pool pool;
 	__u64 last_tick;
+	int wait_fd; /* the socket's NNG_OPT_RECVFD, waited on in poll(2); -1: none (yet) */
+	int wait_ms; /* its NNG_OPT_RECVTIMEO */
+	bool wait_known; /* wait_fd and wait_ms were asked for */
 };
 
 /* sink_driver__init - the decode buffers (the fields above them set). 0 or -ENOMEM. */
