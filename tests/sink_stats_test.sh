@@ -363,6 +363,31 @@ PYEOF
 ok $? "interval: one JSON line an interval; lines and windows add up to the final totals"
 sed 's/^/# /' "$WORK/interval.err" | head -20
 
+# ---- SM-active at thousands of kernels a second -------------------------------------------
+# 3000 launches a second into 1 s windows: about 3000 separate busy intervals a window on
+# device 0, six times what a window keeps (512). Kernels come in time order, so folding the
+# earliest keeps the busy time exact: at most the sum of the kernels, at least the busiest
+# process, nothing filled. (Filling the shortest gaps, as before, read 40 % for 2 %.)
+s="$PREFIX-dense"
+{ printf '[sink st]\nkind = stats\npath = dense/stats.json\n'
+  synthetic 6000 | sed 's/launches_per_s = 0/launches_per_s = 3000/'; } >"$WORK/dense.conf"
+"$XPUSUP" start "$WORK/dense.conf" --session "$s" >/dev/null 2>&1 &&
+	wait_for 30 "$s" "c('syn', 'launches') == 6000 and c('st', 'events_in') == c('syn', 'records_out')"
+ok $? "dense: a session of 6000 launches at 3000 a second, every event received"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "dense"
+"$PY" - "$WORK/dense/stats.json" >"$WORK/dense.out" 2>&1 <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+sm, k = j['sm_active'], j['kernels']
+dev = sm['devices'][0]
+busiest = max(p['busy_ns'] for p in sm['processes'])
+print(f"device busy {dev['busy_ns']} ns ({dev['active_pct']} %), kernels {k['total_ns']} ns, "
+      f"busiest process {busiest}, filled {sm['filled_ns']}")
+assert busiest <= dev['busy_ns'] <= k['total_ns'] and sm['filled_ns'] == 0
+PYEOF
+ok $? "dense: device 0 busy between its busiest process and the sum of its kernels, nothing filled ($(tail -c 200 "$WORK/dense.out"))"
+
 # ---- 4. kill -9 ------------------------------------------------------------------------
 s="$PREFIX-kill"
 mkdir -p "$WORK/kill"

@@ -37,33 +37,17 @@ struct sm_active {
 
 /* ---- merged intervals ---------------------------------------------------------------- */
 
-/* Fill every gap shorter than the resolution, doubling it until at most half the limit is
- * left: each pass frees many slots at once, so the cost per added interval stays constant,
- * and the error (filled_ns) is what was filled, no more. */
-static void coarsen(struct busy *b)
+/* Fold the earliest half of the intervals into settled_ns: memory stays bounded, and while
+ * kernels come in time order nothing is lost (the folded ones end before anything new). */
+static void fold(struct busy *b)
 {
-	__u32 k, m;
+	__u32 h = b->n / 2, k;
 
-	if (!b->resolution_ns)
-		b->resolution_ns = 1;
-	for (;;) {
-		for (k = 1, m = 0; k < b->n; k++) {
-			__u64 gap = b->iv[k][0] - b->iv[m][1];
-
-			if (gap < b->resolution_ns) {
-				b->filled_ns += gap;
-				b->iv[m][1] = b->iv[k][1];
-			} else {
-				m++;
-				b->iv[m][0] = b->iv[k][0];
-				b->iv[m][1] = b->iv[k][1];
-			}
-		}
-		b->n = m + 1;
-		if (b->n <= SM_INTERVALS_MAX / 2 || b->resolution_ns >= (1ull << 62))
-			return;
-		b->resolution_ns *= 2;
-	}
+	for (k = 0; k < h; k++)
+		b->settled_ns += b->iv[k][1] - b->iv[k][0];
+	b->floor = b->iv[h - 1][1];
+	memmove(b->iv, b->iv + h, (b->n - h) * sizeof(*b->iv));
+	b->n -= h;
 }
 
 int busy__add(struct busy *b, __u64 start, __u64 end)
@@ -72,6 +56,15 @@ int busy__add(struct busy *b, __u64 start, __u64 end)
 
 	if (end <= start)
 		return 0;
+	if (start < b->floor) { /* a piece before what was folded: counted, said in filled */
+		__u64 piece = (end < b->floor ? end : b->floor) - start;
+
+		b->settled_ns += piece;
+		b->filled_ns += piece;
+		start = b->floor;
+		if (end <= start)
+			return 0;
+	}
 	/* the first interval that ends at or after start: it touches or follows [start, end) */
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
@@ -110,13 +103,13 @@ int busy__add(struct busy *b, __u64 start, __u64 end)
 	b->iv[lo][1] = end;
 	b->n++;
 	if (b->n > SM_INTERVALS_MAX)
-		coarsen(b);
+		fold(b);
 	return 0;
 }
 
 __u64 busy__ns(const struct busy *b)
 {
-	__u64 ns = 0;
+	__u64 ns = b->settled_ns;
 	__u32 k;
 
 	for (k = 0; k < b->n; k++)

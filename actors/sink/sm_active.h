@@ -14,8 +14,9 @@
  *
  * Bounded memory: at most SM_OPEN_MAX open windows (a kernel that needs one more closes
  * the oldest first), at most SM_INTERVALS_MAX disjoint intervals per entity and window (past
- * that, the shortest gaps are filled, which over-counts busy time by at most filled_ns,
- * reported), at most SM_ENTITIES_MAX entities (the kernels of others are counted in
+ * that, the earliest half is folded into a sum: exact while kernels come in time order; a
+ * piece of a kernel that comes after later ones were folded is counted whole, which
+ * over-counts busy time by at most filled_ns, reported), at most SM_ENTITIES_MAX entities (the kernels of others are counted in
  * untracked), and the last SM_WINDOWS_KEPT closed windows kept for output.
  *
  * Not thread-safe: one owner. Calling order: sm_active__new, then sm_active__add and
@@ -43,10 +44,16 @@
 
 /* Sorted, disjoint, non-touching [start, end) intervals. */
 struct busy {
-	__u64 (*iv)[2];
+	__u64 (*iv)[2]; /* the intervals from floor on */
 	__u32 n, cap;
-	__u64 resolution_ns; /* gaps shorter than this may have been filled */
-	__u64 filled_ns; /* gap time filled to stay within SM_INTERVALS_MAX */
+	/* Past SM_INTERVALS_MAX the earliest half of the intervals is folded: its merged length
+	 * goes to settled_ns, and floor is where it ends. Kernels come nearly in time order, so
+	 * a later one rarely starts before floor; the part of one that does cannot be merged
+	 * with what was folded, and is counted busy and in filled_ns (over-counted by at most
+	 * that much). */
+	__u64 settled_ns;
+	__u64 floor; /* 0: nothing folded */
+	__u64 filled_ns; /* time counted busy that may not have been */
 };
 
 /* busy__add - merge [start, end) into b (an empty interval is ignored). 0 or -ENOMEM. */
