@@ -437,8 +437,7 @@ int record_cmd(int argc, char **argv)
 					"no command given (xpusup record -- CMD [ARGS...])");
 	}
 	if (session__paths(&s, name) == -EINVAL) {
-		fprintf(stderr, "xpusup: unable to record: bad session name '%s'\n", name);
-		return XPUSUP_EXIT_USAGE;
+		return cli__usage_error("record", "bad session name '%s'", name);
 	}
 	if (!runnable(argv[optind])) {
 		fprintf(stderr,

@@ -364,10 +364,12 @@ ok $? "interval: one JSON line an interval; lines and windows add up to the fina
 sed 's/^/# /' "$WORK/interval.err" | head -20
 
 # ---- SM-active at thousands of kernels a second -------------------------------------------
-# 3000 launches a second into 1 s windows: about 3000 separate busy intervals a window on
-# device 0, six times what a window keeps (512). Kernels come in time order, so folding the
-# earliest keeps the busy time exact: at most the sum of the kernels, at least the busiest
-# process, nothing filled. (Filling the shortest gaps, as before, read 40 % for 2 %.)
+# 3000 launches a second into 1 s windows: thousands of separate busy intervals a window on
+# device 0, several times what a window keeps (512). Kernels come nearly in time order (the
+# source holds GPU records back at random, `reorder`, so a few come after the earliest of
+# their window were folded), so the busy time stays within a hair of exact: at least the
+# busiest process, at most the sum of the kernels plus what was filled, and filled at most
+# 1 % of it. (Filling the shortest gaps, as before, read 54 % for 2.6 %, filled 3.8 s.)
 s="$PREFIX-dense"
 { printf '[sink st]\nkind = stats\npath = dense/stats.json\n'
   synthetic 6000 | sed 's/launches_per_s = 0/launches_per_s = 3000/'; } >"$WORK/dense.conf"
@@ -384,9 +386,10 @@ dev = sm['devices'][0]
 busiest = max(p['busy_ns'] for p in sm['processes'])
 print(f"device busy {dev['busy_ns']} ns ({dev['active_pct']} %), kernels {k['total_ns']} ns, "
       f"busiest process {busiest}, filled {sm['filled_ns']}")
-assert busiest <= dev['busy_ns'] <= k['total_ns'] and sm['filled_ns'] == 0
+assert busiest <= dev['busy_ns'] <= k['total_ns'] + sm['filled_ns']
+assert sm['filled_ns'] <= dev['busy_ns'] // 100
 PYEOF
-ok $? "dense: device 0 busy between its busiest process and the sum of its kernels, nothing filled ($(tail -c 200 "$WORK/dense.out"))"
+ok $? "dense: device 0 busy between its busiest process and the sum of its kernels, at most 1 % filled ($(tail -c 200 "$WORK/dense.out"))"
 
 # ---- 4. kill -9 ------------------------------------------------------------------------
 s="$PREFIX-kill"

@@ -122,9 +122,14 @@ sleep 0.5
 "$XPUSUP" stop --session "$B" >/dev/null 2>&1
 log_clean "$A2" "alpha's second session"
 log_clean "$B" "beta's session"
-# the metrics subscriber's page, a tick (100 ms) after the last batch
-sleep 0.3
-curl -s --max-time 5 "http://127.0.0.1:$PM/metrics" >"$WORK/metrics.page"
+# the metrics subscriber's page once it has every event of both hosts (a tick, 100 ms, after
+# the last batch; longer on a loaded machine)
+for _ in $(seq 1 100); do
+	curl -s --max-time 5 "http://127.0.0.1:$PM/metrics" >"$WORK/metrics.page"
+	grep -q "^xpusup_subscribe_events_total{host=\"alpha\"} $((ev_a1 + ev_a2))$" "$WORK/metrics.page" &&
+		grep -q "^xpusup_subscribe_events_total{host=\"beta\"} $ev_b$" "$WORK/metrics.page" && break
+	sleep 0.1
+done
 # SIGTERM: a background job of a script ignores SIGINT, and nngcat keeps that
 kill -TERM $ncat 2>/dev/null
 wait $ncat

@@ -75,10 +75,8 @@ static inline void launch_map__prefetch(const struct launch_map *m, __u32 produc
  * line to arrive (a few hundred ns of work an event), not so many that it is pushed out. */
 #define LAUNCH_MAP_PREFETCH_AHEAD 6
 
-/* The slot e will look at when its turn comes: a launch-side event's own (its put), a GPU
- * activity's launching call's (its find). */
-/* The slot e will touch: a call's (and with launches, a LAUNCH's, for a map that keeps
- * them too) or the call its GPU work names. */
+/* The slot e will look at when its turn comes: a call's own (its put; with launches, a
+ * LAUNCH's too, for a map that keeps them), a GPU activity's launching call's (its find). */
 static inline void launch_map__prefetch_event(const struct launch_map *m, __u32 producer,
 					      const struct xpu_cevent *e, bool launches)
 {

@@ -486,6 +486,8 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 
 int sink_driver__init(struct sink_driver *d)
 {
+	d->wait_known = false;
+	d->wait_fd = -1;
 	d->events = calloc(SINK_MAX_EVENTS, sizeof(*d->events));
 	if (!d->events || xpu_wire_pool__init(&d->pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
 		return -ENOMEM;
@@ -523,7 +525,11 @@ static bool wait_readable(struct sink_driver *d)
 	if (d->wait_fd < 0)
 		return false;
 	p = (struct pollfd){ .fd = d->wait_fd, .events = POLLIN };
-	(void)poll(&p, 1, d->wait_ms); /* EINTR (a signal: stop) and the rest: see below */
+	/* EINTR (a signal: stop, a snapshot) ends the wait early, as a message would */
+	if ((poll(&p, 1, d->wait_ms) < 0 && errno != EINTR) || (p.revents & POLLNVAL)) {
+		d->wait_fd = -1; /* never again: a loop around a failing poll would spin */
+		return false;
+	}
 	return true;
 }
 

@@ -56,15 +56,26 @@ int busy__add(struct busy *b, __u64 start, __u64 end)
 
 	if (end <= start)
 		return 0;
-	if (start < b->floor) { /* a piece before what was folded: counted, said in filled */
-		__u64 piece = (end < b->floor ? end : b->floor) - start;
+	if (!b->n && !b->floor)
+		b->first = start;
+	if (start < b->floor) {
+		/* a piece before what was folded: counted, said in filled, but never more than
+		 * the folded span holds (a long kernel over many folded short ones would count
+		 * their time twice, and a window could pass 100 %) */
+		__u64 piece = (end < b->floor ? end : b->floor) - start, room;
 
+		if (start < b->first)
+			b->first = start;
+		room = b->floor - b->first - b->settled_ns;
+		piece = piece < room ? piece : room;
 		b->settled_ns += piece;
 		b->filled_ns += piece;
 		start = b->floor;
 		if (end <= start)
 			return 0;
 	}
+	if (start < b->first)
+		b->first = start;
 	/* the first interval that ends at or after start: it touches or follows [start, end) */
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;

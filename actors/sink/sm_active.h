@@ -15,8 +15,8 @@
  * Bounded memory: at most SM_OPEN_MAX open windows (a kernel that needs one more closes
  * the oldest first), at most SM_INTERVALS_MAX disjoint intervals per entity and window (past
  * that, the earliest half is folded into a sum: exact while kernels come in time order; a
- * piece of a kernel that comes after later ones were folded is counted whole, which
- * over-counts busy time by at most filled_ns, reported), at most SM_ENTITIES_MAX entities (the kernels of others are counted in
+ * piece of a kernel that comes after later ones were folded is counted, up to the folded
+ * span's length, which over-counts busy time by at most filled_ns, reported), at most SM_ENTITIES_MAX entities (the kernels of others are counted in
  * untracked), and the last SM_WINDOWS_KEPT closed windows kept for output.
  *
  * Not thread-safe: one owner. Calling order: sm_active__new, then sm_active__add and
@@ -51,8 +51,9 @@ struct busy {
 	 * a later one rarely starts before floor; the part of one that does cannot be merged
 	 * with what was folded, and is counted busy and in filled_ns (over-counted by at most
 	 * that much). */
-	__u64 settled_ns;
+	__u64 settled_ns; /* at most floor - first: the folded span */
 	__u64 floor; /* 0: nothing folded */
+	__u64 first; /* the earliest start added: what the folded span starts at */
 	__u64 filled_ns; /* time counted busy that may not have been */
 };
 

@@ -286,6 +286,7 @@ static __u64 union_ns(const unsigned char *covered, size_t n)
 static void test_busy(void)
 {
 	static unsigned char covered[4 * SM_INTERVALS_MAX * 100 + 100];
+	__u64 f;
 	static const __u64 iv[][2] = { { 20, 30 }, { 0, 10 }, { 5, 15 }, { 30, 40 }, { 12, 14 } };
 	struct busy fwd = { 0 }, rev = { 0 };
 	__u64 true_ns = 0;
@@ -333,6 +334,34 @@ static void test_busy(void)
 	       "<= %llu + %llu)",
 	       (unsigned long long)true_ns, (unsigned long long)busy__ns(&fwd),
 	       (unsigned long long)true_ns, (unsigned long long)fwd.filled_ns);
+	busy__free(&fwd);
+
+	/* at the fold's edge: a piece ending at floor, one touching it, one over the last folded
+	 * interval and past floor; then a long kernel over everything folded, which may add no
+	 * more than the folded span holds */
+	memset(covered, 0, sizeof(covered));
+	for (i = 0; i <= SM_INTERVALS_MAX; i++) {
+		busy__add(&fwd, (__u64)i * 100, (__u64)i * 100 + 10);
+		memset(covered + i * 100, 1, 10);
+	}
+	f = fwd.floor;
+	busy__add(&fwd, f - 5, f);
+	busy__add(&fwd, f, f + 3);
+	busy__add(&fwd, f - 20, f + 40);
+	memset(covered + f - 20, 1, 60);
+	true_ns = union_ns(covered, sizeof(covered));
+	tap_ok(f > 0 && busy__ns(&fwd) >= true_ns && busy__ns(&fwd) <= true_ns + fwd.filled_ns &&
+		       fwd.filled_ns <= 5 + 20,
+	       "at the fold's edge: true <= busy <= true + filled (%llu <= %llu <= %llu + %llu)",
+	       (unsigned long long)true_ns, (unsigned long long)busy__ns(&fwd),
+	       (unsigned long long)true_ns, (unsigned long long)fwd.filled_ns);
+	busy__add(&fwd, 0, f);
+	memset(covered, 1, f);
+	true_ns = union_ns(covered, sizeof(covered));
+	tap_ok(busy__ns(&fwd) == true_ns,
+	       "a long kernel over the whole folded span: the span counted once, busy exact (%llu "
+	       "= %llu)",
+	       (unsigned long long)busy__ns(&fwd), (unsigned long long)true_ns);
 	busy__free(&fwd);
 }
 
