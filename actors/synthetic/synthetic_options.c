@@ -47,7 +47,8 @@ static const struct conf_key synthetic_keys[] = {
 	  .roles = CONF_SOURCE,
 	  .max = 65536,
 	  .def = "64",
-	  .doc = "GPU records are delivered up to this many launches late, shuffled" },
+	  .doc = "GPU records wait in a buffer of this many and leave it in random order (on "
+		 "average this many launches late, with no bound)" },
 	{ .key = "pid_base",
 	  CONF_MEMBER(struct synthetic_options, pid_base),
 	  .type = CONF_T_UINT,
