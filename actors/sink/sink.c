@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -27,6 +29,7 @@
 #define SINK_RECVBUF 32 /* batches nng may queue for us */
 #define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
 #define TICK_NS 100000000ull
+#define DEC_SLOTS 4 /* batches the decode thread may have ready ahead of the format */
 
 /*
  * What a sink must know after a kill -9 to report exactly what it lost: the file
@@ -421,19 +424,22 @@ static const struct sink_driver_ops sink_actor_ops = {
 
 static void sink__close(struct sink *s)
 {
+	sink_driver__fini(&s->drv); /* first: its decode thread receives on the socket */
 	if (s->drv.st)
 		s->drv.fmt->free(s->drv.st);
 	if (s->listening)
 		nng_close(s->drv.sock);
 	if (s->state)
 		munmap(s->state, sizeof(*s->state));
-	sink_driver__fini(&s->drv);
 }
 
 int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 {
 	char prog[64], why[512];
-	struct sink s = { .drv = { .fmt = fmt, .ops = &sink_actor_ops, .tick_at_once = true } };
+	struct sink s = { .drv = { .fmt = fmt,
+				   .ops = &sink_actor_ops,
+				   .tick_at_once = true,
+				   .decode_thread = true } };
 	struct sigaction usr1 = { .sa_handler = on_sigusr1 };
 	struct fmt_env env;
 	struct actor a;
@@ -484,18 +490,181 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 
 /* ---- the driver ---------------------------------------------------------------------------- */
 
-int sink_driver__init(struct sink_driver *d)
+/*
+ * The decode thread (sink_driver.decode_thread). A sink that formats slowly (the timeline:
+ * several hundred ns an event) kept one CPU busy while a second one idled as soon as the
+ * correlators had sent their last batch (docs/performance.md); with this thread a batch is
+ * received and decoded while the format works on the one before. Slots go round in order:
+ * the thread fills slot filled % DEC_SLOTS when fewer than DEC_SLOTS wait, the caller's
+ * thread takes slot taken % DEC_SLOTS when taken < filled. Both counters and every slot's
+ * contents change hands under mu: the unlock after a slot is filled pairs with the lock
+ * before it is taken, and the unlock after it is taken with the lock before it is filled
+ * again. A wake-up costs about 50 us here, so a side is woken only when it waits (want_*),
+ * and a step takes every ready slot there is.
+ */
+struct dec_slot {
+	void *buf; /* the message (nng's allocation), NULL: none */
+	size_t len;
+	int rc; /* what xpu_wire_decode returned */
+	struct xpu_wire_batch b;
+	struct xpu_cevent *events;
+	struct xpu_wire_pool pool;
+};
+
+struct sink_decoder {
+	struct sink_driver *d;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t ready_cv, room_cv;
+	__u64 filled, taken;
+	bool want_ready, want_room, stop;
+	int err; /* a receive that failed otherwise than by finding nothing: for the next step */
+	int wait_ms; /* the socket's receive timeout: how long a waiting step waits */
+	struct dec_slot slot[DEC_SLOTS];
+};
+
+static int slot__init(struct xpu_cevent **events, struct xpu_wire_pool *pool)
 {
-	d->wait_known = false;
-	d->wait_fd = -1;
-	d->events = calloc(SINK_MAX_EVENTS, sizeof(*d->events));
-	if (!d->events || xpu_wire_pool__init(&d->pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
+	*events = calloc(SINK_MAX_EVENTS, sizeof(**events));
+	if (!*events || xpu_wire_pool__init(pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
 		return -ENOMEM;
 	return 0;
 }
 
+int sink_driver__init(struct sink_driver *d)
+{
+	d->wait_known = false;
+	d->wait_fd = -1;
+	d->dec = NULL;
+	return slot__init(&d->events, &d->pool);
+}
+
+static bool wait_readable(struct sink_driver *d);
+
+static void *decoder__main(void *arg)
+{
+	struct sink_decoder *k = arg;
+	struct sink_driver *d = k->d;
+	struct dec_slot *sl;
+	size_t len;
+	void *buf;
+	int rv;
+
+	for (;;) {
+		pthread_mutex_lock(&k->mu);
+		while (!k->stop && k->filled - k->taken == DEC_SLOTS) {
+			k->want_room = true;
+			pthread_cond_wait(&k->room_cv, &k->mu);
+		}
+		k->want_room = false;
+		if (k->stop) {
+			pthread_mutex_unlock(&k->mu);
+			return NULL;
+		}
+		sl = &k->slot[k->filled % DEC_SLOTS];
+		pthread_mutex_unlock(&k->mu);
+
+		rv = nng_recv(d->sock, &buf, &len,
+			      NNG_FLAG_ALLOC | (wait_readable(d) ? NNG_FLAG_NONBLOCK : 0));
+		if (rv == NNG_ETIMEDOUT || rv == NNG_EAGAIN)
+			continue; /* nothing in time: look at stop again */
+		if (rv) {
+			pthread_mutex_lock(&k->mu);
+			k->err = rv;
+			pthread_mutex_unlock(&k->mu);
+			if (rv == NNG_ECLOSED)
+				return NULL;
+			poll(NULL, 0, k->wait_ms); /* not a spin around a failing receive */
+			continue;
+		}
+		sl->buf = buf;
+		sl->len = len;
+		sl->rc = xpu_wire_decode(buf, len, &xpu_wire_default_limits, &sl->b, sl->events,
+					 SINK_MAX_EVENTS, &sl->pool, NULL);
+		pthread_mutex_lock(&k->mu);
+		k->filled++;
+		if (k->want_ready)
+			pthread_cond_signal(&k->ready_cv);
+		pthread_mutex_unlock(&k->mu);
+	}
+}
+
+static void decoder__free(struct sink_decoder *k)
+{
+	unsigned int i;
+
+	for (i = 0; i < DEC_SLOTS; i++) {
+		if (k->slot[i].buf)
+			nng_free(k->slot[i].buf, k->slot[i].len);
+		free(k->slot[i].events);
+		xpu_wire_pool__fini(&k->slot[i].pool);
+	}
+	free(k);
+}
+
+/* Start the decode thread, with every signal blocked (the caller's thread takes them: a stop,
+ * a snapshot). 0, or -errno (then the caller's thread decodes, as without). */
+static int decoder__start(struct sink_driver *d)
+{
+	struct sink_decoder *k = calloc(1, sizeof(*k));
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	nng_duration ms;
+	unsigned int i;
+	int err;
+
+	if (!k)
+		return -ENOMEM;
+	k->d = d;
+	k->wait_ms = !nng_socket_get_ms(d->sock, NNG_OPT_RECVTIMEO, &ms) && ms > 0 ? (int)ms : 20;
+	for (i = 0; i < DEC_SLOTS; i++) {
+		if (slot__init(&k->slot[i].events, &k->slot[i].pool)) {
+			decoder__free(k);
+			return -ENOMEM;
+		}
+	}
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the step's deadline: xpu_now_ns */
+	pthread_cond_init(&k->ready_cv, &ca);
+	pthread_cond_init(&k->room_cv, NULL);
+	pthread_condattr_destroy(&ca);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&k->thread, NULL, decoder__main, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pthread_cond_destroy(&k->ready_cv);
+		pthread_cond_destroy(&k->room_cv);
+		pthread_mutex_destroy(&k->mu);
+		decoder__free(k);
+		return err;
+	}
+	d->dec = k;
+	return 0;
+}
+
+static void decoder__stop(struct sink_driver *d)
+{
+	struct sink_decoder *k = d->dec;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->mu);
+	k->stop = true;
+	pthread_cond_signal(&k->room_cv);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL); /* it sees stop within one receive timeout */
+	pthread_cond_destroy(&k->ready_cv);
+	pthread_cond_destroy(&k->room_cv);
+	pthread_mutex_destroy(&k->mu);
+	decoder__free(k);
+	d->dec = NULL;
+}
+
 void sink_driver__fini(struct sink_driver *d)
 {
+	decoder__stop(d);
 	free(d->events);
 	d->events = NULL;
 	xpu_wire_pool__fini(&d->pool);
@@ -533,34 +702,96 @@ static bool wait_readable(struct sink_driver *d)
 	return true;
 }
 
-int sink_driver__step(struct sink_driver *d, bool wait)
+/* One message, decoded (rc: xpu_wire_decode's) into b and events: counted, sequence-checked,
+ * given to the format and to ops->batch. */
+static void take(struct sink_driver *d, const void *buf, size_t len, int rc,
+		 const struct xpu_wire_batch *b, const struct xpu_cevent *events)
 {
 	const struct fmt_ops *fmt = d->fmt;
+
+	if (fmt->raw)
+		fmt->raw(d->st, buf, len);
+	if (rc) {
+		d->bad++;
+		return;
+	}
+	d->batches++;
+	d->events_in += b->n_events;
+	xpu_wire_seq__batch(&d->seq, b);
+	if (fmt->batch)
+		fmt->batch(d->st, b, events);
+	if (d->ops->batch)
+		d->ops->batch(d->ctx, b);
+}
+
+/* A step with the decode thread: what it has ready (waiting up to the receive timeout for a
+ * first one when wait), each slot given back as soon as it is taken. */
+static int step_threaded(struct sink_driver *d, bool wait)
+{
+	struct sink_decoder *k = d->dec;
+	unsigned int n;
+	__u64 avail;
+	int err;
+
+	pthread_mutex_lock(&k->mu);
+	if (wait && k->taken == k->filled) {
+		__u64 until = xpu_now_ns() + (__u64)k->wait_ms * 1000000ull;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull),
+				       .tv_nsec = (long)(until % 1000000000ull) };
+
+		k->want_ready = true;
+		while (k->taken == k->filled &&
+		       pthread_cond_timedwait(&k->ready_cv, &k->mu, &ts) != ETIMEDOUT)
+			;
+		k->want_ready = false;
+	}
+	avail = k->filled - k->taken;
+	err = k->err;
+	k->err = 0;
+	pthread_mutex_unlock(&k->mu);
+	for (n = 0; n < avail && n < SINK_STEP_BATCHES; n++) {
+		/* taken is this thread's to change: read without the lock */
+		struct dec_slot *sl = &k->slot[k->taken % DEC_SLOTS];
+
+		take(d, sl->buf, sl->len, sl->rc, &sl->b, sl->events);
+		nng_free(sl->buf, sl->len);
+		sl->buf = NULL;
+		pthread_mutex_lock(&k->mu);
+		k->taken++;
+		if (k->want_room)
+			pthread_cond_signal(&k->room_cv);
+		pthread_mutex_unlock(&k->mu);
+	}
+	return err;
+}
+
+int sink_driver__step(struct sink_driver *d, bool wait)
+{
 	struct xpu_wire_batch b;
 	unsigned int n = 0;
-	int flags = NNG_FLAG_ALLOC | (wait && !wait_readable(d) ? 0 : NNG_FLAG_NONBLOCK), rv = 0;
+	int flags, rv = 0, rc;
 	size_t len;
 	void *buf;
 
+	if (d->decode_thread && !d->dec && !d->max_batches) {
+		rv = decoder__start(d);
+		if (rv)
+			fprintf(stderr,
+				"xpusup-%s: no decode thread (%s): decoding on one thread\n",
+				d->fmt->kind, strerror(-rv));
+		d->decode_thread = false; /* tried once */
+	}
+	if (d->dec)
+		return step_threaded(d, wait);
+	flags = NNG_FLAG_ALLOC | (wait && !wait_readable(d) ? 0 : NNG_FLAG_NONBLOCK);
 	while (n++ < SINK_STEP_BATCHES && (!d->max_batches || d->batches < d->max_batches)) {
 		rv = nng_recv(d->sock, &buf, &len, flags);
 		if (rv)
 			break;
 		flags |= NNG_FLAG_NONBLOCK;
-		if (fmt->raw)
-			fmt->raw(d->st, buf, len);
-		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, d->events,
-				    SINK_MAX_EVENTS, &d->pool, NULL)) {
-			d->bad++;
-		} else {
-			d->batches++;
-			d->events_in += b.n_events;
-			xpu_wire_seq__batch(&d->seq, &b);
-			if (fmt->batch)
-				fmt->batch(d->st, &b, d->events);
-			if (d->ops->batch)
-				d->ops->batch(d->ctx, &b);
-		}
+		rc = xpu_wire_decode(buf, len, &xpu_wire_default_limits, &b, d->events,
+				     SINK_MAX_EVENTS, &d->pool, NULL);
+		take(d, buf, len, rc, &b, d->events);
 		nng_free(buf, len);
 	}
 	return rv == NNG_ETIMEDOUT || rv == NNG_EAGAIN ? 0 : rv;

@@ -71,7 +71,13 @@ struct sink_driver {
 	/* what the driver counts (seq may be set before the loop: a restarted actor's) */
 	struct xpu_wire_seq seq;
 	__u64 batches, events_in, bad;
+	/* receive and decode on a thread of the driver's own (struct sink_decoder, sink.c), the
+	 * format on the caller's: two CPUs for a sink that has more work an event than one
+	 * keeps up with. Set before the first step; not with max_batches (the thread reads
+	 * ahead). false: one thread, as `xpusup subscribe` runs it. */
+	bool decode_thread;
 	/* the driver's own */
+	struct sink_decoder *dec; /* NULL: decoding on the caller's thread */
 	struct xpu_cevent *events;
 	struct xpu_wire_pool pool;
 	__u64 last_tick;
@@ -99,7 +105,8 @@ int sink_driver__step(struct sink_driver *d, bool wait);
  */
 int sink_driver__run(struct sink_driver *d);
 
-/* sink_driver__fini - free the buffers; a zeroed driver is fine. */
+/* sink_driver__fini - stop the decode thread (before the socket is closed: it receives on
+ * it) and free the buffers; a zeroed driver is fine. */
 void sink_driver__fini(struct sink_driver *d);
 
 #endif /* XPUSUP_ACTORS_SINK_SINK_H */
