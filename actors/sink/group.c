@@ -10,10 +10,21 @@
  * format's output covers everything received, an error names the format it came from, and
  * its counters are the formats', each named FORMAT.COUNTER. The price is one restart domain:
  * a crash in one format restarts them all.
+ *
+ * Two lanes: the formats are split by what they cost an event (kind_cost, from
+ * bench/fmt_bench) so that the heaviest runs on a helper thread while the others run on the
+ * caller's, each on the same decoded batch, which neither changes. group_batch returns when
+ * both lanes are done with it (the driver then reuses the batch's memory), so a format only
+ * ever runs on one thread at a time and tick, finish and counters, called between batches,
+ * see the helper idle. A wake-up costs about 50 us here: a batch of fewer than
+ * LANE_MIN_EVENTS events runs whole on the caller's thread, where that costs more than the
+ * helper saves.
  */
 #include "actors/sink/fmt.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +35,11 @@
 #define GROUP_COUNTERS_ALL (CONF_GROUP_FORMATS_MAX * FMT_COUNTERS_MAX)
 #define NAME_LEN XPU_STATUS_COUNTER_NAME_LEN
 
+#define LANE_MIN_EVENTS 256
+
 struct group_format {
 	const struct fmt_ops *ops;
+	unsigned int lane; /* 0 the caller's thread, 1 the helper's */
 	const struct conf *conf;
 	const struct conf_actor *sec; /* its [format NAME] section */
 	void *st;
@@ -33,9 +47,23 @@ struct group_format {
 	bool failing; /* its last write failed, and none has worked since */
 };
 
+/* The helper thread of lane 1. The batch it is given and the counters change hands under mu:
+ * the caller's unlock after posting pairs with the helper's lock before it reads the batch,
+ * the helper's unlock after done++ with the caller's lock before it returns the batch. */
+struct group_helper {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+	const struct xpu_wire_batch *b;
+	const struct xpu_cevent *ev;
+	__u64 posted, done;
+	bool helper_waits, caller_waits, stop;
+};
+
 struct group {
 	struct group_format f[CONF_GROUP_FORMATS_MAX];
 	unsigned int n;
+	struct group_helper *helper; /* NULL: every format on the caller's thread */
 	__u64 received; /* events handed to the formats in this run */
 	bool told_names, told_hidden;
 	/* counters, as the formats name them, then as shown */
@@ -59,11 +87,142 @@ static int format_path(void *ctx, const char *key, char *buf, size_t size)
 	return conf_actor__path(f->conf, f->sec, key, buf, size);
 }
 
+static void lane__run(struct group *g, unsigned int lane, const struct xpu_wire_batch *b,
+		      const struct xpu_cevent *ev)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->f[i].lane == lane)
+			g->f[i].ops->batch(g->f[i].st, b, ev);
+}
+
+static void *helper__main(void *arg)
+{
+	struct group *g = arg;
+	struct group_helper *h = g->helper;
+	const struct xpu_wire_batch *b;
+	const struct xpu_cevent *ev;
+
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		while (!h->stop && h->done == h->posted) {
+			h->helper_waits = true;
+			pthread_cond_wait(&h->work_cv, &h->mu);
+		}
+		h->helper_waits = false;
+		if (h->stop)
+			break;
+		b = h->b;
+		ev = h->ev;
+		pthread_mutex_unlock(&h->mu);
+		lane__run(g, 1, b, ev);
+		pthread_mutex_lock(&h->mu);
+		h->done++;
+		if (h->caller_waits)
+			pthread_cond_signal(&h->done_cv);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+static void helper__stop(struct group *g)
+{
+	struct group_helper *h = g->helper;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_signal(&h->work_cv);
+	pthread_mutex_unlock(&h->mu);
+	pthread_join(h->thread, NULL);
+	pthread_cond_destroy(&h->work_cv);
+	pthread_cond_destroy(&h->done_cv);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	g->helper = NULL;
+}
+
+/* What a format costs an event, in ns of this machine's CPU over decoding (bench/fmt_bench,
+ * docs/performance.md): only their order matters, to split the formats into two lanes. */
+static unsigned int kind_cost(const char *kind)
+{
+	static const struct {
+		const char *kind;
+		unsigned int ns;
+	} costs[] = { { "timeline", 250 },
+		      { "stats", 90 },
+		      { "pprof", 55 },
+		      { "folded", 25 },
+		      { "metrics", 22 } };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(costs) / sizeof(costs[0]); i++)
+		if (!strcmp(kind, costs[i].kind))
+			return costs[i].ns;
+	return 50;
+}
+
+/*
+ * Split the formats into two lanes, each format to the lane with less cost so far, the
+ * costliest first; the helper takes the lane that holds the costliest format. With a single
+ * format, or where starting the thread fails, every format stays on the caller's thread.
+ */
+static void lanes__split(struct group *g)
+{
+	unsigned int cost[2] = { 0, 0 }, done = 0, i, best, c;
+	struct group_helper *h;
+	bool placed[CONF_GROUP_FORMATS_MAX] = { false };
+	sigset_t all, old;
+
+	if (g->n < 2)
+		return;
+	while (done < g->n) {
+		best = g->n;
+		for (i = 0; i < g->n; i++)
+			if (!placed[i] && (best == g->n || kind_cost(g->f[i].ops->kind) >
+								   kind_cost(g->f[best].ops->kind)))
+				best = i;
+		c = kind_cost(g->f[best].ops->kind);
+		/* the first (costliest) goes to the helper's lane */
+		g->f[best].lane = !done ? 1 : cost[1] < cost[0] ? 1 : 0;
+		cost[g->f[best].lane] += c;
+		placed[best] = true;
+		done++;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		goto one_lane;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->work_cv, NULL);
+	pthread_cond_init(&h->done_cv, NULL);
+	g->helper = h;
+	/* signals are the caller's thread's (a stop, a snapshot) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&h->thread, NULL, helper__main, g)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_cond_destroy(&h->work_cv);
+		pthread_cond_destroy(&h->done_cv);
+		pthread_mutex_destroy(&h->mu);
+		free(h);
+		g->helper = NULL;
+		goto one_lane;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return;
+one_lane:
+	for (i = 0; i < g->n; i++)
+		g->f[i].lane = 0;
+}
+
 static void group_free(void *st)
 {
 	struct group *g = st;
 	unsigned int i;
 
+	helper__stop(g);
 	for (i = 0; i < g->n; i++)
 		g->f[i].ops->free(g->f[i].st);
 	free(g);
@@ -134,6 +293,7 @@ static int group_open(void **out, const struct fmt_env *env, char *why, size_t w
 		group_free(g);
 		return err;
 	}
+	lanes__split(g);
 	*out = g;
 	return 0;
 }
@@ -141,11 +301,29 @@ static int group_open(void **out, const struct fmt_env *env, char *why, size_t w
 static void group_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct group *g = st;
-	unsigned int i;
+	struct group_helper *h = g->helper;
 
-	for (i = 0; i < g->n; i++)
-		g->f[i].ops->batch(g->f[i].st, b, ev);
 	g->received += b->n_events;
+	if (!h || b->n_events < LANE_MIN_EVENTS) {
+		lane__run(g, 0, b, ev);
+		lane__run(g, 1, b, ev);
+		return;
+	}
+	pthread_mutex_lock(&h->mu);
+	h->b = b;
+	h->ev = ev;
+	h->posted++;
+	if (h->helper_waits)
+		pthread_cond_signal(&h->work_cv);
+	pthread_mutex_unlock(&h->mu);
+	lane__run(g, 0, b, ev);
+	pthread_mutex_lock(&h->mu);
+	while (h->done != h->posted) {
+		h->caller_waits = true;
+		pthread_cond_wait(&h->done_cv, &h->mu);
+	}
+	h->caller_waits = false;
+	pthread_mutex_unlock(&h->mu);
 }
 
 /* "format 'NAME': what it said", after what is in why already. */
