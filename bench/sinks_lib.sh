@@ -2,6 +2,14 @@
 # sinks_lib.sh: what the sink benchmarks share (sourced, not run). Needs XPUSUP (the xpusup
 # binary), COUNT (launches) and WORK (a temporary folder) set.
 #
+# measure LABEL BASE NAME SECTIONS... runs one session (run, below) and keeps its figures for
+# report: LABEL names the line, BASE the label of the line it is compared with ("" for a
+# baseline itself). A script measures every line once a round, ROUNDS rounds (environment,
+# default 1), so that each ratio is taken against its baseline of the same round: this VM's
+# rates move by 15 % and more between minutes, the ratio of two runs a few seconds apart much
+# less. report prints, per line, the median over the rounds (and the range, with more than
+# one).
+#
 # run NAME SINK_SECTIONS... prints "events seconds cpu": a session with those sink sections
 # (config lines, one an argument), the synthetic source flat out (COUNT launches, 4
 # processes) and 2 correlator shards; events = what the slowest sink received, seconds =
@@ -45,3 +53,42 @@ PYEOF
 	"$XPUSUP" stop --session "$s" >/dev/null 2>&1
 }
 
+
+ROUNDS=${ROUNDS:-1}
+ROUND=1
+
+measure() { # measure LABEL BASE NAME SECTIONS...
+	local label=$1 base=$2 e t c
+	shift 2
+	read -r e t c < <(run "$@")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$ROUND" "$label" "$base" "$e" "$t" "$c" >>"$WORK/results"
+}
+
+report() { # report TITLE: the lines in the order first measured
+	/usr/bin/python3 - "$1" "$WORK/results" <<'PYEOF'
+import statistics, sys
+title, path = sys.argv[1], sys.argv[2]
+rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+order, got = [], {}
+for rnd, label, base, e, t, c in rows:
+    if label not in got:
+        order.append(label)
+    got.setdefault(label, {})[rnd] = (base, int(e), float(t), float(c))
+rounds = sorted({r[0] for r in rows}, key=int)
+print(f"{title}; {len(rounds)} round(s): ratio = rate / its baseline's rate in the same round;")
+print("  sink CPU = user + system time of the sink actors per event received; medians, [range]")
+for label in order:
+    ratios, rates, cpus = [], [], []
+    for rnd, (base, e, t, c) in got[label].items():
+        rate = e / t if t and e else 0
+        b = got.get(base, {}).get(rnd) if base else (base, e, t, c)
+        brate = b[1] / b[2] if b and b[2] and b[1] else 0
+        rates.append(rate)
+        ratios.append(rate / brate if brate else 0)
+        cpus.append(c * 1e9 / e if e else 0)
+    span = lambda v, f: f" [{f(min(v))}-{f(max(v))}]" if len(v) > 1 else ""
+    print(f"{label:44s}: {statistics.median(rates) / 1e6:5.2f} M events/s{span(rates, lambda x: f'{x / 1e6:.2f}')},"
+          f" ratio {statistics.median(ratios):.2f}{span(ratios, lambda x: f'{x:.2f}')},"
+          f" sink CPU {statistics.median(cpus):4.0f}{span(cpus, lambda x: f'{x:.0f}')} ns/event")
+PYEOF
+}
