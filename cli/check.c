@@ -62,9 +62,10 @@ const char check_usage[] =
 	"  nesting         on every other track, slices (X, and B/E pairs) nest: a parent spans\n"
 	"                  its children; every E closes the B open on its track, by name, and\n"
 	"                  every B is closed\n"
-	"  flow            every flow arrow has both ends (s and f with one cat, name and id;\n"
-	"                  flow_out and flow_in with one bind_id), once each, the start not\n"
-	"                  after the end, and s and f (bp e) each on a slice of its track\n"
+	"  flow            every flow arrow has both ends (s and f with one cat, name and id,\n"
+	"                  once each; every flow_in a flow_out with its bind_id, which may bind\n"
+	"                  several flow_in slices or none), the start not after the end, and s\n"
+	"                  and f (bp e) each on a slice of its track\n"
 	"  counter         C events have at least one value, all numeric\n"
 	"  stack           every sf names a frame of stackFrames; every frame has a name and\n"
 	"                  its parent, when it has one, is a frame; parents never loop back\n"
@@ -358,12 +359,15 @@ struct pid_set {
 	size_t cap, n;
 };
 
-/* A flow waiting for its other end. */
+/* A flow waiting for its other end; a v2 flow (bind_id) stays for the whole file: its start
+ * may bind any number of ends. */
 struct flow {
 	uint64_t key;
-	int64_t ts[2]; /* start, end */
+	int64_t ts[2]; /* start, end (v2 before its start: the earliest end) */
 	uint64_t off[2];
+	uint64_t ends; /* v2: ends seen before the start */
 	bool has[2];
+	bool v2;
 };
 
 /* key -> flow; linear probing with backward-shift deletion (flows complete and go). */
@@ -789,6 +793,70 @@ static void add_anchor(struct check *c, long t, int64_t ts, uint64_t off)
 	tr->anchors[tr->n_anchors++] = (struct anchor){ ts, off };
 }
 
+static void flow_order(struct check *c, const struct flow *f, uint64_t end_off, int64_t end_ts)
+{
+	char a[256], b[256], t1[32], t2[32];
+
+	if (f->ts[0] <= end_ts)
+		return;
+	if (printing(c, K_FLOW)) {
+		describe_at(c, f->off[0], a, sizeof(a));
+		describe_at(c, end_off, b, sizeof(b));
+	}
+	report(c, K_FLOW, f->off[0],
+	       "%s: the arrow starts at %s, after its end at %s (%s, byte %" PRIu64 ")", a,
+	       us(t1, sizeof(t1), f->ts[0]), us(t2, sizeof(t2), end_ts), b, end_off);
+}
+
+/*
+ * One end (0 flow_out, 1 flow_in) of the v2 flow with key. Perfetto binds a flow_in to the
+ * flow_out of its bind_id and never closes the flow (its JSON importer), so one start may
+ * have many ends (a graph's kernels, from their one launch) or none (a call whose GPU work
+ * is in another file): only a second start and an end with no start are wrong.
+ */
+static void flow_bind(struct check *c, const struct ev *e, uint64_t key, int end)
+{
+	char a[256], b[256];
+	struct flow *f = flow_find(c, key, true);
+
+	if (!f) {
+		note_oom(c);
+		return;
+	}
+	f->v2 = true;
+	if (end && f->has[0]) {
+		flow_order(c, f, e->off, e->ts);
+		c->flows_done++;
+		return;
+	}
+	if (end) { /* before its start: the earliest end is the one to compare */
+		if (!f->has[1] || e->ts < f->ts[1]) {
+			f->ts[1] = e->ts;
+			f->off[1] = e->off;
+		}
+		f->has[1] = true;
+		f->ends++;
+		return;
+	}
+	if (f->has[0]) {
+		if (printing(c, K_FLOW)) {
+			describe_ev(e, a, sizeof(a));
+			describe_at(c, f->off[0], b, sizeof(b));
+		}
+		report(c, K_FLOW, e->off,
+		       "%s: a second flow_out with this bind_id (the first: %s, byte %" PRIu64 ")",
+		       a, b, f->off[0]);
+		return;
+	}
+	f->has[0] = true;
+	f->ts[0] = e->ts;
+	f->off[0] = e->off;
+	if (f->has[1])
+		flow_order(c, f, f->off[1], f->ts[1]);
+	c->flows_done += f->ends;
+	f->ends = 0;
+}
+
 /* One end (0 start, 1 end) of the flow with key. */
 static void flow_end(struct check *c, const struct ev *e, uint64_t key, int end)
 {
@@ -974,11 +1042,11 @@ static void on_event(struct check *c, const struct ev *e)
 			c->tracks[t].flags |= TRACK_GPU_CAT;
 		add_slice(c, t, e->ts, e->ts + e->dur, e->off);
 		if (e->flow_out && (e->has_bind || e->has_id))
-			flow_end(c, e, flow_key(e, e->has_bind ? e->bind_hash : e->id_hash, true),
-				 0);
+			flow_bind(c, e, flow_key(e, e->has_bind ? e->bind_hash : e->id_hash, true),
+				  0);
 		if (e->flow_in && (e->has_bind || e->has_id))
-			flow_end(c, e, flow_key(e, e->has_bind ? e->bind_hash : e->id_hash, true),
-				 1);
+			flow_bind(c, e, flow_key(e, e->has_bind ? e->bind_hash : e->id_hash, true),
+				  1);
 		return;
 	case 'B':
 	case 'E':
@@ -1155,15 +1223,15 @@ static void check_lone_flows(struct check *c)
 		note_oom(c);
 		return;
 	}
-	for (i = 0; i < c->flows.cap; i++)
-		if (c->flows.used[i])
+	for (i = 0; i < c->flows.cap; i++) /* a v2 start bound to nothing is no arrow: fine */
+		if (c->flows.used[i] && !(c->flows.slots[i].v2 && c->flows.slots[i].has[0]))
 			lone[n++] = &c->flows.slots[i];
 	qsort(lone, n, sizeof(*lone), by_lone_end);
 	for (i = 0; i < n; i++) {
 		if (printing(c, K_FLOW))
 			describe_at(c, lone_end(lone[i]), a, sizeof(a));
 		report(c, K_FLOW, lone_end(lone[i]), "%s: a flow arrow with only its %s", a,
-		       lone[i]->has[0] ? "start (no f or flow_in with its id)" :
+		       lone[i]->has[0] ? "start (no f with its id)" :
 					 "end (no s or flow_out with its id)");
 	}
 	free(lone);

@@ -85,6 +85,8 @@ trace good <<'EOF'
 {"ph":"E","name":"outer \u00e9\ud83d\ude00 \"q\"","pid":42,"tid":43,"ts":210.000}
 {"ph":"X","name":"producer","cat":"task","pid":42,"tid":43,"ts":300.000,"dur":1.000,"bind_id":"0x9","flow_out":true}
 {"ph":"X","name":"consumer","cat":"task","pid":42,"tid":44,"ts":302.000,"dur":1.000,"bind_id":"0x9","flow_in":true}
+{"ph":"X","name":"consumer 2","cat":"task","pid":42,"tid":45,"ts":302.000,"dur":1.000,"bind_id":"0x9","flow_in":true}
+{"ph":"X","name":"unbound","cat":"task","pid":42,"tid":45,"ts":304.000,"dur":1.000,"bind_id":"0xa","flow_out":true}
 {"ph":"C","name":"SM active","cat":"sm_active","pid":1073741825,"tid":0,"ts":0.000,"args":{"%":80.000}}
 {"ph":"C","name":"cycles cpu0","cat":"pmu","pid":1073741826,"tid":0,"ts":1e2,"args":{"delta":-1.5E+3,"x":0}}
 {"ph":"i","name":"cpu sample","cat":"cpu","pid":42,"tid":42,"ts":130.123,"s":"t"}
@@ -95,7 +97,7 @@ trace good <<'EOF'
 EOF
 "$XPUSUP" check "$WORK/good.json" >"$WORK/good.out" 2>&1
 ok $? "good: a clean hand-made trace exits 0 ($(said "$WORK/good.out"))"
-summary_is good "23 events, 7 tracks (2 on GPU streams), 11 slices, 2 flows, 2 counter values: clean"
+summary_is good "25 events, 8 tracks (2 on GPU streams), 13 slices, 3 flows, 2 counter values: clean"
 { printf '[\n'; sed -n '2,$p' "$WORK/good.json" | sed '/^\],$/,$d'; printf ']\n'; } >"$WORK/array.json"
 "$XPUSUP" check "$WORK/array.json" >"$WORK/array.out" 2>&1
 ok $? "array: the JSON Array Format (events only) is read too ($(said "$WORK/array.out"))"
@@ -147,13 +149,19 @@ trace flow <<'EOF'
 {"ph":"s","name":"launch","cat":"launch","pid":42,"tid":42,"ts":140.000,"id":3}
 {"ph":"f","name":"launch","cat":"launch","pid":1073741824,"tid":7,"ts":121.000,"bp":"e","id":3}
 {"ph":"X","name":"lonely","cat":"task","pid":42,"tid":42,"ts":102.000,"dur":1.000,"bind_id":5,"flow_out":true}
+{"ph":"X","name":"orphan","cat":"task","pid":42,"tid":44,"ts":102.000,"dur":1.000,"bind_id":6,"flow_in":true}
+{"ph":"X","name":"early","cat":"task","pid":42,"tid":45,"ts":103.000,"dur":1.000,"bind_id":8,"flow_in":true}
+{"ph":"X","name":"late","cat":"task","pid":42,"tid":43,"ts":104.000,"dur":1.000,"bind_id":8,"flow_out":true}
+{"ph":"X","name":"again","cat":"task","pid":42,"tid":46,"ts":105.000,"dur":1.000,"bind_id":8,"flow_out":true}
 EOF
 check_bad flow flow 's "launch" ts 101.000 on (42, 42): a flow arrow with only its start' \
 	'f "launch" ts 125.000 on (1073741824, 7): a flow arrow with only its end' \
 	's "launch" ts 140.000 on (42, 42): the arrow starts at 140.000, after its end at 121.000' \
 	"s \"launch\" ts 140.000 on (42, 42): the arrow's end is on no slice of its track" \
-	'X "lonely" ts 102.000 dur 1.000 on (42, 42): a flow arrow with only its start'
-summary_is flow "5 violations (flow 5)"
+	'X "orphan" ts 102.000 dur 1.000 on (42, 44): a flow arrow with only its end' \
+	'X "late" ts 104.000 dur 1.000 on (42, 43): the arrow starts at 104.000, after its end at 103.000' \
+	'X "again" ts 105.000 dur 1.000 on (42, 46): a second flow_out with this bind_id'
+summary_is flow "7 violations (flow 7)"
 
 # timestamps out of the order the format promises (B/E in time order per track)
 trace order <<'EOF'
@@ -197,8 +205,8 @@ check_bad event event 'X "nots" dur 1 on (42, 42): no ts' 'X "negdur" ts 1 dur ?
 	'Q "unknown" ts 1 on (42, 42): unknown ph' '(no ph) "noph" ts 1 on (42, 42): no ph' 'i ts 1 on (42, 42): no name' \
 	'event 8: not an object'
 
-{ sed '$d' "$WORK/good.json"; printf '"otherData":{"events":24}}\n'; } >"$WORK/meta.json"
-check_bad meta metadata "otherData.events is 24, the file holds 23 events"
+{ sed '$d' "$WORK/good.json"; printf '"otherData":{"events":26}}\n'; } >"$WORK/meta.json"
+check_bad meta metadata "otherData.events is 26, the file holds 25 events"
 
 # stacks: events name their stack in stackFrames by sf (a number or its string), before or
 # after traceEvents; sf naming no frame, a parent that is not a frame, a frame without a

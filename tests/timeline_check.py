@@ -86,6 +86,7 @@ def main():
     slices = collections.defaultdict(list)  # (pid, tid) -> [(start, end, name, cat, args)]
     be = collections.defaultdict(list)  # (pid, tid) -> B/E events in ts order
     flows_s, flows_f = {}, {}
+    binds_out, binds_in = {}, collections.defaultdict(list)  # v2 arrows: bind_id -> ts
     counters = collections.defaultdict(list)  # (pid, name) -> [(ts, value)]
     used = set()  # (pid, tid) of every event but metadata
     count = collections.Counter()
@@ -134,6 +135,12 @@ def main():
                 bad(f"{where}: X without a dur >= 0 ({e.get('dur')!r})")
                 continue
             slices[(pid, tid)].append((ts, ts + ns(e["dur"]), name, cat, e.get("args", {})))
+            if e.get("flow_out") is True:
+                if e.get("bind_id") in binds_out:
+                    bad(f"{where}: a second flow_out with bind_id {e.get('bind_id')}")
+                binds_out[e.get("bind_id")] = ts
+            if e.get("flow_in") is True:
+                binds_in[e.get("bind_id")].append(ts)
         elif ph in "BE":
             be[(pid, tid)].append((ts, ph, name, n))
         elif ph == "i":
@@ -237,6 +244,14 @@ def main():
             bad(f"flow {fid}: its start is on no slice of ({s[1]}, {s[2]})")
         if not inside((f[1], f[2]), f[0]):
             bad(f"flow {fid}: its end is on no slice of ({f[1]}, {f[2]})")
+
+    # v2 arrows (bind_id on the slices): every flow_in has its flow_out, not after it; a
+    # flow_out may bind several (a graph's kernels) or none (its GPU work in another file)
+    for bid, ends in binds_in.items():
+        if bid not in binds_out:
+            bad(f"flow_in with bind_id {bid} and no flow_out")
+        elif binds_out[bid] > min(ends):
+            bad(f"bind_id {bid}: starts at {binds_out[bid]}, after an end at {min(ends)}")
 
     # stacks: every sf names a frame of stackFrames; every frame's parent is one too; following
     # parents ends at a root (no cycle); with --frames-exact, the file holds exactly the
@@ -345,7 +360,7 @@ def main():
         "cuda_api": count["X:cuda_api"],
         "ranges": count["X:range"],
         "cpu_samples": count["i:cpu"],
-        "flows": len(flows_s),
+        "flows": len(flows_s) + sum(len(v) for k, v in binds_in.items() if k in binds_out),
         "gpu_tracks": sum(1 for k in slices if k[0] in gpu_procs),
         "tracks_with_slices": sum(1 for v in slices.values() if v),
         "processes": len(proc_names),

@@ -249,6 +249,7 @@ struct frame_node {
 #define API_CACHE 64
 struct api_cached {
 	__u32 domain, id;
+	bool starts_work; /* a launch, copy or memset: its slice gets a flow_out (launch_side) */
 	size_t len; /* 0: empty */
 	char name[80]; /* the longest in cuda_api_names.h is 54 bytes */
 };
@@ -347,6 +348,7 @@ struct timeline {
 	struct sink_clocks clocks; /* a model per other clock, from every reading */
 	char *clocks_json; /* SINK_CLOCKS_JSON_MAX bytes */
 	__u64 written, flows, flows_unknown, bytes_done, dropped, ranges_unmatched, full, overlaps;
+	__u64 binds; /* the last bind_id given to a call's flow_out */
 	struct frame_node *frames; /* FRAMES_MAX */
 	__u32 *frame_slots; /* FRAME_SLOTS_MASK + 1 node ids, 0: empty */
 	__u32 n_frames;
@@ -1107,9 +1109,17 @@ static const struct api_cached *api_name(struct timeline *t, __u32 domain, __u32
 				sizeof(cuda_api_names[0]), api_name_cmp);
 	c->domain = domain;
 	c->id = id;
+	c->starts_work = false;
 	if (found) {
+		static const char *const work[] = { "cudaLaunch",      "cuLaunch",     "cudaMemcpy",
+						    "cuMemcpy",	       "cudaMemset",   "cuMemset",
+						    "cudaGraphLaunch", "cuGraphLaunch" };
+		unsigned int i;
+
 		c->len = strnlen(found->name, sizeof(c->name));
 		memcpy(c->name, found->name, c->len);
+		for (i = 0; i < sizeof(work) / sizeof(work[0]); i++)
+			c->starts_work |= !strncmp(c->name, work[i], strlen(work[i]));
 		return c;
 	}
 	n = domain == XPU_API_DRIVER ? sizeof("cuda driver ") - 1 : sizeof("cuda runtime ") - 1;
@@ -1158,9 +1168,10 @@ static const char *clock_name(__u32 c)
 
 /* ---- flows: launches ---- */
 
-/* tid: the track the event went to (its thread's, or an overlap lane); gen: its file. */
+/* tid: the track the event went to (its thread's, or an overlap lane); gen: its file; pos: in
+ * the ring its record's position + 1, in a file the bind_id of its flow_out (0: none). */
 static void launches__add(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 tid,
-			  bool written)
+			  bool written, __u64 bind)
 {
 	struct recent_launch *l = launch_map__put(&t->launches, producer, e->id);
 	__u32 gen = written ? t->gen : 0;
@@ -1170,7 +1181,7 @@ static void launches__add(struct timeline *t, __u32 producer, const struct xpu_c
 	l->tid = tid;
 	l->gen = gen;
 	l->kind = e->kind;
-	l->pos = written ? t->last_pos : 0;
+	l->pos = !written ? 0 : t->ring ? t->last_pos : bind;
 }
 
 /* The arrow from the launching call to the GPU activity: "s" at the call's start on its
@@ -1279,27 +1290,34 @@ static void pending_resolve(struct timeline *t, __u32 producer, const struct xpu
 	}
 }
 
-/* The arrow from the launching call to the GPU activity e just written: now when the call
- * came first, else when it comes (pending_add). */
-static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid)
+/* The call GPU activity e was launched by, when its slice is in this file; *linked: e names
+ * one at all. */
+static const struct recent_launch *launched_by(struct timeline *t, __u32 producer,
+					       const struct xpu_cevent *e, bool *linked)
 {
-	const struct recent_launch *from = NULL, *l;
-	bool linked = false;
+	const struct recent_launch *l;
 	__u32 i;
 
-	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX && !from; i++) {
+	*linked = false;
+	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++) {
 		if (e->links[i].type != XPU_LINK_LAUNCHED_BY)
 			continue;
-		linked = true;
+		*linked = true;
 		l = launch_map__find(&t->launches, producer, e->links[i].target);
-		if (l && l->gen != t->gen)
-			l = NULL; /* not in this file: written before it, or not at all */
-		/* Only an API call: an arrow must start on a slice, and a LAUNCH is an instant
-		 * whose thread track may hold no slice around it (its call can sit on an
-		 * overlap track, or be unknown). */
-		if (l && l->kind == XPU_REC_CUDA_API)
-			from = l;
+		/* Only an API call in this file: an arrow must start on a slice, and a LAUNCH
+		 * is an instant whose thread track may hold no slice around it (its call can
+		 * sit on an overlap track, or be unknown). */
+		if (l && l->gen == t->gen && l->kind == XPU_REC_CUDA_API)
+			return l;
 	}
+	return NULL;
+}
+
+/* The arrow from the launching call to the GPU activity e just written, as "s" and "f"
+ * events: now when the call came first, else when it comes (pending_add). */
+static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 vpid,
+		 const struct recent_launch *from, bool linked)
+{
 	if (!linked)
 		return;
 	if (!from) {
@@ -1565,8 +1583,11 @@ static void put_dim3(struct timeline *t, const __s32 v[3])
 static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
 {
 	struct gpu *g = gpu_of(t, e->pid, e->device);
+	const struct recent_launch *from;
 	const char *n = "";
 	size_t len = 0;
+	bool linked;
+	__u64 bind;
 	__u32 sf;
 
 	if (!g)
@@ -1616,8 +1637,18 @@ static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_ceven
 	put_stack_args(t, e, sf);
 	put_lit(t, "}");
 	put_sf(t, sf);
-	if (emit(t)) /* an arrow needs both its slices in the file */
-		flow(t, producer, e, g->vpid);
+	from = launched_by(t, producer, e, &linked);
+	bind = from && !t->ring ? from->pos : 0;
+	if (bind) { /* the call's slice has its flow_out: the arrow is two members, no events */
+		put_member(t, LIT(",\"bind_id\":"), bind);
+		put_lit(t, ",\"flow_in\":true");
+	}
+	if (emit(t)) { /* an arrow needs both its slices in the file */
+		if (bind)
+			t->flows++;
+		else
+			flow(t, producer, e, g->vpid, from, linked);
+	}
 	if (e->kind == XPU_REC_GPU_KERNEL)
 		sm_kernel(t, e);
 }
@@ -1653,6 +1684,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 {
 	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid), sf;
 	const struct api_cached *n;
+	__u64 bind = 0;
 	bool written;
 
 	touch(t, e->pid, e->tid);
@@ -1674,8 +1706,13 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 	put_call_ids(t, e); /* the name says the domain: cuda* runtime, cu* driver */
 	put_corr(t, e);
 	put_lit(t, "}");
+	if (!t->ring && n->starts_work) { /* where its GPU work's arrows start (gpu_event) */
+		bind = ++t->binds;
+		put_member(t, LIT(",\"bind_id\":"), bind);
+		put_lit(t, ",\"flow_out\":true");
+	}
 	written = emit(t);
-	launches__add(t, producer, e, tid, written);
+	launches__add(t, producer, e, tid, written, bind);
 	if (written)
 		pending_resolve(t, producer, e, tid);
 }

@@ -273,6 +273,36 @@ int main(void)
 	tap_eq_u64(counter(st, "flows"), 4,
 		   "the call, when it comes, starts the arrows to both "
 		   "of its kernels");
+
+	/* a graph launch whose call comes first: both kernels bind to its one flow_out; a
+	 * kernel launched by a call that is not a launch (cudaDeviceSynchronize, 165): an "s"
+	 * and "f" arrow, as the call's slice has no flow_out */
+	n = 0;
+	e[n] = ev(60, XPU_REC_CUDA_API, 42, 42, BASE + 300 * MS, BASE + 300 * MS + 800);
+	e[n].api_id = 311; /* cudaGraphLaunch */
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 60;
+	e[n] = ev(61, XPU_REC_GPU_KERNEL, 42, 42, BASE + 301 * MS, BASE + 302 * MS);
+	e[n].stream = 9;
+	e[n].correlation_id = 60;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 60);
+	e[n] = ev(62, XPU_REC_GPU_KERNEL, 42, 42, BASE + 302 * MS, BASE + 303 * MS);
+	e[n].stream = 9;
+	e[n].correlation_id = 60;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 60);
+	e[n] = ev(63, XPU_REC_CUDA_API, 42, 42, BASE + 310 * MS, BASE + 310 * MS + 800);
+	e[n].api_id = 165;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 63;
+	e[n] = ev(64, XPU_REC_GPU_KERNEL, 42, 42, BASE + 311 * MS, BASE + 312 * MS);
+	e[n].stream = 9;
+	e[n].correlation_id = 63;
+	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 63);
+	b.n_events = n;
+	fmt_timeline.batch(st, &b, e);
+	tap_eq_u64(counter(st, "flows"), 7,
+		   "a graph launch's two kernels and the last kernel: "
+		   "three arrows more");
 	tap_ok(access(path, F_OK) != 0, "no trace.json before finish");
 	err = fmt_timeline.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
@@ -283,13 +313,24 @@ int main(void)
 	text = tap_slurp(path);
 	if (!tap_ok(text != NULL, "trace.json is there after finish"))
 		return tap_done();
-	tap_ok(occurrences(text, "{\"ph\":\"s\",") == 4 &&
-		       occurrences(text, "{\"ph\":\"f\",") == 4 &&
+	tap_ok(occurrences(text, "{\"ph\":\"s\",") == 3 &&
+		       occurrences(text, "{\"ph\":\"f\",") == 3 &&
 		       occurrences(text, "\"ts\":1000199000,\"id\":3}") == 1 &&
 		       occurrences(text, "\"ts\":1000199000,\"id\":4}") == 1 &&
 		       occurrences(text, "\"ts\":1000202000,\"bp\":\"e\",\"id\":3}") == 1 &&
-		       occurrences(text, "\"ts\":1000200000,\"bp\":\"e\",\"id\":4}") == 1,
-	       "4 arrows, each with both ends, the late call's two among them");
+		       occurrences(text, "\"ts\":1000200000,\"bp\":\"e\",\"id\":4}") == 1 &&
+		       occurrences(text, "\"ts\":1000310000,\"id\":7}") == 1 &&
+		       occurrences(text, "\"ts\":1000311000,\"bp\":\"e\",\"id\":7}") == 1,
+	       "the arrows to work that came before its call, and from a call that is not a "
+	       "launch, are s and f events, each with both ends");
+	tap_ok(occurrences(text, "\"flow_out\":true}") == 4 &&
+		       occurrences(text, "\"flow_in\":true}") == 4 &&
+		       occurrences(text, "\"bind_id\":4,\"flow_out\":true}") == 1 &&
+		       occurrences(text, "\"bind_id\":4,\"flow_in\":true}") == 2 &&
+		       !strstr(text, "\"bind_id\":5"),
+	       "the others are on the slices: a flow_out on each launch's call (the late call's "
+	       "too, which binds nothing), a flow_in on each kernel, a graph's two on one "
+	       "bind_id; none on cudaDeviceSynchronize");
 	tap_ok(!strncmp(text, "{\"traceEvents\":[\n", 17) &&
 		       strstr(text, "\n],\n\"stackFrames\":{\n") &&
 		       strstr(text, "},\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{") &&
@@ -333,18 +374,20 @@ int main(void)
 			    "\"tid\":42,\"ts\":1000000000,\"dur\":9,") != NULL,
 	       "push and pop are one slice of 9 us on the thread");
 	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":42,\"ts\":1000000001,"
-			    "\"dur\":4,\"args\":{\"correlation_id\":7,\"api_id\":211}}") != NULL,
+			    "\"dur\":4,\"args\":{\"correlation_id\":7,\"api_id\":211},"
+			    "\"bind_id\":1,\"flow_out\":true}") != NULL,
 	       "the first call is on its thread; its name says its domain");
 	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":4194346,"
 			    "\"ts\":1000000003,\"dur\":4,") != NULL,
 	       "the overlapping call is on the thread's first overlap lane (42 + 1 << 22)");
-	tap_ok(strstr(text, "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"launch\",\"pid\":42,"
-			    "\"tid\":4194346,\"ts\":1000000003,\"id\":2}") != NULL,
-	       "an arrow starts on the track its call went to");
-	tap_ok(strstr(text, "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"launch\","
-			    "\"pid\":1073741824,\"tid\":7,\"ts\":1000010000,\"bp\":\"e\","
-			    "\"id\":1}") != NULL,
-	       "and ends at its kernel, on the GPU pseudo-process's stream track");
+	tap_ok(strstr(text, "\"cat\":\"cuda_api\",\"pid\":42,\"tid\":4194346,"
+			    "\"ts\":1000000003,\"dur\":4,\"args\":{\"correlation_id\":8,"
+			    "\"api_id\":211},\"bind_id\":2,\"flow_out\":true}") != NULL,
+	       "an arrow starts on the slice of its call, on the track the call went to");
+	tap_ok(strstr(text, "\"cat\":\"kernel\",\"pid\":1073741824,\"tid\":7,"
+			    "\"ts\":1000010000,") &&
+		       strstr(text, "\"counters_estimated\":true},\"bind_id\":1,\"flow_in\":true}"),
+	       "and ends on its kernel's, on the GPU pseudo-process's stream track");
 	tap_ok(strstr(text, "\"name\":\"SM active\",\"cat\":\"gpu\",\"pid\":1073741825,"
 			    "\"tid\":1073741825,\"ts\":1000000000,\"args\":{\"%\":80}") != NULL,
 	       "SM active of the device: 10..90 ms merged, 80 %% of the 100 ms window");

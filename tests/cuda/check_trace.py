@@ -205,19 +205,26 @@ class Trace:
         self.flow_end = {}  # (pid, tid, ts) of the slice an "f" lands on -> id
         self.flow_start = {}  # id -> "s" event
         self.api_at = {}  # (pid, tid, ts) -> cuda_api slice starting there
+        self.bound = {}  # bind_id -> the slice with flow_out (v2 arrows)
         for e in self.events:
             ph = e.get("ph")
             if ph == "X":
                 self.slices[e.get("cat")].append(e)
                 if e.get("cat") == "cuda_api":
                     self.api_at[(e["pid"], e["tid"], ns(e["ts"]))] = e
+                if e.get("flow_out") and "bind_id" in e:
+                    self.bound[e["bind_id"]] = e
             elif ph == "f":
                 self.flow_end[(e["pid"], e["tid"], ns(e["ts"]))] = e.get("id")
             elif ph == "s":
                 self.flow_start[e.get("id")] = e
 
     def arrow_from(self, e):
-        """The cuda_api slice an arrow into slice e starts on, or None."""
+        """The cuda_api slice an arrow into slice e starts on, or None: the slice whose
+        flow_out has e's bind_id (v2), or the slice under the s of the f that lands on e (v1)."""
+        if e.get("flow_in") and "bind_id" in e:
+            s = self.bound.get(e["bind_id"])
+            return s if s is not None and s.get("cat") == "cuda_api" else None
         fid = self.flow_end.get((e["pid"], e["tid"], ns(e["ts"])))
         s = self.flow_start.get(fid) if fid is not None else None
         if s is None:
