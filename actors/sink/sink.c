@@ -523,11 +523,45 @@ struct sink_decoder {
 	struct dec_slot slot[DEC_SLOTS];
 };
 
+/* Zeroed memory the kernel gives only as it is touched: a pool sized for the largest batch
+ * costs what batches use. calloc may clear it all first (glibc does under MALLOC_PERTURB_,
+ * which the tests set: five pools of 96 MiB took seconds, past the watchdog). */
+static void *zero_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void slot__fini(struct xpu_cevent **events, struct xpu_wire_pool *pool)
+{
+	if (*events)
+		munmap(*events, SINK_MAX_EVENTS * sizeof(**events));
+	if (pool->stack)
+		munmap(pool->stack, SINK_POOL_FRAMES * sizeof(*pool->stack));
+	if (pool->frames)
+		munmap((void *)pool->frames, SINK_POOL_FRAMES * sizeof(*pool->frames));
+	if (pool->text)
+		munmap(pool->text, SINK_POOL_TEXT);
+	*events = NULL;
+	memset(pool, 0, sizeof(*pool));
+}
+
 static int slot__init(struct xpu_cevent **events, struct xpu_wire_pool *pool)
 {
-	*events = calloc(SINK_MAX_EVENTS, sizeof(**events));
-	if (!*events || xpu_wire_pool__init(pool, SINK_POOL_FRAMES, SINK_POOL_TEXT))
+	*events = zero_map(SINK_MAX_EVENTS * sizeof(**events));
+	*pool = (struct xpu_wire_pool){
+		.stack = zero_map(SINK_POOL_FRAMES * sizeof(*pool->stack)),
+		.stack_len = SINK_POOL_FRAMES,
+		.frames = zero_map(SINK_POOL_FRAMES * sizeof(*pool->frames)),
+		.text = zero_map(SINK_POOL_TEXT),
+		.text_len = SINK_POOL_TEXT,
+	};
+	if (!*events || !pool->stack || !pool->frames || !pool->text) {
+		slot__fini(events, pool);
 		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -596,8 +630,7 @@ static void decoder__free(struct sink_decoder *k)
 	for (i = 0; i < DEC_SLOTS; i++) {
 		if (k->slot[i].buf)
 			nng_free(k->slot[i].buf, k->slot[i].len);
-		free(k->slot[i].events);
-		xpu_wire_pool__fini(&k->slot[i].pool);
+		slot__fini(&k->slot[i].events, &k->slot[i].pool);
 	}
 	free(k);
 }
@@ -665,9 +698,7 @@ static void decoder__stop(struct sink_driver *d)
 void sink_driver__fini(struct sink_driver *d)
 {
 	decoder__stop(d);
-	free(d->events);
-	d->events = NULL;
-	xpu_wire_pool__fini(&d->pool);
+	slot__fini(&d->events, &d->pool);
 }
 
 /*
