@@ -50,6 +50,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,9 @@
 #define FRAME_SLOTS_MASK (2 * FRAMES_MAX - 1)
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
+#define STACK_MEMO 256 /* stack_node's memo of whole stacks, direct-mapped */
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
+#define HELD_CALL_MAX 1024 /* a call's slice: its name (at most 79 bytes) and numbers */
 #define PENDING_MAX 65536 /* GPU slices waiting for their call's arrow */
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
@@ -184,6 +187,7 @@ struct proc {
 /* The last slices written on one lane of a thread, a ring. */
 struct lane {
 	__u64 s[LANE_RECENT], e[LANE_RECENT];
+	__u64 max_e; /* the latest end ever put: a slice starting there is apart from all */
 	__u32 n, next;
 };
 
@@ -243,6 +247,16 @@ struct frame_node {
 	__u32 name_off; /* in frame_names, NUL-terminated; 0: no name (the arena's first byte) */
 	__u32 gen; /* the last file (timeline.gen) with an event that references it or a callee */
 	bool kernel;
+};
+
+/* A whole stack stack_node found: its hash (addresses, kernel frames, names' pointers), its
+ * node, and for a stack with names the batch it was seen in (names are one pointer per text
+ * within a batch only). */
+struct stack_memo {
+	__u64 hash, batch;
+	__u32 node;
+	__u16 n, n_kernel;
+	bool named;
 };
 
 /* A CUDA API's name, found once (api_name). */
@@ -307,6 +321,13 @@ struct timeline {
 	__u64 keep_ns;
 	__u64 cur_last; /* the event being handled's last time: what ring records are stamped */
 	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
+	/* mode = file: a call's slice held for one event, for its LAUNCH's stack (call_hold) */
+	struct held_call {
+		char *text; /* HELD_CALL_MAX bytes, the event but its closing brace */
+		size_t len; /* 0: none held */
+		__u64 id, ts, correlation_id, bind;
+		__u32 producer, pid, tid, track;
+	} call;
 	__u64 dep, dep_ts; /* what the record being grouped needs: the launching call's */
 	__u64 last_pos; /* the last record emitted: its position + 1 */
 	size_t hold_len;
@@ -356,6 +377,8 @@ struct timeline {
 	size_t frame_names_len;
 	__u64 stacks_inline; /* stacks written inline: the tree was full */
 	struct api_cached api_cache[API_CACHE];
+	struct stack_memo stack_memo[STACK_MEMO];
+	__u64 batches; /* batches seen: what a memo of a stack with names is valid for */
 	struct thread *last_thread; /* touch's last, in the threads table */
 	struct {
 		const char *s;
@@ -802,19 +825,55 @@ static __u32 frame_node_of(struct timeline *t, __u32 parent, __u64 ip, bool kern
  * stack's frames are looked up, never allocated per event: a node is made once, the first
  * time its path is seen.
  */
+/* e's stack is the path from node up to a root: the same addresses, kernel or not. */
+static bool stack_is(const struct timeline *t, __u32 node, const struct xpu_cevent *e, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++, node = t->frames[node - 1].parent)
+		if (!node || t->frames[node - 1].ip != e->stack[i] ||
+		    t->frames[node - 1].kernel != (i < e->n_kernel))
+			return false;
+	return !node;
+}
+
 static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
 {
-	__u32 i = (__u32)e->n_kernel + e->n_user, id = 0, up;
+	__u32 i = (__u32)e->n_kernel + e->n_user, n = i, id = 0, up;
+	__u64 h = (__u64)e->n_kernel << 32 | n;
+	struct stack_memo *m;
 
 	if (!e->stack || !i)
 		return 0;
-	while (i--) { /* outermost first: each frame's node is a child of its caller's */
-		id = frame_node_of(t, id, e->stack[i], i < e->n_kernel,
-				   e->frames ? e->frames[i] : NULL);
-		if (!id) {
-			t->stacks_inline++;
-			return STACK_INLINE;
+	/* A stack seen lately (a launch's, again on its GPU work) is one hash and a walk up
+	 * its path, not a lookup a frame; a memo of one with names holds within its batch,
+	 * and the names' pointers are in the hash: one address may name different functions
+	 * in different processes. */
+	for (i = 0; i < n; i++)
+		h = xpu_mix64(h ^ e->stack[i]);
+	if (e->frames)
+		for (i = 0; i < n; i++)
+			h = xpu_mix64(h ^ (__u64)(uintptr_t)e->frames[i]);
+	m = &t->stack_memo[h % STACK_MEMO];
+	if (m->node && m->hash == h && m->n == n && m->n_kernel == e->n_kernel &&
+	    m->named == !!e->frames && (!m->named || m->batch == t->batches) &&
+	    stack_is(t, m->node, e, n)) {
+		id = m->node;
+	} else {
+		for (i = n; i--;) { /* outermost first: each node is a child of its caller's */
+			id = frame_node_of(t, id, e->stack[i], i < e->n_kernel,
+					   e->frames ? e->frames[i] : NULL);
+			if (!id) {
+				t->stacks_inline++;
+				return STACK_INLINE;
+			}
 		}
+		*m = (struct stack_memo){ .hash = h,
+					  .batch = t->batches,
+					  .node = id,
+					  .n = (__u16)n,
+					  .n_kernel = e->n_kernel,
+					  .named = !!e->frames };
 	}
 	for (up = id; up && t->frames[up - 1].gen != t->gen; up = t->frames[up - 1].parent)
 		t->frames[up - 1].gen = t->gen;
@@ -1004,6 +1063,8 @@ static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
 {
 	__u32 i;
 
+	if (s >= l->max_e) /* the usual: a thread's next call starts after the last ended */
+		return true;
 	for (i = 0; i < l->n; i++)
 		if (!(e <= l->s[i] || s >= l->e[i] || (s <= l->s[i] && l->e[i] <= e) ||
 		      (l->s[i] <= s && e <= l->e[i])))
@@ -1045,6 +1106,8 @@ static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 	}
 	l->s[l->next] = s;
 	l->e[l->next] = e;
+	if (e > l->max_e)
+		l->max_e = e;
 	l->next = (l->next + 1) % LANE_RECENT;
 	if (l->n < LANE_RECENT)
 		l->n++;
@@ -1170,17 +1233,17 @@ static const char *clock_name(__u32 c)
 
 /* tid: the track the event went to (its thread's, or an overlap lane); gen: its file; pos: in
  * the ring its record's position + 1, in a file the bind_id of its flow_out (0: none). */
-static void launches__add(struct timeline *t, __u32 producer, const struct xpu_cevent *e, __u32 tid,
-			  bool written, __u64 bind)
+static void launches__add(struct timeline *t, __u32 producer, __u64 id, __u64 ts, __u32 pid,
+			  __u32 tid, bool written, __u64 bind)
 {
-	struct recent_launch *l = launch_map__put(&t->launches, producer, e->id);
+	struct recent_launch *l = launch_map__put(&t->launches, producer, id);
 	__u32 gen = written ? t->gen : 0;
 
-	l->ts = e->ts_ns;
-	l->pid = e->pid;
+	l->ts = ts;
+	l->pid = pid;
 	l->tid = tid;
 	l->gen = gen;
-	l->kind = e->kind;
+	l->kind = XPU_REC_CUDA_API;
 	l->pos = !written ? 0 : t->ring ? t->last_pos : bind;
 }
 
@@ -1260,29 +1323,29 @@ static void pending_add(struct timeline *t, __u32 producer, const struct xpu_cev
 	t->pend_live++;
 }
 
-/* A call came: the arrows to its GPU work that came first (those still in this file). */
-static void pending_resolve(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
-			    __u32 tid)
+/* A call came (pid, correlation_id, its slice at ts on track tid): the arrows to its GPU work
+ * that came first (those still in this file). */
+static void pending_resolve(struct timeline *t, __u32 producer, __u32 pid, __u64 correlation_id,
+			    __u64 ts, __u32 tid)
 {
 	const struct recent_launch *idx;
 	__u32 i, guard = 0;
 	__u64 seq;
 
-	if (!t->pending || !t->pend_n || !e->correlation_id)
+	if (!t->pending || !t->pend_n || !correlation_id)
 		return;
-	idx = launch_map__find(&t->pend_index, producer, pending_key(e->pid, e->correlation_id));
+	idx = launch_map__find(&t->pend_index, producer, pending_key(pid, correlation_id));
 	if (!idx || idx->kind != 1)
 		return;
 	for (i = idx->tid, seq = idx->ts; i && guard++ < PENDING_MAX;) {
 		struct pending_flow *p = &t->pending[i - 1];
 
-		if (p->seq != seq || p->pid != e->pid || p->correlation_id != e->correlation_id)
+		if (p->seq != seq || p->pid != pid || p->correlation_id != correlation_id)
 			break; /* pushed out, or taken already */
 		p->seq = 0;
 		t->pend_live--;
 		if (p->gen == t->gen)
-			write_flow(t, e->pid, tid, e->ts_ns, p->vpid, p->stream, p->ts, p->pos,
-				   p->ts);
+			write_flow(t, pid, tid, ts, p->vpid, p->stream, p->ts, p->pos, p->ts);
 		else
 			t->flows_unknown++; /* its slice is in an earlier window */
 		seq = p->prev_seq;
@@ -1678,6 +1741,57 @@ static void put_call_ids(struct timeline *t, const struct xpu_cevent *e)
 	put_member(t, LIT(",\"api_id\":"), e->api_id);
 }
 
+/*
+ * mode = file: a call's slice waits one event for its LAUNCH, the launch marker's stack of
+ * the same call, which comes next when the correlator sends them in time order (the marker
+ * fires inside the call): the slice then names the stack ("sf") and the LAUNCH instant, the
+ * same call's time, thread and ids once more, is not written: a launch is two events, not
+ * three. Anything else that comes next, a batch's end or a window's, writes the call as it is
+ * first (call_flush), before anything can look for it (an arrow to its GPU work).
+ */
+static void call_flush(struct timeline *t)
+{
+	struct held_call *h = &t->call;
+	bool written;
+
+	if (!h->len)
+		return;
+	memcpy(t->ev, h->text, h->len);
+	t->len = h->len;
+	t->overflow = false;
+	h->len = 0;
+	written = emit(t);
+	launches__add(t, h->producer, h->id, h->ts, h->pid, h->track, written, h->bind);
+	if (written)
+		pending_resolve(t, h->producer, h->pid, h->correlation_id, h->ts, h->track);
+}
+
+/* The LAUNCH e belongs to the call held: its stack on the call's slice, and nothing more to
+ * write. False: not its call, or a stack the tree cannot take (written inline as an arg of
+ * its own instant). */
+static bool call_takes(struct timeline *t, const struct xpu_cevent *e)
+{
+	struct held_call *h = &t->call;
+	__u32 sf;
+
+	if (!h->len || e->pid != h->pid || e->tid != h->tid || !e->correlation_id ||
+	    e->correlation_id != h->correlation_id)
+		return false;
+	sf = stack_node(t, e);
+	if (sf == STACK_INLINE)
+		return false;
+	t->len = h->len;
+	memcpy(t->ev, h->text, h->len);
+	t->overflow = false;
+	put_sf(t, sf);
+	if (t->overflow || t->len > HELD_CALL_MAX)
+		return false;
+	memcpy(h->text, t->ev, t->len);
+	h->len = t->len;
+	call_flush(t);
+	return true;
+}
+
 /* A call (CUDA_API) is remembered for the arrows from it to its GPU work; a LAUNCH, an
  * instant no arrow starts from (flow), is not. */
 static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
@@ -1687,6 +1801,9 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 	__u64 bind = 0;
 	bool written;
 
+	if (e->kind == XPU_REC_LAUNCH && call_takes(t, e))
+		return;
+	call_flush(t);
 	touch(t, e->pid, e->tid);
 	if (e->kind == XPU_REC_LAUNCH) {
 		sf = stack_node(t, e);
@@ -1711,10 +1828,24 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 		put_member(t, LIT(",\"bind_id\":"), bind);
 		put_lit(t, ",\"flow_out\":true");
 	}
+	if (t->call.text && !t->overflow && t->len <= HELD_CALL_MAX) { /* for its LAUNCH */
+		t->call = (struct held_call){ .text = t->call.text,
+					      .len = t->len,
+					      .id = e->id,
+					      .ts = e->ts_ns,
+					      .correlation_id = e->correlation_id,
+					      .bind = bind,
+					      .producer = producer,
+					      .pid = e->pid,
+					      .tid = e->tid,
+					      .track = tid };
+		memcpy(t->call.text, t->ev, t->len);
+		return;
+	}
 	written = emit(t);
-	launches__add(t, producer, e, tid, written, bind);
+	launches__add(t, producer, e->id, e->ts_ns, e->pid, tid, written, bind);
 	if (written)
-		pending_resolve(t, producer, e, tid);
+		pending_resolve(t, producer, e->pid, e->correlation_id, e->ts_ns, tid);
 }
 
 static void gpu_sync(struct timeline *t, const struct xpu_cevent *e)
@@ -1914,6 +2045,7 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 	struct timeline *t = st;
 	__u32 i;
 
+	t->batches++; /* a new batch: new pointers for its names (stack_node's memo) */
 	for (i = 0; i < b->n_events; i++) {
 		const struct xpu_cevent *e = &ev[i];
 		__u64 last = e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns;
@@ -1930,6 +2062,9 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 			if (last > t->win_last)
 				t->win_last = last;
 		}
+		if (t->call.len && e->kind != XPU_REC_LAUNCH && e->kind != XPU_REC_CUDA_API)
+			call_flush(
+				t); /* (launch_side: the LAUNCH it waits for, or a call after it) */
 		switch (e->kind) {
 		case XPU_REC_CPU_SAMPLE:
 			cpu_sample(t, e);
@@ -1970,9 +2105,12 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 		}
 		if (t->ring && (t->trig_kernel_ns || t->trig_mark_len))
 			trigger_check(t, e);
-		if (t->rotate) /* between events: a window never splits one, nor a flow */
+		if (t->rotate) { /* between events: a window never splits one, nor a flow */
+			call_flush(t);
 			window_rotate(t);
+		}
 	}
+	call_flush(t); /* nothing is held past its batch: ticks, finish and windows see none */
 }
 
 /* ---- the file ---- */
@@ -2566,6 +2704,7 @@ static void timeline_free(void *st)
 	free(t->frame_names);
 	free(t->clocks_json);
 	free(t->hold);
+	free(t->call.text);
 	trace_ring__free(t->ring);
 	trace_windows__free(t->windows);
 	sink_clocks__free(&t->clocks);
@@ -2675,6 +2814,10 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 			memcpy(t->trig_mark, o.trigger_mark, t->trig_mark_len);
 		}
 		t->gen = 1; /* one "file" for flows: the ring */
+	} else if (!err) {
+		t->call.text = malloc(HELD_CALL_MAX);
+		if (!t->call.text)
+			err = -ENOMEM;
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
 	t->ev = malloc(EV_HEAD + EV_MAX);

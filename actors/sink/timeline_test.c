@@ -102,6 +102,7 @@ int main(void)
 	static const char bad_name[] = "k\xff\x01\"\xc3\xa9"; /* invalid byte, control, é */
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
 	static const char *const frames[3] = { "sys_read", NULL, "main\"q\x01" };
+	static const char *const frames2[3] = { "sys_write", NULL, "main\"q\x01" };
 	static const __u64 other_leaf[3] = { 0xffffffff81000020ull, 0x401000, 0x401100 };
 	/* a Python program's stack: native, Python named, Python unnamed, Python named */
 	const __u64 py_stack[4] = { 0x401000, xpu_pyframe__ip(0x7f0000001000ull, 9),
@@ -114,6 +115,7 @@ int main(void)
 	struct xpu_cevent e[32];
 	static __u64 deep[127];
 	char why[512], *text;
+	__u64 written;
 	__u32 i, j;
 	void *st = NULL;
 	__u32 n = 0;
@@ -303,6 +305,37 @@ int main(void)
 	tap_eq_u64(counter(st, "flows"), 7,
 		   "a graph launch's two kernels and the last kernel: "
 		   "three arrows more");
+	written = counter(st, "events_written");
+
+	/* a call, then its LAUNCH (the marker fires inside the call): one slice that names the
+	 * stack. A call, then a LAUNCH of another call: both as they are, the LAUNCH's frames
+	 * named otherwise than the same addresses were a moment ago (another program's
+	 * binary), which are other frames even within one batch (stack_node's memo) */
+	n = 0;
+	e[n] = ev(70, XPU_REC_CUDA_API, 42, 42, BASE + 400 * MS, BASE + 400 * MS + 800);
+	e[n].api_id = 211;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 70;
+	e[n] = ev(71, XPU_REC_LAUNCH, 42, 42, BASE + 400 * MS + 100, 0);
+	e[n].correlation_id = 70;
+	e[n].stack = stack;
+	e[n].frames = frames;
+	e[n].n_kernel = 1;
+	e[n++].n_user = 2;
+	e[n] = ev(72, XPU_REC_CUDA_API, 42, 42, BASE + 410 * MS, BASE + 410 * MS + 800);
+	e[n].api_id = 211;
+	e[n].sub_kind = XPU_API_RUNTIME;
+	e[n++].correlation_id = 72;
+	e[n] = ev(73, XPU_REC_LAUNCH, 42, 42, BASE + 410 * MS + 100, 0);
+	e[n].correlation_id = 99;
+	e[n].stack = stack;
+	e[n].frames = frames2;
+	e[n].n_kernel = 1;
+	e[n++].n_user = 2;
+	b.n_events = n;
+	fmt_timeline.batch(st, &b, e);
+	tap_eq_u64(counter(st, "events_written"), written + 3,
+		   "three events for two calls and two LAUNCHes");
 	tap_ok(access(path, F_OK) != 0, "no trace.json before finish");
 	err = fmt_timeline.finish(st, why, sizeof(why));
 	tap_ok(err == 0, "finish: %s", err ? why : "ok");
@@ -323,11 +356,12 @@ int main(void)
 		       occurrences(text, "\"ts\":1000311000,\"bp\":\"e\",\"id\":7}") == 1,
 	       "the arrows to work that came before its call, and from a call that is not a "
 	       "launch, are s and f events, each with both ends");
-	tap_ok(occurrences(text, "\"flow_out\":true}") == 4 &&
+	tap_ok(occurrences(text, "\"flow_out\":true}") == 5 &&
+		       occurrences(text, "\"flow_out\":true,\"sf\":3}") == 1 &&
 		       occurrences(text, "\"flow_in\":true}") == 4 &&
 		       occurrences(text, "\"bind_id\":4,\"flow_out\":true}") == 1 &&
 		       occurrences(text, "\"bind_id\":4,\"flow_in\":true}") == 2 &&
-		       !strstr(text, "\"bind_id\":5"),
+		       strstr(text, "\"correlation_id\":63,\"api_id\":165}}"),
 	       "the others are on the slices: a flow_out on each launch's call (the late call's "
 	       "too, which binds nothing), a flow_in on each kernel, a graph's two on one "
 	       "bind_id; none on cudaDeviceSynchronize");
@@ -353,11 +387,23 @@ int main(void)
 		       !strstr(text, "\"stack\""),
 	       "Python frames: \"[py] \" and the whole name, line included; unnamed, their code "
 	       "and line; no stack inline");
-	tap_ok(occurrences(text, "\"sf\":3}") == 2 && occurrences(text, "\n\"3\":{") == 1 &&
+	tap_ok(occurrences(text, "\"sf\":3}") == 3 && occurrences(text, "\n\"3\":{") == 1 &&
 		       strstr(text, "\"9\":{\"name\":\"sys_read_[k]\",\"parent\":\"2\"}") &&
-		       strstr(text, "\"sf\":9}") && !strstr(text, "\"10\":{"),
+		       strstr(text, "\"sf\":9}") &&
+		       strstr(text, "\"10\":{\"name\":\"sys_write_[k]\",\"parent\":\"2\"}") &&
+		       !strstr(text, "\"11\":{"),
 	       "a stack seen again is the same node; one that shares its callers adds its frame "
 	       "under theirs");
+	tap_ok(strstr(text, "\"ts\":1000400000,\"dur\":0.8,\"args\":{\"correlation_id\":70,"
+			    "\"api_id\":211},\"bind_id\":5,\"flow_out\":true,\"sf\":3}") &&
+		       !strstr(text, "\"correlation_id\":70,\"api_id\":0}"),
+	       "a call and its LAUNCH: one slice, with the launch's stack");
+	tap_ok(strstr(text, "\"ts\":1000410000,\"dur\":0.8,\"args\":{\"correlation_id\":72,"
+			    "\"api_id\":211},\"bind_id\":6,\"flow_out\":true}") &&
+		       strstr(text,
+			      "\"ts\":1000410000.1,\"s\":\"t\",\"args\":{\"correlation_id\":99,"
+			      "\"api_id\":0},\"sf\":10}"),
+	       "a LAUNCH of another call: an instant of its own, its frames new nodes");
 	tap_ok(strstr(text, "\"ts\":1000000000.01,\"s\":\"t\",\"args\":{\"correlation_id\":0,"
 			    "\"api_id\":0},\"sf\":8}") != NULL,
 	       "a launch 10 ns into a microsecond: ts exact, without trailing zeros");
