@@ -52,6 +52,21 @@ wait_for 60 "$s" "c('syn', 'launches') == 20000 and all(c(x, 'events_in') == c('
 ok $? "same session: the group and each separate sink received every event"
 [ "$(json "$s" "sorted(a) == ['all', 'correlator.0', 'correlator.1', 'f1', 's1', 'syn', 't1']")" = True ]
 ok $? "same session: the [format] sections are not actors in status ($(json "$s" "sorted(a)"))"
+# The sinks' threads (docs/sinks.md): with XPUSUP_SINK_THREADS=2 every sink decodes on a
+# thread of its own and the group runs its timeline on a helper lane; with 1, neither.
+threads() { # threads ACTOR NAME: how many threads of the actor are named NAME
+	local pid
+	pid=$(json "$s" "a['$1']['pid']")
+	cat /proc/"$pid"/task/*/comm 2>/dev/null | grep -c "^$2\$"
+}
+if [ "${XPUSUP_SINK_THREADS:-}" = 2 ]; then
+	[ "$(threads all xpusup-decode)" = 1 ] && [ "$(threads all xpusup-lane)" = 1 ] &&
+		[ "$(threads t1 xpusup-decode)" = 1 ] && [ "$(threads t1 xpusup-lane)" = 0 ]
+	ok $? "threads: each sink decodes on a thread of its own, the group has one helper lane"
+elif [ "${XPUSUP_SINK_THREADS:-}" = 1 ]; then
+	[ "$(threads all xpusup-decode)" = 0 ] && [ "$(threads all xpusup-lane)" = 0 ]
+	ok $? "threads: XPUSUP_SINK_THREADS=1, one thread does all"
+fi
 # The formats' counters, prefixed, equal to the separate sinks' once both have settled.
 expr="c('all', 'flame.stacks') == c('f1', 'stacks') > 0 and c('all', 'flame.gpu_events') == c('f1', 'gpu_events')"
 expr="$expr and c('all', 'trace.events_written') == c('t1', 'events_written') > 0 and c('all', 'trace.flows') == c('t1', 'flows')"

@@ -107,6 +107,11 @@ extern const struct fmt_ops fmt_timeline;
 extern const struct fmt_ops fmt_metrics;
 extern const struct fmt_ops fmt_pprof;
 
+/* sink__one_thread - whether a sink decodes and runs every format on its one thread (no
+ * decode thread, no group lanes: docs/sinks.md): on a machine of 2 CPUs or fewer, or with
+ * XPUSUP_SINK_THREADS=1 in the environment; XPUSUP_SINK_THREADS=2 asks for the threads. */
+bool sink__one_thread(void);
+
 /* fmt__find - the format of that kind, or NULL. */
 const struct fmt_ops *fmt__find(const char *kind);
 

@@ -176,7 +176,7 @@ static void lanes__split(struct group *g)
 	bool placed[CONF_GROUP_FORMATS_MAX] = { false };
 	sigset_t all, old;
 
-	if (g->n < 2)
+	if (g->n < 2 || sink__one_thread())
 		return;
 	while (done < g->n) {
 		best = g->n;
@@ -211,6 +211,7 @@ static void lanes__split(struct group *g)
 		goto one_lane;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_setname_np(h->thread, "xpusup-lane");
 	return;
 one_lane:
 	for (i = 0; i < g->n; i++)

@@ -575,6 +575,17 @@ int sink_driver__init(struct sink_driver *d)
 
 static bool wait_readable(struct sink_driver *d);
 
+bool sink__one_thread(void)
+{
+	const char *v = getenv("XPUSUP_SINK_THREADS");
+
+	if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
+		return v[0] == '1';
+	/* On two CPUs the correlators and sources keep the second one busy: a second thread
+	 * only adds the handoff (about 10 % more sink CPU, no faster: docs/performance.md) */
+	return sysconf(_SC_NPROCESSORS_ONLN) <= 2;
+}
+
 static void *decoder__main(void *arg)
 {
 	struct sink_decoder *k = arg;
@@ -666,6 +677,8 @@ static int decoder__start(struct sink_driver *d)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = -pthread_create(&k->thread, NULL, decoder__main, k);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err) /* in top -H and /proc/PID/task/ID/comm */
+		pthread_setname_np(k->thread, "xpusup-decode");
 	if (err) {
 		pthread_cond_destroy(&k->ready_cv);
 		pthread_cond_destroy(&k->room_cv);
@@ -804,6 +817,8 @@ int sink_driver__step(struct sink_driver *d, bool wait)
 	size_t len;
 	void *buf;
 
+	if (d->decode_thread && sink__one_thread())
+		d->decode_thread = false;
 	if (d->decode_thread && !d->dec && !d->max_batches) {
 		rv = decoder__start(d);
 		if (rv)
