@@ -12,6 +12,7 @@
 #ifndef XPUSUP_ACTORS_SINK_FMT_H
 #define XPUSUP_ACTORS_SINK_FMT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -111,6 +112,11 @@ extern const struct fmt_ops fmt_pprof;
  * decode thread, no group lanes: docs/sinks.md): on a machine of 2 CPUs or fewer, or with
  * XPUSUP_SINK_THREADS=1 in the environment; XPUSUP_SINK_THREADS=2 asks for the threads. */
 bool sink__one_thread(void);
+
+/* sink__thread_start - fn(arg) on a thread of its own, named name (top -H, /proc/PID/task),
+ * with every signal blocked: the sink's main thread takes them (a stop, a snapshot). 0 or
+ * -errno. */
+int sink__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 
 /* fmt__find - the format of that kind, or NULL. */
 const struct fmt_ops *fmt__find(const char *kind);

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +173,7 @@ static void lanes__split(struct group *g)
 	unsigned int cost[2] = { 0, 0 }, done = 0, i, best, c;
 	struct group_helper *h;
 	bool placed[CONF_GROUP_FORMATS_MAX] = { false };
-	sigset_t all, old;
+	int err = -ENOMEM;
 
 	if (g->n < 2 || sink__one_thread())
 		return;
@@ -198,11 +197,8 @@ static void lanes__split(struct group *g)
 	pthread_cond_init(&h->work_cv, NULL);
 	pthread_cond_init(&h->done_cv, NULL);
 	g->helper = h;
-	/* signals are the caller's thread's (a stop, a snapshot) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&h->thread, NULL, helper__main, g)) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = sink__thread_start(&h->thread, helper__main, g, "xpusup-lane");
+	if (err) {
 		pthread_cond_destroy(&h->work_cv);
 		pthread_cond_destroy(&h->done_cv);
 		pthread_mutex_destroy(&h->mu);
@@ -210,10 +206,14 @@ static void lanes__split(struct group *g)
 		g->helper = NULL;
 		goto one_lane;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_setname_np(h->thread, "xpusup-lane");
+	for (i = 0; i < g->n; i++)
+		if (g->f[i].lane)
+			fprintf(stderr, "xpusup-group: format '%s' on a helper thread\n",
+				g->f[i].sec->name);
 	return;
 one_lane:
+	fprintf(stderr, "xpusup-group: no helper thread (%s): every format on one thread\n",
+		strerror(-err));
 	for (i = 0; i < g->n; i++)
 		g->f[i].lane = 0;
 }

@@ -491,10 +491,11 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 /* ---- the driver ---------------------------------------------------------------------------- */
 
 /*
- * The decode thread (sink_driver.decode_thread). A sink that formats slowly (the timeline:
- * several hundred ns an event) kept one CPU busy while a second one idled as soon as the
- * correlators had sent their last batch (docs/performance.md); with this thread a batch is
- * received and decoded while the format works on the one before. Slots go round in order:
+ * The decode thread (sink_driver.decode_thread), on machines of more than 2 CPUs
+ * (sink__one_thread): a batch is received and decoded while the format works on the one
+ * before, so a sink that formats slowly (the timeline: a few hundred ns an event) is limited
+ * by the slower of the two, not their sum. On 2 CPUs it cost about 10 % more sink CPU and
+ * bought no speed (docs/performance.md). Slots go round in order:
  * the thread fills slot filled % DEC_SLOTS when fewer than DEC_SLOTS wait, the caller's
  * thread takes slot taken % DEC_SLOTS when taken < filled. Both counters and every slot's
  * contents change hands under mu: the unlock after a slot is filled pairs with the lock
@@ -586,6 +587,20 @@ bool sink__one_thread(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) <= 2;
 }
 
+int sink__thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		pthread_setname_np(*thread, name);
+	return err;
+}
+
 static void *decoder__main(void *arg)
 {
 	struct sink_decoder *k = arg;
@@ -646,13 +661,11 @@ static void decoder__free(struct sink_decoder *k)
 	free(k);
 }
 
-/* Start the decode thread, with every signal blocked (the caller's thread takes them: a stop,
- * a snapshot). 0, or -errno (then the caller's thread decodes, as without). */
+/* Start the decode thread. 0, or -errno (then the caller's thread decodes, as without). */
 static int decoder__start(struct sink_driver *d)
 {
 	struct sink_decoder *k = calloc(1, sizeof(*k));
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	nng_duration ms;
 	unsigned int i;
 	int err;
@@ -673,12 +686,7 @@ static int decoder__start(struct sink_driver *d)
 	pthread_cond_init(&k->ready_cv, &ca);
 	pthread_cond_init(&k->room_cv, NULL);
 	pthread_condattr_destroy(&ca);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&k->thread, NULL, decoder__main, k);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!err) /* in top -H and /proc/PID/task/ID/comm */
-		pthread_setname_np(k->thread, "xpusup-decode");
+	err = sink__thread_start(&k->thread, decoder__main, k, "xpusup-decode");
 	if (err) {
 		pthread_cond_destroy(&k->ready_cv);
 		pthread_cond_destroy(&k->room_cv);
@@ -825,6 +833,9 @@ int sink_driver__step(struct sink_driver *d, bool wait)
 			fprintf(stderr,
 				"xpusup-%s: no decode thread (%s): decoding on one thread\n",
 				d->fmt->kind, strerror(-rv));
+		else /* said once in the session log: the threads depend on the machine */
+			fprintf(stderr, "xpusup-%s: decoding on a thread of its own\n",
+				d->fmt->kind);
 		d->decode_thread = false; /* tried once */
 	}
 	if (d->dec)

@@ -321,7 +321,7 @@ struct timeline {
 	__u64 keep_ns;
 	__u64 cur_last; /* the event being handled's last time: what ring records are stamped */
 	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
-	/* mode = file: a call's slice held for one event, for its LAUNCH's stack (call_hold) */
+	/* mode = file: a call's slice held for one event, for its LAUNCH's stack (call_takes) */
 	struct held_call {
 		char *text; /* HELD_CALL_MAX bytes, the event but its closing brace */
 		size_t len; /* 0: none held */
@@ -1749,16 +1749,12 @@ static void put_call_ids(struct timeline *t, const struct xpu_cevent *e)
  * three. Anything else that comes next, a batch's end or a window's, writes the call as it is
  * first (call_flush), before anything can look for it (an arrow to its GPU work).
  */
-static void call_flush(struct timeline *t)
+/* Write the held call, its text in t->ev, and remember it for its arrows. */
+static void call_emit(struct timeline *t)
 {
 	struct held_call *h = &t->call;
 	bool written;
 
-	if (!h->len)
-		return;
-	memcpy(t->ev, h->text, h->len);
-	t->len = h->len;
-	t->overflow = false;
 	h->len = 0;
 	written = emit(t);
 	launches__add(t, h->producer, h->id, h->ts, h->pid, h->track, written, h->bind);
@@ -1766,29 +1762,31 @@ static void call_flush(struct timeline *t)
 		pending_resolve(t, h->producer, h->pid, h->correlation_id, h->ts, h->track);
 }
 
-/* The LAUNCH e belongs to the call held: its stack on the call's slice, and nothing more to
- * write. False: not its call, or a stack the tree cannot take (written inline as an arg of
- * its own instant). */
-static bool call_takes(struct timeline *t, const struct xpu_cevent *e)
+static void call_flush(struct timeline *t)
+{
+	if (!t->call.len)
+		return;
+	memcpy(t->ev, t->call.text, t->call.len);
+	t->len = t->call.len;
+	t->overflow = false;
+	call_emit(t);
+}
+
+/* The LAUNCH e, of stack node sf, belongs to the call held: its stack on the call's slice,
+ * and nothing more to write. False: not its call, or a stack the tree cannot take (written
+ * inline as an arg of its own instant). */
+static bool call_takes(struct timeline *t, const struct xpu_cevent *e, __u32 sf)
 {
 	struct held_call *h = &t->call;
-	__u32 sf;
 
 	if (!h->len || e->pid != h->pid || e->tid != h->tid || !e->correlation_id ||
-	    e->correlation_id != h->correlation_id)
+	    e->correlation_id != h->correlation_id || sf == STACK_INLINE)
 		return false;
-	sf = stack_node(t, e);
-	if (sf == STACK_INLINE)
-		return false;
-	t->len = h->len;
 	memcpy(t->ev, h->text, h->len);
+	t->len = h->len;
 	t->overflow = false;
 	put_sf(t, sf);
-	if (t->overflow || t->len > HELD_CALL_MAX)
-		return false;
-	memcpy(h->text, t->ev, t->len);
-	h->len = t->len;
-	call_flush(t);
+	call_emit(t);
 	return true;
 }
 
@@ -1796,17 +1794,20 @@ static bool call_takes(struct timeline *t, const struct xpu_cevent *e)
  * instant no arrow starts from (flow), is not. */
 static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
 {
-	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid), sf;
+	__u32 pid = cpu_pid(t, e->pid), tid = cpu_tid(pid, e->tid), sf = 0;
 	const struct api_cached *n;
 	__u64 bind = 0;
 	bool written;
 
-	if (e->kind == XPU_REC_LAUNCH && call_takes(t, e))
-		return;
+	if (e->kind == XPU_REC_LAUNCH) {
+		/* its stack once, whether it goes on its call's slice or its own instant */
+		sf = stack_node(t, e);
+		if (call_takes(t, e, sf))
+			return;
+	}
 	call_flush(t);
 	touch(t, e->pid, e->tid);
 	if (e->kind == XPU_REC_LAUNCH) {
-		sf = stack_node(t, e);
 		begin(t, 'i', LIT("launch"), LIT("launch"), pid, tid, e->ts_ns);
 		put_lit(t, ",\"s\":\"t\"");
 		put_call_ids(t, e);

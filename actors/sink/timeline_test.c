@@ -72,6 +72,42 @@ static void link_to(struct xpu_cevent *e, __u32 type, __u64 target)
 	e->links[e->n_links++] = (struct xpu_link){ .type = type, .target = target };
 }
 
+/* A runtime call of pid and thread 42 lasting 800 ns: its id is its correlation id. */
+static struct xpu_cevent call(__u64 id, __u64 ts, __u32 api_id)
+{
+	struct xpu_cevent e = ev(id, XPU_REC_CUDA_API, 42, 42, ts, ts + 800);
+
+	e.api_id = api_id;
+	e.sub_kind = XPU_API_RUNTIME;
+	e.correlation_id = id;
+	return e;
+}
+
+/* A kernel of 1 ms on stream 9 launched by call (and of its correlation id). */
+static struct xpu_cevent kernel_of(__u64 id, __u64 ts, __u64 call_id)
+{
+	struct xpu_cevent e = ev(id, XPU_REC_GPU_KERNEL, 42, 42, ts, ts + MS);
+
+	e.stream = 9;
+	e.correlation_id = call_id;
+	link_to(&e, XPU_LINK_LAUNCHED_BY, call_id);
+	return e;
+}
+
+/* A LAUNCH of correlation corr on thread 42 with the stack of 1 kernel and 2 user frames. */
+static struct xpu_cevent launch_of(__u64 id, __u64 ts, __u64 corr, const __u64 *stack,
+				   const char *const *frames)
+{
+	struct xpu_cevent e = ev(id, XPU_REC_LAUNCH, 42, 42, ts, 0);
+
+	e.correlation_id = corr;
+	e.stack = stack;
+	e.frames = frames;
+	e.n_kernel = 1;
+	e.n_user = 2;
+	return e;
+}
+
 static struct xpu_cevent reading(__u64 id, __u32 pid, __u32 scope, __u32 cpu, const char *name,
 				 __u64 ts, __u64 delta, double scale)
 {
@@ -280,26 +316,11 @@ int main(void)
 	 * kernel launched by a call that is not a launch (cudaDeviceSynchronize, 165): an "s"
 	 * and "f" arrow, as the call's slice has no flow_out */
 	n = 0;
-	e[n] = ev(60, XPU_REC_CUDA_API, 42, 42, BASE + 300 * MS, BASE + 300 * MS + 800);
-	e[n].api_id = 311; /* cudaGraphLaunch */
-	e[n].sub_kind = XPU_API_RUNTIME;
-	e[n++].correlation_id = 60;
-	e[n] = ev(61, XPU_REC_GPU_KERNEL, 42, 42, BASE + 301 * MS, BASE + 302 * MS);
-	e[n].stream = 9;
-	e[n].correlation_id = 60;
-	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 60);
-	e[n] = ev(62, XPU_REC_GPU_KERNEL, 42, 42, BASE + 302 * MS, BASE + 303 * MS);
-	e[n].stream = 9;
-	e[n].correlation_id = 60;
-	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 60);
-	e[n] = ev(63, XPU_REC_CUDA_API, 42, 42, BASE + 310 * MS, BASE + 310 * MS + 800);
-	e[n].api_id = 165;
-	e[n].sub_kind = XPU_API_RUNTIME;
-	e[n++].correlation_id = 63;
-	e[n] = ev(64, XPU_REC_GPU_KERNEL, 42, 42, BASE + 311 * MS, BASE + 312 * MS);
-	e[n].stream = 9;
-	e[n].correlation_id = 63;
-	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 63);
+	e[n++] = call(60, BASE + 300 * MS, 311); /* cudaGraphLaunch */
+	e[n++] = kernel_of(61, BASE + 301 * MS, 60);
+	e[n++] = kernel_of(62, BASE + 302 * MS, 60);
+	e[n++] = call(63, BASE + 310 * MS, 165);
+	e[n++] = kernel_of(64, BASE + 311 * MS, 63);
 	b.n_events = n;
 	fmt_timeline.batch(st, &b, e);
 	tap_eq_u64(counter(st, "flows"), 7,
@@ -312,26 +333,10 @@ int main(void)
 	 * named otherwise than the same addresses were a moment ago (another program's
 	 * binary), which are other frames even within one batch (stack_node's memo) */
 	n = 0;
-	e[n] = ev(70, XPU_REC_CUDA_API, 42, 42, BASE + 400 * MS, BASE + 400 * MS + 800);
-	e[n].api_id = 211;
-	e[n].sub_kind = XPU_API_RUNTIME;
-	e[n++].correlation_id = 70;
-	e[n] = ev(71, XPU_REC_LAUNCH, 42, 42, BASE + 400 * MS + 100, 0);
-	e[n].correlation_id = 70;
-	e[n].stack = stack;
-	e[n].frames = frames;
-	e[n].n_kernel = 1;
-	e[n++].n_user = 2;
-	e[n] = ev(72, XPU_REC_CUDA_API, 42, 42, BASE + 410 * MS, BASE + 410 * MS + 800);
-	e[n].api_id = 211;
-	e[n].sub_kind = XPU_API_RUNTIME;
-	e[n++].correlation_id = 72;
-	e[n] = ev(73, XPU_REC_LAUNCH, 42, 42, BASE + 410 * MS + 100, 0);
-	e[n].correlation_id = 99;
-	e[n].stack = stack;
-	e[n].frames = frames2;
-	e[n].n_kernel = 1;
-	e[n++].n_user = 2;
+	e[n++] = call(70, BASE + 400 * MS, 211);
+	e[n++] = launch_of(71, BASE + 400 * MS + 100, 70, stack, frames);
+	e[n++] = call(72, BASE + 410 * MS, 211);
+	e[n++] = launch_of(73, BASE + 410 * MS + 100, 99, stack, frames2);
 	b.n_events = n;
 	fmt_timeline.batch(st, &b, e);
 	tap_eq_u64(counter(st, "events_written"), written + 3,
