@@ -76,6 +76,15 @@ void actor__count(struct actor *a, int index, __u64 value);
 void actor__sleep_ms(struct actor *a, unsigned int ms);
 
 /*
+ * actor__wait_room - one step of a producer's wait for room in a full ring (a source that
+ * waits rather than drops: synthetic flat out, replay): beat, then sleep 50 us, doubling each
+ * step of the same wait up to 1 ms. *step counts the steps; the caller zeroes it when room
+ * comes. It sleeps rather than yields: on a machine with fewer CPUs than busy actors a
+ * producer that spins takes the CPU its consumers need to make the room.
+ */
+void actor__wait_room(struct actor *a, unsigned int *step);
+
+/*
  * actor__problem - show what is wrong now in `xpusup status` (and say it once on stderr
  * when it changes), for an actor that goes on despite it: a sink whose disk is full keeps
  * receiving and counting. NULL clears it. A new incarnation starts without one.

@@ -16,7 +16,6 @@
 #include "actors/replay/replay_options.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,7 @@ static void put(struct replay *r, const void *rec, __u32 size)
 {
 	__u32 shard = xpu_shard_of(((const struct xpu_rec *)rec)->pid, r->shards);
 	struct ring *ring = r->rings[shard];
+	unsigned int step = 0;
 	void *p;
 
 	if (!r->original) {
@@ -50,8 +50,7 @@ static void put(struct replay *r, const void *rec, __u32 size)
 				return;
 			}
 			ring__flush(ring);
-			actor__beat(r->a);
-			sched_yield();
+			actor__wait_room(r->a, &step);
 		}
 	} else if (!(p = ring__reserve(ring, size))) {
 		r->dropped++;

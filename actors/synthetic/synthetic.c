@@ -28,7 +28,6 @@
 #include "actors/synthetic/synthetic_options.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +141,7 @@ static int load_keys(const struct actor *a, struct synthetic_options *k)
 static void put(struct synth *s, __u32 shard, const void *rec)
 {
 	__u32 size = ((const struct xpu_rec *)rec)->size;
+	unsigned int step = 0;
 	void *p;
 
 	if (s->flat_out) {
@@ -149,8 +149,7 @@ static void put(struct synth *s, __u32 shard, const void *rec)
 			if (errno != EAGAIN || actor__stopping(s->a))
 				goto drop;
 			ring__flush(s->rings[shard]);
-			actor__beat(s->a);
-			sched_yield();
+			actor__wait_room(s->a, &step);
 		}
 	} else {
 		p = ring__reserve(s->rings[shard], size);
