@@ -131,11 +131,13 @@ struct number_memo {
 	__u32 id, gen;
 };
 
-/* A GPU activity's leaf location and kernel label by its name's pointer (the decoder's one
- * copy in the batch) and what else the leaf's text depends on. */
+/* A GPU activity's leaf location and kernel label by what the leaf's text depends on: the
+ * kind, a copy's direction, and a kernel's name by its text (hash, then the bytes against the
+ * label's string), not by its pointer: every event carries its own copy of the name in the
+ * message, so a pointer never repeats (this memo missed on every kernel until 2026-11-27). */
 #define MEMO_GPU 256
 struct gpu_memo {
-	const char *name;
+	__u64 h;
 	__u32 name_len, sub_kind;
 	__u16 kind;
 	__u32 loc, kernel, gen;
@@ -683,15 +685,50 @@ static bool push_frames(struct pprof *p, const struct xpu_cevent *e, __u32 *n, _
 	return true;
 }
 
+/* A GPU activity's leaf ("[gpu] NAME", flame.folded's) as a location, and a kernel's name as
+ * its kernel label (*kernel; 0 for a copy or a memset), through memo.gpu. The memo keeps a
+ * named kernel only where the label's string is the name byte for byte (plain ASCII, no NUL,
+ * not cut), so that comparing the name with that string is comparing the leaves. */
+static long gpu_leaf(struct pprof *p, const struct xpu_cevent *e, __u32 *kernel)
+{
+	bool named = e->kind == XPU_REC_GPU_KERNEL && e->name_len;
+	__u32 len = named ? e->name_len : 0, sub = e->kind == XPU_REC_GPU_MEMCPY ? e->sub_kind : 0;
+	__u64 h = sink_hash_words((__u64)e->kind << 32 ^ sub, e->name, len);
+	struct gpu_memo *m = &p->memo.gpu[xpu_mix64(h) & (MEMO_GPU - 1)];
+	char leaf[FLAME_GPU_LEAF_MAX];
+	__u32 leaf_len;
+	long loc;
+
+	if (m->gen == p->memo.tables_gen && m->h == h && m->name_len == len && m->kind == e->kind &&
+	    m->sub_kind == sub && (!len || !memcmp(p->strings[m->kernel], e->name, len))) {
+		*kernel = m->kernel;
+		return m->loc;
+	}
+	leaf_len = flame_frame__gpu_leaf(e, leaf);
+	loc = named_location(p, leaf, leaf_len);
+	if (e->kind == XPU_REC_GPU_KERNEL) /* the leaf's name after "[gpu] " */
+		*kernel = (__u32)name_id(p, leaf + GPU_PREFIX, leaf_len - GPU_PREFIX);
+	if (loc <= 0 || *kernel == (__u32)-1)
+		return loc;
+	if (len && (leaf_len - GPU_PREFIX != len || memcmp(p->strings[*kernel], e->name, len)))
+		return loc; /* escaped or cut: the label is not the name */
+	*m = (struct gpu_memo){ .h = h,
+				.name_len = len,
+				.sub_kind = sub,
+				.kind = e->kind,
+				.loc = (__u32)loc,
+				.kernel = *kernel,
+				.gen = p->memo.tables_gen };
+	return loc;
+}
+
 /* Add e's values under its stack and labels; past the tables, under FULL_FRAME. */
 static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *e,
 		      const int64_t *value)
 {
 	bool gpu = e->kind != XPU_REC_CPU_SAMPLE;
-	__u32 n = 0, k, frames, label[L_N] = { 0 }, leaf_len = 0;
-	struct gpu_memo *gm;
+	__u32 n = 0, k, frames, label[L_N] = { 0 };
 	struct comm_memo *cm;
-	char leaf[FLAME_GPU_LEAF_MAX];
 	const char *comm, *scope;
 	struct sample *s = NULL;
 	bool ok = true;
@@ -699,29 +736,7 @@ static void add_event(struct pprof *p, __u32 producer, const struct xpu_cevent *
 
 	frames = !e->stack ? 0 : gpu ? e->n_user : (__u32)e->n_kernel + e->n_user;
 	if (gpu) {
-		gm = &p->memo.gpu[xpu_mix64((__u64)(uintptr_t)e->name ^ e->name_len ^
-					    (__u64)e->kind << 32 ^ (__u64)e->sub_kind << 40) &
-				  (MEMO_GPU - 1)];
-		if (gm->gen == p->memo.batch_gen && gm->name == e->name &&
-		    gm->name_len == e->name_len && gm->kind == e->kind &&
-		    gm->sub_kind == e->sub_kind) {
-			id = gm->loc;
-			label[L_KERNEL] = gm->kernel;
-		} else {
-			leaf_len = flame_frame__gpu_leaf(e, leaf);
-			id = named_location(p, leaf, leaf_len);
-			if (e->kind == XPU_REC_GPU_KERNEL) /* the leaf's name after "[gpu] " */
-				label[L_KERNEL] =
-					(__u32)name_id(p, leaf + GPU_PREFIX, leaf_len - GPU_PREFIX);
-			if (id > 0 && label[L_KERNEL] != (__u32)-1)
-				*gm = (struct gpu_memo){ .name = e->name,
-							 .name_len = e->name_len,
-							 .sub_kind = e->sub_kind,
-							 .kind = e->kind,
-							 .loc = (__u32)id,
-							 .kernel = label[L_KERNEL],
-							 .gen = p->memo.batch_gen };
-		}
+		id = gpu_leaf(p, e, &label[L_KERNEL]);
 		ok = id > 0;
 		p->stack[n++] = (__u64)id;
 		if (!frames) {

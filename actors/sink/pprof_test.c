@@ -576,6 +576,52 @@ static void comm_change(void)
 	remove_files();
 }
 
+/* GPU leaves and kernel labels are remembered by the name's text, not its pointer (each
+ * event has its own copy of the name): the same text in two copies is one kernel, another
+ * text at the same address in the next batch another, a longer name with the same start
+ * another, and a name that is not plain ASCII (its label escaped) still one kernel. */
+static void kernel_names(void)
+{
+	char a[16] = "vecAdd", b[16] = "vecAdd", c[16] = "vecAddX", l1[16] = "k\xe9rnel",
+	     l2[16] = "k\xe9rnel", why[512];
+	struct xpu_cevent e[6];
+	void *st = NULL;
+	Profile *p;
+	int err;
+
+	e[0] = gpu(XPU_REC_GPU_KERNEL, a, 100, user_stack, user_names, 2);
+	e[1] = gpu(XPU_REC_GPU_KERNEL, b, 200, user_stack, user_names, 2);
+	e[2] = gpu(XPU_REC_GPU_KERNEL, c, 5, user_stack, user_names, 2);
+	e[3] = gpu(XPU_REC_GPU_KERNEL, l1, 10, user_stack, user_names, 2);
+	e[4] = gpu(XPU_REC_GPU_KERNEL, l2, 20, user_stack, user_names, 2);
+	e[5] = gpu(XPU_REC_GPU_KERNEL, a, 1, user_stack, user_names, 2);
+	err = fmt_pprof.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "kernel names: open: %s", err ? why : "ok"))
+		return;
+	batch(st, e, 6);
+	snprintf(a, sizeof(a), "gemm");
+	e[0] = gpu(XPU_REC_GPU_KERNEL, a, 7, user_stack, user_names, 2);
+	batch(st, e, 1);
+	p = the_file(st, "kernel names");
+	if (p) {
+		static const char *const want[] = {
+			"[gpu] vecAdd;matmul;main | pid=42 device=1 stream=7 kernel=vecAdd team=ml "
+			"job=resnet host=testhost | 0 0 301 0",
+			"[gpu] vecAddX;matmul;main | pid=42 device=1 stream=7 kernel=vecAddX "
+			"team=ml job=resnet host=testhost | 0 0 5 0",
+			"[gpu] k\xc3\xa9rnel;matmul;main | pid=42 device=1 stream=7 "
+			"kernel=k\xc3\xa9rnel team=ml job=resnet host=testhost | 0 0 30 0",
+			"[gpu] gemm;matmul;main | pid=42 device=1 stream=7 kernel=gemm team=ml "
+			"job=resnet host=testhost | 0 0 7 0",
+		};
+
+		tap_ok(samples_are(p, want, 4),
+		       "kernel names: one kernel per name text, whatever copy it is in");
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	remove_files();
+}
+
 /* A subscriber's batches carry their host (the origin keys): the host label is each
  * batch's, the same stack on two hosts two samples; a batch without origin keeps the sink's
  * own host. */
@@ -765,6 +811,7 @@ int main(void)
 	intervals();
 	pointers_per_batch();
 	comm_change();
+	kernel_names();
 	origin_hosts();
 	tables_full();
 	bad_options();
