@@ -167,5 +167,37 @@ ok $? "the restarted shards count the join state they lost (keys_lost)"
 "$XPUSUP" stop --session "$s" >/dev/null 2>&1
 log_clean "$s" "kill -9"
 
+# ---- a slow sink at stop ---------------------------------------------------------------
+# A sink that takes one batch a second, behind a flat-out source: at the stop every queue
+# is full and many batches are left to send. The shard waits for the sink until one deadline
+# for the whole stop (half the supervisor's patience), then gives it up and counts what it
+# was not sent; a deadline per batch let such a sink hold the stop for a second a batch,
+# and the supervisor killed the shard (asan sink_windows in CI).
+s="$PREFIX-slow"
+cat >"$WORK/slow.conf" <<EOF
+[sink out]
+kind = test
+take_every_ms = 1000
+[correlator]
+shards = 1
+[source syn]
+kind = synthetic
+launches_per_s = 0
+count = 10000000
+EOF
+"$XPUSUP" start "$WORK/slow.conf" --session "$s" >/dev/null 2>&1
+ok $? "slow sink: session starts"
+wait_for 30 "$s" "sum_('send_waits') > 0 and c('out', 'batches_in') >= 2"
+ok $? "slow sink: the shard waits for the sink (send_waits $(json "$s" "sum_('send_waits')"))"
+t0=$(date +%s%N)
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+ok $? "slow sink: stop succeeds"
+ms=$((($(date +%s%N) - t0) / 1000000))
+! grep -q "did not stop within" "$BASE/$s.log"
+ok $? "slow sink: the shard stopped by itself, the supervisor killed nothing (stop took $ms ms)" || grep -E "did not stop|gave up" "$BASE/$s.log" | sed 's/^/# /'
+grep -q "gave up on sink out" "$BASE/$s.log"
+ok $? "slow sink: the shard says it gave up on the sink at the deadline"
+log_clean "$s" "slow sink"
+
 echo "1..$n"
 [ $failed = 0 ]

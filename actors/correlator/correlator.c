@@ -159,6 +159,7 @@ enum counter {
 	C_PY_CODES_FAILED,
 	C_PY_CODES_CACHED,
 	C_SINK_REDIALS,
+	C_EVENTS_UNSENT,
 	C_N,
 };
 
@@ -237,6 +238,7 @@ static const char *const counter_names[C_N] = {
 	[C_PY_CODES_FAILED] = "py_codes_failed",
 	[C_PY_CODES_CACHED] = "py_codes_cached",
 	[C_SINK_REDIALS] = "sink_redials",
+	[C_EVENTS_UNSENT] = "events_unsent",
 };
 
 _Static_assert(C_N <= XPU_STATUS_MAX_COUNTERS, "the status block has a slot for every counter");
@@ -386,6 +388,8 @@ struct shard {
 	bool sink_gone[CONF_MAX_ACTORS]; /* stopping: given up on, not waited for again */
 	unsigned int n_sinks;
 	__u64 redials;
+	__u64 stop_by; /* stopping: past this, a sink that cannot take a batch is given up */
+	__u64 unsent; /* events a given-up sink was not sent, summed over sinks */
 	__u64 seq, events, batches, send_waits, encode_errors, now;
 	int counters[C_N];
 	/* The `symbols` stage: NULL when no source of this shard asks for it. Frames are named
@@ -560,36 +564,57 @@ static int sink_dial(struct shard *s, unsigned int i)
 	return err;
 }
 
-/* Send one batch to every sink, waiting (and beating) while a sink cannot take it.
+/* When a stopping shard stops waiting for sinks: half the supervisor's patience after the
+ * stop began, so that the drain, the join's flush and the close (slow under ASAN) fit in the
+ * other half. Set once, at the first call after SIGTERM. */
+static __u64 stop_deadline(struct shard *s)
+{
+	if (!s->stop_by)
+		s->stop_by = xpu_now_ns() + (__u64)s->a->self->shutdown_timeout_ms * 500000ull;
+	return s->stop_by;
+}
+
+/* Send one batch (n events) to every sink, waiting (and beating) while a sink cannot take it.
  *
  * A sink that takes nothing for REDIAL_NS while the shard runs gets a new socket: libnng
  * 1.5.2's dialer can stay disconnected after its sink is killed and restarted (seen in CI:
  * one shard of two never sent again, the other did), and a new dial connects at once. What
  * the old socket held is lost, and the sink counts it as a gap.
  *
- * A stopping shard gives up on a sink after 2 s, once: the batches after go to the others
- * only, so that a dead sink cannot hold the stop past the supervisor's patience. */
-static void send_all(struct shard *s, const void *data, size_t len)
+ * A stopping shard waits for its sinks until one deadline for the whole stop
+ * (stop_deadline): a sink that cannot take a batch after it is given up, and this batch and
+ * every later one are counted as unsent to it (events_unsent). A deadline per batch, as
+ * before, let a sink that took a batch a second hold the stop for as many seconds as there
+ * were batches left, past the supervisor's patience (asan sink_windows in CI, 2026-11). */
+static void send_all(struct shard *s, const void *data, size_t len, __u32 n)
 {
-	__u64 give_up = 0, since, now;
 	unsigned int i;
+	__u64 since;
 	int rv;
 
 	for (i = 0; i < s->n_sinks; i++) {
-		if (s->sink_gone[i])
+		if (s->sink_gone[i]) {
+			s->unsent += n;
 			continue;
+		}
 		since = 0;
 		/* A blocking send with a timeout: it returns as soon as the sink can take the
 		 * batch (polling with sleeps would add a sleep's rounding to every wait). */
 		while ((rv = nng_send(s->sinks[i], (void *)data, len, 0)) == NNG_ETIMEDOUT) {
+			__u64 now = xpu_now_ns();
+
 			s->send_waits++;
 			actor__beat(s->a);
-			now = xpu_now_ns();
 			if (actor__stopping(s->a)) {
-				if (!give_up)
-					give_up = now + 2000000000ull;
-				else if (now > give_up) {
+				if (now >= stop_deadline(s)) {
 					s->sink_gone[i] = true;
+					s->unsent += n;
+					fprintf(stderr,
+						PROG
+						": stopping: gave up on sink %s, which took nothing "
+						"until the stop's deadline; what is left for it is "
+						"counted in events_unsent\n",
+						s->sink_names[i]);
 					break;
 				}
 			} else if (!since) {
@@ -656,7 +681,7 @@ static void finish_batch(struct shard *s)
 		data = NULL;
 	checkpoint(s, s->seq + n);
 	if (data) {
-		send_all(s, data, len);
+		send_all(s, data, len, n);
 		s->batches++;
 	}
 	for (i = 0; i < s->n_rings; i++)
@@ -926,6 +951,7 @@ static void publish_python(struct shard *s, __u64 *v)
 	v[C_PY_CODES_FAILED] = p.codes.failed;
 	v[C_PY_CODES_CACHED] = p.codes.cached;
 	v[C_SINK_REDIALS] = s->redials;
+	v[C_EVENTS_UNSENT] = s->unsent;
 }
 
 static void publish(struct shard *s)
@@ -1262,6 +1288,7 @@ int main(int argc, char **argv)
 		actor__beat(&a);
 	}
 	/* SIGTERM: the sources have stopped (they stop first); drain what they left. */
+	stop_deadline(&s);
 	while (turn(&s))
 		;
 	join__flush(s.join);

@@ -244,18 +244,21 @@ static int sink__open(struct mesh *m, struct actor *a)
 	return 0;
 }
 
-/* Take every batch waiting, decode it, count its events and the producer's sequence gaps. */
-static void sink__step(struct mesh *m, struct actor *a)
+/* Take every batch waiting, decode it, count its events and the producer's sequence gaps.
+ * take_every_ms: one batch a step, then a sleep that long (a slow sink on purpose). */
+static void sink__step(struct mesh *m, struct actor *a, unsigned long long take_every_ms)
 {
 	struct xpu_wire_batch batch;
 	void *buf;
 	size_t len;
 
 	int flags = NNG_FLAG_ALLOC; /* the first receive waits (NNG_OPT_RECVTIMEO), the rest not */
+	__u64 before = m->batches + m->bad_batches;
 	unsigned int n = 0;
 
 	/* At most SINK_STEP_BATCHES a step: the caller heartbeats between steps. */
-	while (n++ < SINK_STEP_BATCHES && nng_recv(m->pull, &buf, &len, flags) == 0) {
+	while (n++ < (take_every_ms ? 1 : SINK_STEP_BATCHES) &&
+	       nng_recv(m->pull, &buf, &len, flags) == 0) {
 		flags |= NNG_FLAG_NONBLOCK;
 		if (xpu_wire_decode(buf, len, &xpu_wire_default_limits, &batch, m->events,
 				    SINK_MAX_EVENTS, &m->pool, NULL)) {
@@ -304,6 +307,8 @@ static void sink__step(struct mesh *m, struct actor *a)
 	actor__count(a, m->c_stacked, m->gpu_stacks);
 	actor__count(a, m->c_linked, m->stream_links);
 	actor__count(a, m->c_weight, m->sample_weight);
+	if (take_every_ms && m->batches + m->bad_batches > before)
+		actor__sleep_ms(a, (unsigned int)take_every_ms);
 }
 
 /* Sources produce into ring.SELF.K for every shard K; correlator shard K consumes
@@ -385,7 +390,7 @@ static void mesh__step(struct mesh *m, struct actor *a, const struct test_keys *
 		for (r = 0; r < m->n; r++)
 			ring__consume(m->rings[r], count_record, m, 4096);
 	} else if (m->listening) {
-		sink__step(m, a);
+		sink__step(m, a, k->o.take_every_ms);
 		return;
 	}
 	actor__count(a, m->c_records, m->records);

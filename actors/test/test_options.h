@@ -19,6 +19,7 @@ struct test_options {
 	bool ignore_sigterm;
 	unsigned long long hang_after_ms;
 	unsigned long long produce_per_s;
+	unsigned long long take_every_ms;
 	const char *dump; /* NULL: no dump */
 };
 
