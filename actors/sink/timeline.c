@@ -105,6 +105,11 @@
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
 #define STACK_MEMO 256 /* stack_node's memo of whole stacks, direct-mapped */
+/* begin()'s memo of event heads, direct-mapped (2^HEAD_MEMO_BITS entries); a name longer
+ * than HEAD_NAME_MAX or a head longer than HEAD_TEXT is built every time */
+#define HEAD_MEMO_BITS 8
+#define HEAD_NAME_MAX 120
+#define HEAD_TEXT 200
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
 #define HELD_CALL_MAX 1024 /* a call's slice: its name (at most 79 bytes) and numbers */
 #define PENDING_MAX 65536 /* GPU slices waiting for their call's arrow */
@@ -301,6 +306,23 @@ struct snapshot {
 	__u64 result_events, result_bytes;
 };
 
+/*
+ * An event's head, "{" to its tid's value, by what it is made of: ph, cat (a literal: its
+ * address stands for its text), pid, tid and name. Most events repeat a few heads (a
+ * thread's calls of one API, a stream's kernels of one name), and building one (the name
+ * escaped, two integers) was about a fifth of this sink's format time (fmt_bench,
+ * 2026-11-27); from the memo it is one hash of the name, one compare and one copy.
+ */
+struct head_memo {
+	__u64 h;
+	const char *cat;
+	__u32 pid, tid, name_len;
+	__u16 len; /* of text; 0: empty */
+	char ph;
+	char name[HEAD_NAME_MAX];
+	char text[HEAD_TEXT];
+};
+
 struct timeline {
 	char path[TL_PATH_MAX];
 	char cur_path[TL_PATH_MAX]; /* the file being written: path, or the window's */
@@ -378,6 +400,7 @@ struct timeline {
 	__u64 stacks_inline; /* stacks written inline: the tree was full */
 	struct api_cached api_cache[API_CACHE];
 	struct stack_memo stack_memo[STACK_MEMO];
+	struct head_memo *heads; /* 1 << HEAD_MEMO_BITS */
 	__u64 batches; /* batches seen: what a memo of a stack with names is valid for */
 	struct thread *last_thread; /* touch's last, in the threads table */
 	struct {
@@ -619,16 +642,52 @@ static void put_dur(struct timeline *t, __u64 start, __u64 end)
 	put_us(t, end > start ? end - start : 0);
 }
 
-/* Start an event: every event has ph, name, cat (cat_len bytes, nothing to escape), pid,
- * tid and (but metadata) ts. */
+/* h with the n bytes of a name mixed in, a word at a time; the last word of a name of 8 bytes
+ * or more overlaps the one before, where sink_hash_words copies the rest byte by byte (an
+ * eighth of begin()'s time). */
+static __u64 name_hash(__u64 h, const char *s, size_t n)
+{
+	const __u64 k = 0x9e3779b97f4a7c15ull;
+	__u64 w = 0;
+	size_t i;
+
+	if (n >= 8) {
+		for (i = 0; i + 8 < n; i += 8) {
+			memcpy(&w, s + i, 8);
+			h = (h ^ w) * k;
+		}
+		memcpy(&w, s + n - 8, 8);
+	} else {
+		for (i = 0; i < n; i++)
+			w = w << 8 | (unsigned char)s[i];
+	}
+	return (h ^ w ^ n) * k;
+}
+
+/* Start an event: every event has ph, name, cat (cat_len bytes of a literal, nothing to
+ * escape), pid, tid and (but metadata) ts. The head (all but ts) through t->heads. */
 static void begin(struct timeline *t, char ph, const char *name, size_t name_len, const char *cat,
 		  size_t cat_len, __u32 pid, __u32 tid, __u64 ts)
 {
 	char head[] = "{\"ph\":\"X\",\"name\":";
+	struct head_memo *m = NULL;
+	__u64 h;
 
-	head[7] = ph;
 	t->len = 0;
 	t->overflow = false;
+	if (t->heads && name_len <= HEAD_NAME_MAX) {
+		h = name_hash((__u64)pid << 32 ^ tid ^ (__u64)(unsigned char)ph << 24 ^
+				      (__u64)(uintptr_t)cat,
+			      name, name_len);
+		m = &t->heads[h >> (64 - HEAD_MEMO_BITS)];
+		if (m->len && m->h == h && m->pid == pid && m->tid == tid && m->ph == ph &&
+		    m->cat == cat && m->name_len == name_len && !memcmp(m->name, name, name_len)) {
+			memcpy(t->ev, m->text, m->len);
+			t->len = m->len;
+			goto ts;
+		}
+	}
+	head[7] = ph;
 	put_raw(t, head, sizeof(head) - 1);
 	put_str(t, name, name_len);
 	put_lit(t, ",\"cat\":\"");
@@ -636,6 +695,18 @@ static void begin(struct timeline *t, char ph, const char *name, size_t name_len
 	put_lit(t, "\",\"pid\":");
 	put_u64(t, pid);
 	put_member(t, LIT(",\"tid\":"), tid);
+	if (m && !t->overflow && t->len <= HEAD_TEXT) {
+		m->h = h;
+		m->cat = cat;
+		m->pid = pid;
+		m->tid = tid;
+		m->name_len = (__u32)name_len;
+		m->ph = ph;
+		m->len = (__u16)t->len;
+		memcpy(m->name, name, name_len);
+		memcpy(m->text, t->ev, t->len);
+	}
+ts:
 	if (ph != 'M') {
 		put_lit(t, ",\"ts\":");
 		put_us(t, ts);
@@ -2689,6 +2760,7 @@ static void timeline_free(void *st)
 		for (l = 0; l < LANES; l++)
 			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
 	free(t->ranges);
+	free(t->heads);
 	launch_map__free(&t->launches);
 	launch_map__free(&t->pend_index);
 	free(t->pending);
@@ -2821,6 +2893,7 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 			err = -ENOMEM;
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
+	t->heads = calloc(1u << HEAD_MEMO_BITS, sizeof(*t->heads));
 	t->ev = malloc(EV_HEAD + EV_MAX);
 	if (t->ev)
 		t->ev += EV_HEAD;
@@ -2830,8 +2903,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	t->frame_names = malloc(FRAME_NAMES_MAX);
 	t->clocks_json = malloc(SINK_CLOCKS_JSON_MAX);
 	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
-	if (err || !t->ranges || !t->ev || !t->frames || !t->frame_slots || !t->frame_names ||
-	    !t->clocks_json || !t->sm) {
+	if (err || !t->ranges || !t->heads || !t->ev || !t->frames || !t->frame_slots ||
+	    !t->frame_names || !t->clocks_json || !t->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;

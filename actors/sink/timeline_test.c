@@ -150,6 +150,7 @@ int main(void)
 	struct xpu_wire_batch b = { .version = 1, .producer = 3 };
 	struct xpu_cevent e[32];
 	static __u64 deep[127];
+	static char long_name[200], long_head[300];
 	char why[512], *text;
 	__u64 written;
 	__u32 i, j;
@@ -543,6 +544,52 @@ int main(void)
 	       "a full tree: the last stack that fits has its node, the others are inline, "
 	       "otherData counts them; the nodes the first stack that did not fit made are "
 	       "not written: no event names them");
+	free(text);
+
+	/* event heads come from a memo (begin): each must still be its own event's, whatever
+	 * copy its name is in, for names differing only in their last byte, on another stream,
+	 * with characters to escape and too long for the memo */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open a fourth time: %s", err ? why : "ok"))
+		return tap_done();
+	{
+		static const char *const names[] = { "alpha", "alpha", "alphb",
+						     "alpha", "k\"q",  "k\"q" };
+		static const __u32 streams[] = { 9, 9, 9, 10, 9, 9 };
+		char copies[6][8];
+
+		memset(long_name, 'x', sizeof(long_name) - 1);
+		snprintf(long_head, sizeof(long_head),
+			 "\"name\":\"%s\",\"cat\":\"kernel\",\"pid\":1073741824,\"tid\":9,",
+			 long_name);
+		for (i = 0; i < 8; i++) {
+			e[i] = ev(2000 + i, XPU_REC_GPU_KERNEL, 42, 42, BASE + i * 1000,
+				  BASE + i * 1000 + 500);
+			e[i].stream = i < 6 ? streams[i] : 9;
+			if (i < 6)
+				snprintf(copies[i], sizeof(copies[i]), "%s", names[i]);
+			e[i].name = i < 6 ? copies[i] : long_name;
+			e[i].name_len = (__u32)strlen(e[i].name);
+		}
+		b.n_events = 8;
+		fmt_timeline.batch(st, &b, e);
+	}
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+	text = tap_slurp(path);
+	tap_ok(text &&
+		       occurrences(text, "{\"ph\":\"X\",\"name\":\"alpha\",\"cat\":\"kernel\","
+					 "\"pid\":1073741824,\"tid\":9,\"ts\":") == 2 &&
+		       occurrences(text, "{\"ph\":\"X\",\"name\":\"alphb\",\"cat\":\"kernel\","
+					 "\"pid\":1073741824,\"tid\":9,\"ts\":") == 1 &&
+		       occurrences(text, "{\"ph\":\"X\",\"name\":\"alpha\",\"cat\":\"kernel\","
+					 "\"pid\":1073741824,\"tid\":10,\"ts\":") == 1 &&
+		       occurrences(text, "{\"ph\":\"X\",\"name\":\"k\\\"q\",\"cat\":\"kernel\","
+					 "\"pid\":1073741824,\"tid\":9,\"ts\":") == 2 &&
+		       occurrences(text, long_head) == 2,
+	       "heads: two copies of one name, names differing in their last byte, another "
+	       "stream, a name to escape and one too long for the memo: each event its own head");
 	free(text);
 	unlink(path);
 	return tap_done();
