@@ -200,6 +200,7 @@ struct thread {
 	struct tkey k; /* a = pid, b = tid */
 	char comm[COMM_MAX + 1];
 	__u32 top; /* innermost open range of the thread: index + 1 in ranges, 0 none */
+	__u64 push_newest; /* the latest push among its open ranges, or later; 0: none open */
 	struct lane *lane[LANES]; /* made when first used */
 };
 
@@ -238,6 +239,7 @@ struct open_range {
 	__u32 next_free; /* index + 1 */
 	char *name;
 	__u32 name_len;
+	__u8 lane; /* the lane kept for it at its push (lane_of, range_close) */
 	bool used;
 };
 
@@ -1143,16 +1145,46 @@ static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
 	return true;
 }
 
+/* Whether [s, e] starts before an open range of the thread that keeps lane i, and ends after
+ * that range's push: the range, written when it ends, would overlap it without nesting. */
+static bool lane_straddles_push(const struct timeline *t, const struct thread *th, __u32 i, __u64 s,
+				__u64 e)
+{
+	const struct open_range *r;
+	__u32 k;
+
+	if (s >= th->push_newest) /* the usual: every open range was pushed before it began */
+		return false;
+	for (k = th->top; k; k = r->below) {
+		r = &t->ranges[k - 1];
+		if (r->lane == i && s < r->ts && e > r->ts)
+			return true;
+	}
+	return false;
+}
+
+/* Remember [s, e] as the newest slice of lane l. */
+static void lane_put(struct lane *l, __u64 s, __u64 e)
+{
+	l->s[l->next] = s;
+	l->e[l->next] = e;
+	if (e > l->max_e)
+		l->max_e = e;
+	l->next = (l->next + 1) % LANE_RECENT;
+	if (l->n < LANE_RECENT)
+		l->n++;
+}
+
 /*
  * The track of a slice [s, e] on a CPU thread. Viewers need the slices of a track properly
  * nested (Perfetto drops, speedscope mis-stacks the others). A thread's calls and ranges
  * nest in a real program, but an input can say otherwise (the synthetic source stamps a
  * thread's calls closer than they last; two sources' clocks can disagree by a little): a
- * slice that partially overlaps one of the last LANE_RECENT written on the thread's track
- * goes to the first overlap lane where it nests, a track of its own beside the thread's.
- * Overlapping slices arrive close together (one source's ring, in order), so the recent
- * slices are the ones to check; with every lane taken the slice stays on the last one, and
- * is counted.
+ * slice that partially overlaps one of the last LANE_RECENT written on the thread's track,
+ * or starts before the push of a range still open on it and ends after, goes to the first
+ * overlap lane where it nests, a track of its own beside the thread's. Overlapping slices
+ * arrive close together (one source's ring, in order), so the recent slices are the ones to
+ * check; with every lane taken the slice stays on the last one, and is counted.
  */
 static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 {
@@ -1168,21 +1200,36 @@ static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 			t->full++; /* unchecked, on the last lane there is */
 			return tid + ((i ? i - 1 : 0) << LANE_SHIFT);
 		}
-		if (lane_fits(l, s, e))
+		if (lane_fits(l, s, e) && !lane_straddles_push(t, th, i, s, e))
 			break;
 	}
 	if (i == LANES) {
 		i = LANES - 1;
 		t->overlaps++;
 	}
-	l->s[l->next] = s;
-	l->e[l->next] = e;
-	if (e > l->max_e)
-		l->max_e = e;
-	l->next = (l->next + 1) % LANE_RECENT;
-	if (l->n < LANE_RECENT)
-		l->n++;
+	lane_put(l, s, e);
 	return tid + (i << LANE_SHIFT);
+}
+
+/* The lane a range pushed at ts keeps (open_range.lane): the first where no recent slice is
+ * under way at ts. Its end is not known yet, and may never be (a pop lost): keeping its lane
+ * from the start lets a range that is closed late, without its pop, be placed where nothing
+ * it overlaps can have gone since (range_close), however many slices came in between. */
+static __u8 lane_for_push(struct thread *th, __u64 ts)
+{
+	const struct lane *l;
+	__u32 i, k;
+
+	for (i = 0; i < LANES; i++) {
+		l = th->lane[i];
+		if (!l || ts >= l->max_e)
+			return (__u8)i;
+		for (k = 0; k < l->n && !(l->s[k] < ts && l->e[k] > ts); k++)
+			;
+		if (k == l->n)
+			return (__u8)i;
+	}
+	return LANES - 1;
 }
 
 static struct gpu *gpu_of(struct timeline *t, __u32 pid, __u32 device)
@@ -1586,26 +1633,53 @@ static void range_push(struct timeline *t, __u32 producer, const struct xpu_ceve
 	r->pid = e->pid;
 	r->tid = cpu_tid(e->pid, e->tid);
 	r->below = th->top;
+	r->lane = lane_for_push(th, e->ts_ns);
 	r->used = true;
 	th->top = idx1;
+	if (e->ts_ns > th->push_newest)
+		th->push_newest = e->ts_ns;
 	p->open_ranges++;
 }
 
-/* Write a range as one complete event, [push, end], and forget it. */
-/* closer: the pop, whose counters go with the slice; NULL for a range that never ended. */
+/*
+ * Write a range as one complete event, [push, end], and forget it. closer: the pop, whose
+ * counters go with the slice; NULL for a range that never ended (its pop lost, or not yet
+ * come when its thread ended or the session stopped). A range that ended is placed as any
+ * slice (lane_of). One that did not goes on the lane it kept at its push, and lasts at least
+ * to the latest end on that lane: no slice since its push could take that lane while under
+ * way at its push (lane_straddles_push), so every one since nests inside it, however many
+ * there were (the last LANE_RECENT only would miss a call long before, seen after kill -9).
+ */
 static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64 end,
 			const struct xpu_cevent *closer)
 {
 	bool unfinished = !closer;
 	struct open_range *r = range_at(t, idx1);
 	struct proc *p = table__get(&t->procs, r->pid, 0, false);
-	__u32 *link = &th->top;
+	__u32 *link = &th->top, track;
+	struct lane *l;
 
 	while (*link != idx1) /* usually the innermost; a pop may skip lost ones */
 		link = &range_at(t, *link)->below;
 	*link = r->below;
+	if (!th->top)
+		th->push_newest = 0;
+	if (end < r->ts)
+		end = r->ts;
+	if (!unfinished) {
+		track = lane_of(t, r->pid, r->tid, r->ts, end);
+	} else {
+		l = th->lane[r->lane];
+		if (!l && !(l = th->lane[r->lane] = calloc(1, sizeof(*l))))
+			t->full++;
+		if (l && l->max_e > end)
+			end = l->max_e;
+		if (l)
+			lane_put(l, r->ts, end);
+		track = r->tid + ((__u32)r->lane << LANE_SHIFT);
+	}
 	begin(t, 'X', r->name_len ? r->name : "range", r->name_len ? r->name_len : 5, LIT("range"),
-	      r->pid, lane_of(t, r->pid, r->tid, r->ts, end > r->ts ? end : r->ts), r->ts);
+	      r->pid, track, r->ts);
 	put_dur(t, r->ts, end);
 	put_lit(t, ",\"args\":{\"range_id\":");
 	put_u64(t, r->range_id);

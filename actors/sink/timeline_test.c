@@ -591,6 +591,54 @@ int main(void)
 	       "heads: two copies of one name, names differing in their last byte, another "
 	       "stream, a name to escape and one too long for the memo: each event its own head");
 	free(text);
+
+	/* ranges whose pops were lost, closed at finish: each must nest with every slice of its
+	 * track, also with a call long before the end that was under way at its push (the last
+	 * LANE_RECENT slices alone would not see it): one range pushed inside a call that came
+	 * first, one pushed before a call under way at its push came, each followed by 40 calls */
+	for (i = 0; i < 2; i++) {
+		err = fmt_timeline.open(&st, &env, why, sizeof(why));
+		if (!tap_ok(err == 0, "lost pop %u: open: %s", i, err ? why : "ok"))
+			return tap_done();
+		n = 0;
+		e[n++] = call(500, BASE + 900, 1); /* under way at the push, 900..1700 */
+		e[n] = ev(501, XPU_REC_RANGE, 42, 42, BASE + 1000, 0);
+		e[n].sub_kind = XPU_RANGE_PUSH;
+		e[n].name = "lost";
+		e[n++].name_len = 4;
+		if (i) { /* the call's record after the push's, as CUPTI sends a call at its end */
+			struct xpu_cevent c = e[0];
+
+			e[0] = e[1];
+			e[1] = c;
+		}
+		b.n_events = n;
+		fmt_timeline.batch(st, &b, e);
+		for (j = 0; j < 40; j++) {
+			e[0] = call(600 + j, BASE + 5000 + j * 1000, 1);
+			b.n_events = 1;
+			fmt_timeline.batch(st, &b, e);
+		}
+		err = fmt_timeline.finish(st, why, sizeof(why));
+		tap_ok(err == 0, "lost pop %u: finish: %s", i, err ? why : "ok");
+		fmt_timeline.free(st);
+		text = tap_slurp(path);
+		/* the call and the range on different tracks of thread 42, the range to the end */
+		tap_ok(text &&
+			       (strstr(text,
+				       "\"name\":\"lost\",\"cat\":\"range\",\"pid\":42,\"tid\":42,") !=
+				NULL) !=
+				       (strstr(text,
+					       "\"pid\":42,\"tid\":42,\"ts\":1000000000.9,\"dur\":0.8,") !=
+					NULL) &&
+			       strstr(text,
+				      "\"ts\":1000000001,\"dur\":43.8,\"args\":{\"range_id\":0,"
+				      "\"unfinished\":true}"),
+		       "lost pop %u: the range whose pop was lost and the call under way at its push "
+		       "are on two tracks; the range lasts to the end of its track",
+		       i);
+		free(text);
+	}
 	unlink(path);
 	return tap_done();
 }
