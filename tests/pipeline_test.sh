@@ -197,6 +197,9 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 ok $? "slow sink: the shard stopped by itself, the supervisor killed nothing (stop took $ms ms)" || grep -E "did not stop|gave up" "$BASE/$s.log" | sed 's/^/# /'
 grep -q "gave up on sink out" "$BASE/$s.log"
 ok $? "slow sink: the shard says it gave up on the sink at the deadline"
+unsent=$(sed -n 's/.*correlator: \([0-9]*\) events not sent to sinks given up.*/\1/p' "$BASE/$s.log")
+[ "${unsent:-0}" -gt 0 ]
+ok $? "slow sink: what the sink was not sent is counted (events_unsent ${unsent:-none})"
 log_clean "$s" "slow sink"
 
 echo "1..$n"

@@ -574,6 +574,19 @@ static __u64 stop_deadline(struct shard *s)
 	return s->stop_by;
 }
 
+/* Stopping, past the deadline: sink i is not waited for again, and this batch (n events) and
+ * every later one count as not sent to it (events_unsent; what nng already held for it is lost
+ * at the close, uncounted). Said once. */
+static void give_up(struct shard *s, unsigned int i, __u32 n)
+{
+	s->sink_gone[i] = true;
+	s->unsent += n;
+	fprintf(stderr,
+		PROG
+		": stopping: gave up on sink %s, which could not take a batch by the stop's deadline\n",
+		s->sink_names[i]);
+}
+
 /* Send one batch (n events) to every sink, waiting (and beating) while a sink cannot take it.
  *
  * A sink that takes nothing for REDIAL_NS while the shard runs gets a new socket: libnng
@@ -599,22 +612,22 @@ static void send_all(struct shard *s, const void *data, size_t len, __u32 n)
 		}
 		since = 0;
 		/* A blocking send with a timeout: it returns as soon as the sink can take the
-		 * batch (polling with sleeps would add a sleep's rounding to every wait). */
-		while ((rv = nng_send(s->sinks[i], (void *)data, len, 0)) == NNG_ETIMEDOUT) {
-			__u64 now = xpu_now_ns();
+		 * batch (polling with sleeps would add a sleep's rounding to every wait). Past
+		 * the stop's deadline, a send that cannot go at once gives the sink up: a sink
+		 * that takes a batch every 40 ms would never time out. */
+		for (;;) {
+			bool late = actor__stopping(s->a) && xpu_now_ns() >= stop_deadline(s);
+			__u64 now;
 
+			rv = nng_send(s->sinks[i], (void *)data, len, late ? NNG_FLAG_NONBLOCK : 0);
+			if (rv != NNG_ETIMEDOUT && !(late && rv == NNG_EAGAIN))
+				break;
+			now = xpu_now_ns();
 			s->send_waits++;
 			actor__beat(s->a);
 			if (actor__stopping(s->a)) {
-				if (now >= stop_deadline(s)) {
-					s->sink_gone[i] = true;
-					s->unsent += n;
-					fprintf(stderr,
-						PROG
-						": stopping: gave up on sink %s, which took nothing "
-						"until the stop's deadline; what is left for it is "
-						"counted in events_unsent\n",
-						s->sink_names[i]);
+				if (late || now >= stop_deadline(s)) {
+					give_up(s, i, n);
 					break;
 				}
 			} else if (!since) {
@@ -623,13 +636,14 @@ static void send_all(struct shard *s, const void *data, size_t len, __u32 n)
 				nng_close(s->sinks[i]);
 				if (sink_dial(s, i)) {
 					s->sink_gone[i] = true;
+					s->unsent += n;
 					break;
 				}
 				s->redials++;
 				since = now;
 			}
 		}
-		if (rv && rv != NNG_ETIMEDOUT)
+		if (rv && rv != NNG_ETIMEDOUT && rv != NNG_EAGAIN)
 			fprintf(stderr, PROG ": unable to send to a sink: %s\n", nng_strerror(rv));
 	}
 }
@@ -951,7 +965,6 @@ static void publish_python(struct shard *s, __u64 *v)
 	v[C_PY_CODES_FAILED] = p.codes.failed;
 	v[C_PY_CODES_CACHED] = p.codes.cached;
 	v[C_SINK_REDIALS] = s->redials;
-	v[C_EVENTS_UNSENT] = s->unsent;
 }
 
 static void publish(struct shard *s)
@@ -972,6 +985,7 @@ static void publish(struct shard *s)
 	v[C_EVENTS] = s->events;
 	v[C_BATCHES] = s->batches;
 	v[C_SEND_WAITS] = s->send_waits;
+	v[C_EVENTS_UNSENT] = s->unsent;
 	v[C_NAMES] = s->names->n;
 	v[C_NAMES_DROPPED] = s->names->dropped;
 	v[C_NEST_LOST] = st.nest_lost;
@@ -1294,6 +1308,11 @@ int main(int argc, char **argv)
 	join__flush(s.join);
 	finish_batch(&s);
 	publish(&s);
+	if (s.unsent) /* the status goes with the session: the log keeps the count */
+		fprintf(stderr,
+			PROG
+			": %llu events not sent to sinks given up at the stop (events_unsent)\n",
+			(unsigned long long)s.unsent);
 	/* nng sends asynchronously: give the last batches time to leave before closing. */
 	if (s.n_sinks)
 		nng_msleep(100);
