@@ -579,12 +579,13 @@ static void comm_change(void)
 /* GPU leaves and kernel labels are remembered by the name's text, not its pointer (each
  * event has its own copy of the name): the same text in two copies is one kernel, another
  * text at the same address in the next batch another, a longer name with the same start
- * another, and a name that is not plain ASCII (its label escaped) still one kernel. */
+ * another, one of the same length another, and a name that is not plain ASCII (its label
+ * escaped) still one kernel. */
 static void kernel_names(void)
 {
 	char a[16] = "vecAdd", b[16] = "vecAdd", c[16] = "vecAddX", l1[16] = "k\xe9rnel",
-	     l2[16] = "k\xe9rnel", why[512];
-	struct xpu_cevent e[6];
+	     l2[16] = "k\xe9rnel", d[16] = "vecSub", why[512];
+	struct xpu_cevent e[7];
 	void *st = NULL;
 	Profile *p;
 	int err;
@@ -595,10 +596,11 @@ static void kernel_names(void)
 	e[3] = gpu(XPU_REC_GPU_KERNEL, l1, 10, user_stack, user_names, 2);
 	e[4] = gpu(XPU_REC_GPU_KERNEL, l2, 20, user_stack, user_names, 2);
 	e[5] = gpu(XPU_REC_GPU_KERNEL, a, 1, user_stack, user_names, 2);
+	e[6] = gpu(XPU_REC_GPU_KERNEL, d, 3, user_stack, user_names, 2);
 	err = fmt_pprof.open(&st, &env, why, sizeof(why));
 	if (!tap_ok(err == 0, "kernel names: open: %s", err ? why : "ok"))
 		return;
-	batch(st, e, 6);
+	batch(st, e, 7);
 	snprintf(a, sizeof(a), "gemm");
 	e[0] = gpu(XPU_REC_GPU_KERNEL, a, 7, user_stack, user_names, 2);
 	batch(st, e, 1);
@@ -613,9 +615,11 @@ static void kernel_names(void)
 			"kernel=k\xc3\xa9rnel team=ml job=resnet host=testhost | 0 0 30 0",
 			"[gpu] gemm;matmul;main | pid=42 device=1 stream=7 kernel=gemm team=ml "
 			"job=resnet host=testhost | 0 0 7 0",
+			"[gpu] vecSub;matmul;main | pid=42 device=1 stream=7 kernel=vecSub team=ml "
+			"job=resnet host=testhost | 0 0 3 0",
 		};
 
-		tap_ok(samples_are(p, want, 4),
+		tap_ok(samples_are(p, want, 5),
 		       "kernel names: one kernel per name text, whatever copy it is in");
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}

@@ -320,6 +320,7 @@ struct head_memo {
 	const char *cat;
 	__u32 pid, tid, name_len;
 	__u16 len; /* of text; 0: empty */
+	__u16 cat_len;
 	char ph;
 	char name[HEAD_NAME_MAX];
 	char text[HEAD_TEXT];
@@ -683,7 +684,8 @@ static void begin(struct timeline *t, char ph, const char *name, size_t name_len
 			      name, name_len);
 		m = &t->heads[h >> (64 - HEAD_MEMO_BITS)];
 		if (m->len && m->h == h && m->pid == pid && m->tid == tid && m->ph == ph &&
-		    m->cat == cat && m->name_len == name_len && !memcmp(m->name, name, name_len)) {
+		    m->cat == cat && m->cat_len == cat_len && m->name_len == name_len &&
+		    !memcmp(m->name, name, name_len)) {
 			memcpy(t->ev, m->text, m->len);
 			t->len = m->len;
 			goto ts;
@@ -700,6 +702,7 @@ static void begin(struct timeline *t, char ph, const char *name, size_t name_len
 	if (m && !t->overflow && t->len <= HEAD_TEXT) {
 		m->h = h;
 		m->cat = cat;
+		m->cat_len = (__u16)cat_len;
 		m->pid = pid;
 		m->tid = tid;
 		m->name_len = (__u32)name_len;
@@ -1215,7 +1218,7 @@ static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
  * under way at ts. Its end is not known yet, and may never be (a pop lost): keeping its lane
  * from the start lets a range that is closed late, without its pop, be placed where nothing
  * it overlaps can have gone since (range_close), however many slices came in between. */
-static __u8 lane_for_push(struct thread *th, __u64 ts)
+static __u8 lane_for_push(struct timeline *t, struct thread *th, __u64 ts)
 {
 	const struct lane *l;
 	__u32 i, k;
@@ -1229,6 +1232,7 @@ static __u8 lane_for_push(struct thread *th, __u64 ts)
 		if (k == l->n)
 			return (__u8)i;
 	}
+	t->overlaps++; /* every lane busy at the push: the last one, counted (lanes_full) */
 	return LANES - 1;
 }
 
@@ -1633,7 +1637,7 @@ static void range_push(struct timeline *t, __u32 producer, const struct xpu_ceve
 	r->pid = e->pid;
 	r->tid = cpu_tid(e->pid, e->tid);
 	r->below = th->top;
-	r->lane = lane_for_push(th, e->ts_ns);
+	r->lane = lane_for_push(t, th, e->ts_ns);
 	r->used = true;
 	th->top = idx1;
 	if (e->ts_ns > th->push_newest)
@@ -1644,11 +1648,14 @@ static void range_push(struct timeline *t, __u32 producer, const struct xpu_ceve
 /*
  * Write a range as one complete event, [push, end], and forget it. closer: the pop, whose
  * counters go with the slice; NULL for a range that never ended (its pop lost, or not yet
- * come when its thread ended or the session stopped). A range that ended is placed as any
- * slice (lane_of). One that did not goes on the lane it kept at its push, and lasts at least
- * to the latest end on that lane: no slice since its push could take that lane while under
- * way at its push (lane_straddles_push), so every one since nests inside it, however many
- * there were (the last LANE_RECENT only would miss a call long before, seen after kill -9).
+ * come when its thread ended or the session stopped). A range that ended goes on the lane it
+ * kept at its push where it fits there, else is placed as any slice (lane_of). One that did
+ * not goes on its kept lane, and lasts at least to the latest end on that lane: no slice
+ * written after its push could take that lane while under way at its push
+ * (lane_straddles_push), so every one of those nests inside it, however many there were (the
+ * last LANE_RECENT alone missed a call long before, seen after kill -9). A slice written
+ * before the push and older than the last LANE_RECENT is not seen (lane_for_push), as
+ * everywhere else here.
  */
 static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64 end,
 			const struct xpu_cevent *closer)
@@ -1666,10 +1673,14 @@ static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64
 		th->push_newest = 0;
 	if (end < r->ts)
 		end = r->ts;
-	if (!unfinished) {
+	l = th->lane[r->lane];
+	if (!unfinished && l && lane_fits(l, r->ts, end) &&
+	    !lane_straddles_push(t, th, r->lane, r->ts, end)) {
+		lane_put(l, r->ts, end); /* its own lane, where it fits: the usual */
+		track = r->tid + ((__u32)r->lane << LANE_SHIFT);
+	} else if (!unfinished) {
 		track = lane_of(t, r->pid, r->tid, r->ts, end);
 	} else {
-		l = th->lane[r->lane];
 		if (!l && !(l = th->lane[r->lane] = calloc(1, sizeof(*l))))
 			t->full++;
 		if (l && l->max_e > end)

@@ -553,25 +553,29 @@ int main(void)
 	if (!tap_ok(err == 0, "open a fourth time: %s", err ? why : "ok"))
 		return tap_done();
 	{
-		static const char *const names[] = { "alpha", "alpha", "alphb",
-						     "alpha", "k\"q",  "k\"q" };
-		static const __u32 streams[] = { 9, 9, 9, 10, 9, 9 };
-		char copies[6][8];
+		/* the 11-byte ones differ in their first word only (bytes 0, 2) or in their
+		 * last, which overlaps the first (byte 10) */
+		static const char *const names[] = { "alpha",	    "alpha",	   "alphb",
+						     "alpha",	    "k\"q",	   "k\"q",
+						     "abcdefghijk", "Xbcdefghijk", "abXdefghijk",
+						     "abcdefghijX" };
+		static const __u32 streams[] = { 9, 9, 9, 10, 9, 9, 9, 9, 9, 9 };
+		char copies[10][16];
 
 		memset(long_name, 'x', sizeof(long_name) - 1);
 		snprintf(long_head, sizeof(long_head),
 			 "\"name\":\"%s\",\"cat\":\"kernel\",\"pid\":1073741824,\"tid\":9,",
 			 long_name);
-		for (i = 0; i < 8; i++) {
+		for (i = 0; i < 12; i++) {
 			e[i] = ev(2000 + i, XPU_REC_GPU_KERNEL, 42, 42, BASE + i * 1000,
 				  BASE + i * 1000 + 500);
-			e[i].stream = i < 6 ? streams[i] : 9;
-			if (i < 6)
+			e[i].stream = i < 10 ? streams[i] : 9;
+			if (i < 10)
 				snprintf(copies[i], sizeof(copies[i]), "%s", names[i]);
-			e[i].name = i < 6 ? copies[i] : long_name;
+			e[i].name = i < 10 ? copies[i] : long_name;
 			e[i].name_len = (__u32)strlen(e[i].name);
 		}
-		b.n_events = 8;
+		b.n_events = 12;
 		fmt_timeline.batch(st, &b, e);
 	}
 	err = fmt_timeline.finish(st, why, sizeof(why));
@@ -587,9 +591,22 @@ int main(void)
 					 "\"pid\":1073741824,\"tid\":10,\"ts\":") == 1 &&
 		       occurrences(text, "{\"ph\":\"X\",\"name\":\"k\\\"q\",\"cat\":\"kernel\","
 					 "\"pid\":1073741824,\"tid\":9,\"ts\":") == 2 &&
-		       occurrences(text, long_head) == 2,
+		       occurrences(text, long_head) == 2 &&
+		       occurrences(text,
+				   "{\"ph\":\"X\",\"name\":\"abcdefghijk\",\"cat\":\"kernel\"") ==
+			       1 &&
+		       occurrences(text,
+				   "{\"ph\":\"X\",\"name\":\"Xbcdefghijk\",\"cat\":\"kernel\"") ==
+			       1 &&
+		       occurrences(text,
+				   "{\"ph\":\"X\",\"name\":\"abXdefghijk\",\"cat\":\"kernel\"") ==
+			       1 &&
+		       occurrences(text,
+				   "{\"ph\":\"X\",\"name\":\"abcdefghijX\",\"cat\":\"kernel\"") ==
+			       1,
 	       "heads: two copies of one name, names differing in their last byte, another "
-	       "stream, a name to escape and one too long for the memo: each event its own head");
+	       "stream, a name to escape, 11-byte names differing in their first or last word, "
+	       "and one too long for the memo: each event its own head");
 	free(text);
 
 	/* ranges whose pops were lost, closed at finish: each must nest with every slice of its
