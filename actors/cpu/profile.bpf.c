@@ -332,6 +332,7 @@ struct py_find {
 	__u64 found;
 	__u64 tid;
 	__u64 off_next, off_tid;
+	__u32 failed; /* a read failed: the list was not seen to its end */
 };
 
 static long py_find_step(__u64 i, void *ctx)
@@ -341,18 +342,28 @@ static long py_find_step(__u64 i, void *ctx)
 
 	if (!f->ts)
 		return 1;
-	tid = read_user_u64(f->ts + f->off_tid);
+	if (bpf_probe_read_user(&tid, sizeof(tid), (const void *)(f->ts + f->off_tid))) {
+		f->failed = 1;
+		return 1;
+	}
 	if (tid == f->tid) {
 		f->found = f->ts;
 		return 1;
 	}
-	next = read_user_u64(f->ts + f->off_next);
+	if (bpf_probe_read_user(&next, sizeof(next), (const void *)(f->ts + f->off_next))) {
+		f->failed = 1;
+		return 1;
+	}
 	f->ts = next;
 	return 0;
 }
 
 /* The thread state of tid in the interpreter p, or 0 when it has none (a thread that never
- * ran Python, or one of another interpreter than the main one). */
+ * ran Python, or one of another interpreter than the main one). "None" is remembered for
+ * PY_RECHECK_NS only when the walk saw the whole list: a read that failed (a page not
+ * resident, which a probe cannot fault in) says nothing, and remembering it took a second
+ * of Python frames from a thread that had them (the launch check of tests/python_test.sh
+ * under load). */
 static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __u32 tid)
 {
 	struct profile_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), v;
@@ -365,10 +376,15 @@ static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __
 		return 0;
 	if (t && t->tstate && read_user_u64(t->tstate + p->tstate_native_thread_id) == tid)
 		return t->tstate;
-	interp = read_user_u64(p->runtime + p->runtime_interpreters_head);
-	if (interp)
-		f.ts = read_user_u64(interp + p->interp_threads_head);
+	if (bpf_probe_read_user(&interp, sizeof(interp),
+				(const void *)(p->runtime + p->runtime_interpreters_head)))
+		return 0;
+	if (interp && bpf_probe_read_user(&f.ts, sizeof(f.ts),
+					  (const void *)(interp + p->interp_threads_head)))
+		return 0;
 	bpf_loop(PROFILE_PY_MAX_THREADS, py_find_step, &f, 0);
+	if (f.failed && !f.found)
+		return 0;
 	v.tstate = f.found;
 	v.checked_ns = now;
 	bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
