@@ -93,6 +93,7 @@ enum counter {
 	C_PY_TRUNCATED,
 	C_PY_BAD_FRAMES,
 	C_PY_NO_THREAD,
+	C_PY_THREAD_UNREAD,
 	C_N,
 };
 
@@ -119,13 +120,14 @@ static const char *const counter_names[C_N] = {
 	[C_PY_TRUNCATED] = "py_truncated",
 	[C_PY_BAD_FRAMES] = "py_bad_frames",
 	[C_PY_NO_THREAD] = "py_no_thread",
+	[C_PY_THREAD_UNREAD] = "py_thread_unread",
 };
 
 /* The kernel side's Python counters (enum profile_py_count), each the counter it feeds. */
 static const int py_counter_of[PROFILE_PY_COUNT_MAX] = {
 	[PROFILE_PY_STACKS] = C_PY_STACKS,	 [PROFILE_PY_FRAMES] = C_PY_FRAMES,
 	[PROFILE_PY_TRUNCATED] = C_PY_TRUNCATED, [PROFILE_PY_BAD_FRAMES] = C_PY_BAD_FRAMES,
-	[PROFILE_PY_NO_THREAD] = C_PY_NO_THREAD,
+	[PROFILE_PY_NO_THREAD] = C_PY_NO_THREAD, [PROFILE_PY_THREAD_UNREAD] = C_PY_THREAD_UNREAD,
 };
 
 struct cpu_src {

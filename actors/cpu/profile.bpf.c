@@ -359,12 +359,13 @@ static long py_find_step(__u64 i, void *ctx)
 }
 
 /* The thread state of tid in the interpreter p, or 0 when it has none (a thread that never
- * ran Python, or one of another interpreter than the main one). "None" is remembered for
- * PY_RECHECK_NS only when the walk saw the whole list: a read that failed (a page not
- * resident, which a probe cannot fault in) says nothing, and remembering it took a second
- * of Python frames from a thread that had them (the launch check of tests/python_test.sh
- * under load). */
-static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __u32 tid)
+ * ran Python, or one of another interpreter than the main one) or when the thread list could
+ * not be read (*unread). "None" is remembered for PY_RECHECK_NS only when the walk saw the
+ * whole list: a read that failed (a page not resident, which a probe cannot fault in) says
+ * nothing, and remembering it took a second of Python frames from a thread that had them
+ * (the launch check of tests/python_test.sh under load). */
+static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __u32 tid,
+					     bool *unread)
 {
 	struct profile_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid), v;
 	__u64 now = bpf_ktime_get_ns(), interp;
@@ -376,6 +377,7 @@ static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __
 		return 0;
 	if (t && t->tstate && read_user_u64(t->tstate + p->tstate_native_thread_id) == tid)
 		return t->tstate;
+	*unread = true;
 	if (bpf_probe_read_user(&interp, sizeof(interp),
 				(const void *)(p->runtime + p->runtime_interpreters_head)))
 		return 0;
@@ -385,6 +387,7 @@ static __always_inline __u64 py_thread_state(const struct profile_py_proc *p, __
 	bpf_loop(PROFILE_PY_MAX_THREADS, py_find_step, &f, 0);
 	if (f.failed && !f.found)
 		return 0;
+	*unread = false;
 	v.tstate = f.found;
 	v.checked_ns = now;
 	bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
@@ -458,6 +461,7 @@ static __always_inline __u32 py_stack(__u32 tgid, __u32 tid, __u32 slot, void *d
 	struct py_walk w = { .slot = slot };
 	struct py_buf *b;
 	__u64 ts, cframe;
+	bool unread = false;
 	__u32 n, size;
 
 	if (!python_frames)
@@ -468,9 +472,9 @@ static __always_inline __u32 py_stack(__u32 tgid, __u32 tid, __u32 slot, void *d
 	b = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!b)
 		return 0;
-	ts = py_thread_state(p, tid);
+	ts = py_thread_state(p, tid, &unread);
 	if (!ts) {
-		py_count(PROFILE_PY_NO_THREAD, 1);
+		py_count(unread ? PROFILE_PY_THREAD_UNREAD : PROFILE_PY_NO_THREAD, 1);
 		return 0;
 	}
 	if (p->tstate_current_frame != PROFILE_PY_NONE) {

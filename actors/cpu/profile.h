@@ -74,6 +74,7 @@ enum profile_py_count {
 	PROFILE_PY_TRUNCATED = 2, /* stacks cut at XPU_PY_MAX_FRAMES */
 	PROFILE_PY_BAD_FRAMES = 3, /* chains that ended at a frame that could not be read */
 	PROFILE_PY_NO_THREAD = 4, /* threads of a Python process with no thread state */
+	PROFILE_PY_THREAD_UNREAD = 5, /* thread lookups whose read of the thread list failed */
 	PROFILE_PY_COUNT_MAX,
 };
 
