@@ -62,6 +62,7 @@
 #include "actors/sink/out.h"
 #include "actors/sink/sink_options.h"
 #include "actors/sink/sm_active.h"
+#include "actors/sink/table_hash.h"
 #include "actors/sink/trace_files.h"
 #include "actors/sink/trace_ring.h"
 #include "common/config.h"
@@ -645,28 +646,6 @@ static void put_dur(struct timeline *t, __u64 start, __u64 end)
 	put_us(t, end > start ? end - start : 0);
 }
 
-/* h with the n bytes of a name mixed in, a word at a time; the last word of a name of 8 bytes
- * or more overlaps the one before, where sink_hash_words copies the rest byte by byte (an
- * eighth of begin()'s time). */
-static __u64 name_hash(__u64 h, const char *s, size_t n)
-{
-	const __u64 k = 0x9e3779b97f4a7c15ull;
-	__u64 w = 0;
-	size_t i;
-
-	if (n >= 8) {
-		for (i = 0; i + 8 < n; i += 8) {
-			memcpy(&w, s + i, 8);
-			h = (h ^ w) * k;
-		}
-		memcpy(&w, s + n - 8, 8);
-	} else {
-		for (i = 0; i < n; i++)
-			w = w << 8 | (unsigned char)s[i];
-	}
-	return (h ^ w ^ n) * k;
-}
-
 /* Start an event: every event has ph, name, cat (cat_len bytes of a literal, nothing to
  * escape), pid, tid and (but metadata) ts. The head (all but ts) through t->heads. */
 static void begin(struct timeline *t, char ph, const char *name, size_t name_len, const char *cat,
@@ -679,9 +658,9 @@ static void begin(struct timeline *t, char ph, const char *name, size_t name_len
 	t->len = 0;
 	t->overflow = false;
 	if (t->heads && name_len <= HEAD_NAME_MAX) {
-		h = name_hash((__u64)pid << 32 ^ tid ^ (__u64)(unsigned char)ph << 24 ^
-				      (__u64)(uintptr_t)cat,
-			      name, name_len);
+		h = sink_hash_words((__u64)pid << 32 ^ tid ^ (__u64)(unsigned char)ph << 24 ^
+					    (__u64)(uintptr_t)cat,
+				    name, name_len);
 		m = &t->heads[h >> (64 - HEAD_MEMO_BITS)];
 		if (m->len && m->h == h && m->pid == pid && m->tid == tid && m->ph == ph &&
 		    m->cat == cat && m->cat_len == cat_len && m->name_len == name_len &&
