@@ -149,14 +149,14 @@ d = sys.argv[1]
 received, lost = int(sys.argv[2].rstrip(',')), int(sys.argv[3].rstrip(','))
 assert lost > 0, 'the killed run received events'
 st = json.load(open(d + '/stats.json'))
-assert st['final'] and st['events']['total'] == received - lost, (st['events'], received, lost)
+assert st['final'] and st['events']['total'] == received - lost, ('received', received, 'lost', lost, 'stats total', st['events']['total'], 'final', st['final'])
 lines = open(d + '/flame.folded').read().splitlines()
 assert lines and all(re.fullmatch(r'[^ ;]+(;[^;]+)* [0-9]+', l) for l in lines)
 kernel = sum(int(l.rsplit(' ', 1)[1]) for l in lines if '[gpu] void synth_kernel_' in l)
 want = sum(1000 * (1 + u % 50) for u in range(90000) if u % 8 != 7 and u % 4 != 3)
 assert 0.5 * want < kernel <= want, (kernel, want)
 PYEOF
-ok $? "kill -9: stats.json holds exactly what the restarted run received, flame.folded is whole and keeps the killed run's snapshot ($(head -c 300 "$WORK/kill.err" | tr '\n' ' '))"
+ok $? "kill -9: stats.json holds exactly what the restarted run received, flame.folded is whole and keeps the killed run's snapshot ($(tail -n 1 "$WORK/kill.err" | cut -c1-600))"
 # (The events lost at the kill can leave a range whose pop was lost open to the end: it keeps
 # the lane it took at its push, so that it nests however long it lasts; docs/timeline.md.)
 "$XPUSUP" check "$WORK/kill/trace.json" >"$WORK/kill.xcheck" 2>&1
