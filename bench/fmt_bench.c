@@ -19,8 +19,9 @@
  * batch delivered twice only while they still remember it), so that the formats' bounded
  * tables are full and evicting, as in a long session, for most of the run.
  *
- * Usage: fmt_bench [-r R] [-l L] [-d DIR] {-c CAPTURE | CAPTURE} [KIND...]
- *        (default kinds: folded stats timeline)
+ * Usage: fmt_bench [-r R] [-l L] [-d DIR] [-o KEY=VALUE]... {-c CAPTURE | CAPTURE} [KIND...]
+ *        (default kinds: folded stats timeline; -o: an option for every format, such as
+ *        max_launches=4096 to make a small capture fill the launch maps)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -54,9 +55,21 @@ struct bench_env {
 	const char *kind;
 };
 
+/* -o KEY=VALUE: options every format gets, as if in its config section (a format that
+ * does not know a key refuses it, as it would in a config) */
+#define MAX_OPTS 16
+static char *opts[MAX_OPTS];
+static unsigned int n_opts;
+
 static const char *env_get(void *ctx, const char *key)
 {
+	unsigned int i;
+	size_t n = strlen(key);
+
 	(void)ctx;
+	for (i = 0; i < n_opts; i++)
+		if (!strncmp(opts[i], key, n) && opts[i][n] == '=')
+			return opts[i] + n + 1;
 	/* every format's main output; the timeline keeps its default mode */
 	if (!strcmp(key, "path"))
 		return "out";
@@ -182,8 +195,17 @@ int main(int argc, char **argv)
 	__u64 n;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "r:l:d:c:h")) != -1) {
+	while ((opt = getopt(argc, argv, "r:l:d:c:o:h")) != -1) {
 		switch (opt) {
+		case 'o':
+			if (n_opts == MAX_OPTS || !strchr(optarg, '=')) {
+				fprintf(stderr,
+					"fmt_bench: -o takes KEY=VALUE, at most %d of them\n",
+					MAX_OPTS);
+				return EXIT_USAGE;
+			}
+			opts[n_opts++] = optarg;
+			break;
 		case 'c':
 			capture = optarg;
 			break;
@@ -198,15 +220,16 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: fmt_bench [-r R] [-l L] [-d DIR] CAPTURE [KIND...]\n");
+				"usage: fmt_bench [-r R] [-l L] [-d DIR] [-o KEY=VALUE]... CAPTURE "
+				"[KIND...]\n");
 			return opt == 'h' ? 0 : EXIT_USAGE;
 		}
 	}
 	if ((!capture && optind >= argc) || repeat < 1 || repeat > MAX_REPEAT || loops < 1 ||
 	    loops > 100) {
 		fprintf(stderr,
-			"usage: fmt_bench [-r 1..%d] [-l 1..100] [-d DIR] {-c CAPTURE | CAPTURE} "
-			"[KIND...]\n",
+			"usage: fmt_bench [-r 1..%d] [-l 1..100] [-d DIR] [-o KEY=VALUE]... "
+			"{-c CAPTURE | CAPTURE} [KIND...]\n",
 			MAX_REPEAT);
 		return EXIT_USAGE;
 	}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/big_alloc.h"
 #include "common/oatab.h"
 
 int launch_map__init(struct launch_map *m, __u32 max)
@@ -15,26 +16,26 @@ int launch_map__init(struct launch_map *m, __u32 max)
 	memset(m, 0, sizeof(*m));
 	while (slots < 2 * max)
 		slots <<= 1;
-	m->slots = calloc(slots, sizeof(*m->slots));
-	m->e = calloc(max, sizeof(*m->e));
-	if (!m->slots || !m->e)
-		return -ENOMEM;
 	m->mask = slots - 1;
 	m->max = max;
+	m->slots = xpu_big_alloc(slots * sizeof(*m->slots));
+	m->e = xpu_big_alloc(max * sizeof(*m->e));
+	if (!m->slots || !m->e)
+		return -ENOMEM;
 	return 0;
 }
 
 void launch_map__free(struct launch_map *m)
 {
-	free(m->slots);
-	free(m->e);
+	xpu_big_free(m->slots, ((size_t)m->mask + 1) * sizeof(*m->slots));
+	xpu_big_free(m->e, (size_t)m->max * sizeof(*m->e));
 	m->slots = NULL;
 	m->e = NULL;
 }
 
 /* In a full map each put evicts the oldest entry: its entry and then its slot are far from
  * anything recent, two cache misses. Both are loaded ahead: the entry VICTIM_AHEAD puts before
- * its eviction, its slot (known once the entry is in) half as many before. */
+ * its eviction, its slot's probe start (known once the entry is in) half as many before. */
 #define VICTIM_AHEAD 16
 
 static void prefetch_victims(const struct launch_map *m)
@@ -46,7 +47,7 @@ static void prefetch_victims(const struct launch_map *m)
 	far -= far >= m->max ? m->max : 0; /* head < max: no division on this path */
 	near -= near >= m->max ? m->max : 0;
 	launch_map__prefetch_line(&m->e[far]);
-	launch_map__prefetch_line(&m->slots[m->e[near].slot]);
+	launch_map__prefetch_line(&m->slots[m->e[near].hash & m->mask]);
 }
 
 /* The slot of (producer, id) whose hash is h, or the empty slot that ends its probe. */
@@ -62,6 +63,17 @@ static __u32 slot_of(const struct launch_map *m, __u32 producer, __u64 id, __u32
 		if (l->id == id && l->producer == producer)
 			return i;
 	}
+	return i;
+}
+
+/* The slot that holds entry idx, whose key's hash is h: a probe that reads slots alone. Every
+ * entry in the ring has its slot, so the probe ends there. */
+static __u32 slot_of_entry(const struct launch_map *m, __u32 idx, __u32 h)
+{
+	__u32 i = h & m->mask;
+
+	while (m->slots[i].idx1 != idx + 1)
+		i = (i + 1) & m->mask;
 	return i;
 }
 
@@ -82,13 +94,14 @@ static uint32_t slot_home(const void *tab, uint32_t slot)
 	return ((const struct launch_map *)tab)->slots[slot].hash;
 }
 
+/* Slots only: an entry does not know its slot (that write, to an entry anywhere in the ring,
+ * was a cache miss a moved slot, most of a put in a pipeline; docs/performance.md). */
 static void slot_move(void *tab, uint32_t to, uint32_t from)
 {
 	struct launch_map *m = tab;
 
 	m->slots[to] = m->slots[from];
 	m->slots[from].idx1 = 0;
-	m->e[m->slots[to].idx1 - 1].slot = to;
 }
 
 static void slot_clear(void *tab, uint32_t slot)
@@ -111,7 +124,7 @@ struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u6
 	k = (m->head + m->n) % m->max; /* the entry after the newest */
 	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
 		old = &m->e[m->head];
-		oatab__delete(m, m->mask, old->slot, &slot_ops);
+		oatab__delete(m, m->mask, slot_of_entry(m, m->head, old->hash), &slot_ops);
 		m->head = (m->head + 1) % m->max;
 		m->n--;
 		m->evicted++;
@@ -119,7 +132,7 @@ struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u6
 		i = slot_of(m, producer, id, h);
 	}
 	m->n++;
-	m->e[k] = (struct recent_launch){ .id = id, .producer = producer, .slot = i };
+	m->e[k] = (struct recent_launch){ .id = id, .producer = producer, .hash = h };
 	m->slots[i] = (struct launch_slot){ .idx1 = k + 1, .hash = h };
 	return &m->e[k];
 }

@@ -28,7 +28,7 @@ struct recent_launch {
 	__u32 tid; /* timeline: the track its slice went to (its thread's or an overlap lane) */
 	__u32 gen; /* timeline: the file its event is in, 0 none */
 	__u32 kind; /* XPU_REC_CUDA_API or XPU_REC_LAUNCH */
-	__u32 slot; /* launch_map's own: where its slot is, so eviction needs no probe */
+	__u32 hash; /* launch_map's own: its key's hash, where eviction's probe for its slot starts */
 	__u64 pos; /* timeline, mode = ring: position + 1 of its event's record, 0 none */
 };
 
@@ -86,7 +86,8 @@ static inline void launch_map__prefetch_event(const struct launch_map *m, __u32 
 		launch_map__prefetch(m, producer, e->links[0].target);
 }
 
-/* Room for max launches (1 or more). 0 or -ENOMEM (then launch_map__free it). */
+/* Room for max launches (1 or more), in huge pages where the kernel gives them
+ * (common/big_alloc.h). 0 or -ENOMEM (then launch_map__free it). */
 int launch_map__init(struct launch_map *m, __u32 max);
 void launch_map__free(struct launch_map *m);
 

@@ -16,6 +16,7 @@
 
 #define MAX 64u
 #define KEYS 300u
+#define BIG (1u << 16) /* 3 MiB of entries, 1 MiB of slots */
 
 struct model {
 	__u64 id[MAX];
@@ -79,6 +80,26 @@ int main(void)
 	l = launch_map__put(&map, m->producer[MAX - 1], m->id[MAX - 1]);
 	tap_ok(l->ts == m->ts[m->id[MAX - 1] * 4 + m->producer[MAX - 1]] && map.evicted == evicted,
 	       "a put of a key already there returns its entry and forgets nothing");
+	launch_map__free(&map);
+
+	/* A map of the size sessions use (its arrays in huge pages: common/big_alloc.c), fed as
+	 * a correlator feeds it: ids one after the other from two producers, each evicting the
+	 * oldest once full. The last BIG keys are there with their values, the ones before not. */
+	if (launch_map__init(&map, BIG))
+		tap_bail("out of memory");
+	for (id = 1; id <= 3 * BIG; id++) {
+		l = launch_map__put(&map, (__u32)(id & 1), id);
+		l->ts = id * 7;
+	}
+	for (bad = 0, id = 1; id <= 3 * BIG; id++) {
+		f = launch_map__find(&map, (__u32)(id & 1), id);
+		if ((id > 2 * BIG) != (f != NULL) || (f && f->ts != id * 7) ||
+		    launch_map__find(&map, (__u32)(~id & 1), id))
+			bad++;
+	}
+	tap_ok(!bad && map.evicted == 2 * BIG && map.n == BIG,
+	       "%u puts into a map of %u: the last %u found, every older one gone (%u wrong)",
+	       3 * BIG, BIG, BIG, bad);
 	launch_map__free(&map);
 	free(m);
 	return tap_done();
