@@ -106,11 +106,15 @@
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
 #define STACK_MEMO 256 /* stack_node's memo of whole stacks, direct-mapped */
+#define STACK_MEMO_FRAMES 24
 /* begin()'s memo of event heads, direct-mapped (2^HEAD_MEMO_BITS entries); a name longer
  * than HEAD_NAME_MAX or a head longer than HEAD_TEXT is built every time */
 #define HEAD_MEMO_BITS 8
 #define HEAD_NAME_MAX 120
 #define HEAD_TEXT 200
+/* gpu_event's memo of a kernel's launch configuration as text, direct-mapped */
+#define KCONF_MEMO_BITS 6
+#define KCONF_TEXT 160 /* nine integers of at most 11 bytes and their keys: 136 at most */
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
 #define HELD_CALL_MAX 1024 /* a call's slice: its name (at most 79 bytes) and numbers */
 #define PENDING_MAX 65536 /* GPU slices waiting for their call's arrow */
@@ -265,6 +269,9 @@ struct stack_memo {
 	__u32 node;
 	__u16 n, n_kernel;
 	bool named;
+	/* the stack itself when it is at most STACK_MEMO_FRAMES deep: a hit is one compare, not
+	 * a walk up the tree's nodes (which never change once made) */
+	__u64 ip[STACK_MEMO_FRAMES];
 };
 
 /* A CUDA API's name, found once (api_name). */
@@ -325,6 +332,17 @@ struct head_memo {
 	char ph;
 	char name[HEAD_NAME_MAX];
 	char text[HEAD_TEXT];
+};
+
+/*
+ * A kernel's launch configuration as its args say it (",\"context\":..,\"shared_memory\":N"),
+ * by the nine integers: a program launches each kernel with one or a few configurations, and
+ * the nine appenders were a tenth of the format's instructions (cachegrind of fmt_bench).
+ */
+struct kconf_memo {
+	__u32 key[9]; /* context, grid, block, registers, shared memory */
+	__u32 len; /* of text; 0: empty */
+	char text[KCONF_TEXT];
 };
 
 struct timeline {
@@ -405,12 +423,16 @@ struct timeline {
 	struct api_cached api_cache[API_CACHE];
 	struct stack_memo stack_memo[STACK_MEMO];
 	struct head_memo *heads; /* 1 << HEAD_MEMO_BITS */
+	struct kconf_memo *kconf; /* 1 << KCONF_MEMO_BITS */
+	__u64 us_hi; /* put_us: the microseconds / 10^4 of the last timestamp, 0: none yet */
+	__u32 us_hi_len;
+	char us_hi_text[20]; /* its digits, us_hi_len of them */
 	__u64 batches; /* batches seen: what a memo of a stack with names is valid for */
 	struct thread *last_thread; /* touch's last, in the threads table */
 	struct {
-		const char *s;
+		char s[48];
 		size_t len;
-	} corr_names[XPU_CORR_TYPE_MAX + 1]; /* xpu_corr_type__name's, their lengths known */
+	} corr_members[XPU_CORR_TYPE_MAX + 1]; /* ,"corr_type":"NAME" of each, ready */
 };
 
 static const char *const counter_names[] = {
@@ -532,14 +554,36 @@ static void put_s64(struct timeline *t, __s64 v)
 }
 
 /* ns as microseconds: the integer part, then as many of the three decimals as are not
- * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. */
+ * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. Timestamps
+ * (10 digits and more) share their digits above the last four with the event before, for
+ * 10 ms: those come from t->us_hi's text, written once. */
 static void put_us(struct timeline *t, __u64 ns)
 {
-	unsigned int f = (unsigned int)(ns % 1000);
-	char frac[4] = { '.', (char)('0' + f / 100), (char)('0' + f / 10 % 10),
-			 (char)('0' + f % 10) };
+	__u64 us = ns / 1000, hi = us / 10000;
+	unsigned int f = (unsigned int)(ns - us * 1000), lo = (unsigned int)(us - hi * 10000);
+	char frac[4] = { '.', (char)('0' + f / 100), digit_pairs[f % 100 * 2],
+			 digit_pairs[f % 100 * 2 + 1] };
+	char *p;
 
-	put_u64(t, ns / 1000);
+	if (!hi) {
+		put_u64(t, us);
+	} else if (t->overflow || EV_MAX - t->len <= 28) {
+		t->overflow = true;
+		return;
+	} else {
+		if (hi != t->us_hi) {
+			p = u64_text(t->us_hi_text + sizeof(t->us_hi_text), hi);
+			t->us_hi_len = (__u32)(t->us_hi_text + sizeof(t->us_hi_text) - p);
+			memmove(t->us_hi_text, p, t->us_hi_len);
+			t->us_hi = hi;
+		}
+		p = t->ev + t->len;
+		memcpy(p, t->us_hi_text, sizeof(t->us_hi_text)); /* whole: one fixed-size copy */
+		p += t->us_hi_len;
+		memcpy(p, digit_pairs + lo / 100 * 2, 2);
+		memcpy(p + 2, digit_pairs + lo % 100 * 2, 2);
+		t->len += t->us_hi_len + 4;
+	}
 	if (f)
 		put_raw(t, frac, f % 10 ? 4 : f % 100 ? 3 : 2);
 }
@@ -904,15 +948,15 @@ static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
 	 * its path, not a lookup a frame; a memo of one with names holds within its batch,
 	 * and the names' pointers are in the hash: one address may name different functions
 	 * in different processes. */
-	for (i = 0; i < n; i++)
-		h = xpu_mix64(h ^ e->stack[i]);
+	h = sink_hash_words(h, e->stack, (size_t)n * sizeof(*e->stack));
 	if (e->frames)
-		for (i = 0; i < n; i++)
-			h = xpu_mix64(h ^ (__u64)(uintptr_t)e->frames[i]);
+		h = sink_hash_words(h, e->frames, (size_t)n * sizeof(*e->frames));
+	h = xpu_mix64(h); /* stack_is checks a hit: the hash only spreads the stacks */
 	m = &t->stack_memo[h % STACK_MEMO];
 	if (m->node && m->hash == h && m->n == n && m->n_kernel == e->n_kernel &&
 	    m->named == !!e->frames && (!m->named || m->batch == t->batches) &&
-	    stack_is(t, m->node, e, n)) {
+	    (n <= STACK_MEMO_FRAMES ? !memcmp(m->ip, e->stack, n * sizeof(*e->stack)) :
+				      stack_is(t, m->node, e, n))) {
 		id = m->node;
 	} else {
 		for (i = n; i--;) { /* outermost first: each node is a child of its caller's */
@@ -929,6 +973,8 @@ static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
 					  .n = (__u16)n,
 					  .n_kernel = e->n_kernel,
 					  .named = !!e->frames };
+		if (n <= STACK_MEMO_FRAMES)
+			memcpy(m->ip, e->stack, n * sizeof(*e->stack));
 	}
 	for (up = id; up && t->frames[up - 1].gen != t->gen; up = t->frames[up - 1].parent)
 		t->frames[up - 1].gen = t->gen;
@@ -995,9 +1041,7 @@ static void put_corr(struct timeline *t, const struct xpu_cevent *e)
 	if (e->corr_type == XPU_CORR_NONE && e->kind != XPU_REC_GPU_KERNEL &&
 	    e->kind != XPU_REC_GPU_MEMCPY && e->kind != XPU_REC_GPU_MEMSET)
 		return;
-	put_lit(t, ",\"corr_type\":\"");
-	put_raw(t, t->corr_names[type].s, t->corr_names[type].len);
-	put_lit(t, "\"");
+	put_raw(t, t->corr_members[type].s, t->corr_members[type].len);
 	if (e->confidence < 1) {
 		put_lit(t, ",\"confidence\":");
 		put_double(t, (double)e->confidence, 3);
@@ -1116,14 +1160,17 @@ static void touch(struct timeline *t, __u32 pid, __u32 tid)
 /* [s, e] nests with every slice the lane holds: inside it, around it, or apart. */
 static bool lane_fits(const struct lane *l, __u64 s, __u64 e)
 {
-	__u32 i;
+	__u32 i, k;
 
 	if (s >= l->max_e) /* the usual: a thread's next call starts after the last ended */
 		return true;
-	for (i = 0; i < l->n; i++)
-		if (!(e <= l->s[i] || s >= l->e[i] || (s <= l->s[i] && l->e[i] <= e) ||
-		      (l->s[i] <= s && e <= l->e[i])))
+	/* newest first: a slice that does not fit mostly overlaps the one just before it */
+	for (i = l->n, k = l->next; i--;) {
+		k = (k ? k : LANE_RECENT) - 1;
+		if (!(e <= l->s[k] || s >= l->e[k] || (s <= l->s[k] && l->e[k] <= e) ||
+		      (l->s[k] <= s && e <= l->e[k])))
 			return false;
+	}
 	return true;
 }
 
@@ -1776,6 +1823,39 @@ static void put_dim3(struct timeline *t, const __s32 v[3])
 	put_lit(t, "]");
 }
 
+/* A kernel's context and launch configuration, members of its args: from t->kconf when the
+ * same nine integers came lately. */
+static void put_kconf(struct timeline *t, const struct xpu_cevent *e)
+{
+	const __u32 key[9] = { e->context,	   (__u32)e->grid[0],  (__u32)e->grid[1],
+			       (__u32)e->grid[2],  (__u32)e->block[0], (__u32)e->block[1],
+			       (__u32)e->block[2], e->registers,       e->shared_mem };
+	struct kconf_memo *m = NULL;
+	size_t start = t->len;
+
+	if (t->kconf) {
+		__u64 h = sink_hash_words(0, key, sizeof(key));
+
+		m = &t->kconf[h >> (64 - KCONF_MEMO_BITS)]; /* the hash's best bits are its top */
+		if (m->len && !memcmp(m->key, key, sizeof(key))) {
+			put_raw(t, m->text, m->len);
+			return;
+		}
+	}
+	put_member(t, LIT(",\"context\":"), e->context);
+	put_lit(t, ",\"grid\":");
+	put_dim3(t, e->grid);
+	put_lit(t, ",\"block\":");
+	put_dim3(t, e->block);
+	put_member(t, LIT(",\"registers\":"), e->registers);
+	put_member(t, LIT(",\"shared_memory\":"), e->shared_mem);
+	if (m && !t->overflow && t->len - start <= KCONF_TEXT) {
+		memcpy(m->key, key, sizeof(key));
+		m->len = (__u32)(t->len - start);
+		memcpy(m->text, t->ev + start, m->len);
+	}
+}
+
 /* A GPU activity on its stream's track: the track names the device ("GPU D (pid N)") and the
  * stream ("stream S", the tid), so its args do not repeat them. */
 static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_cevent *e)
@@ -1805,19 +1885,14 @@ static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_ceven
 	}
 	put_dur(t, e->ts_ns, e->end_ns);
 	put_member(t, LIT(",\"args\":{\"correlation_id\":"), e->correlation_id);
-	put_member(t, LIT(",\"context\":"), e->context);
 	if (e->kind == XPU_REC_GPU_KERNEL) {
-		put_lit(t, ",\"grid\":");
-		put_dim3(t, e->grid);
-		put_lit(t, ",\"block\":");
-		put_dim3(t, e->block);
-		put_member(t, LIT(",\"registers\":"), e->registers);
-		put_member(t, LIT(",\"shared_memory\":"), e->shared_mem);
+		put_kconf(t, e);
 		if (e->graph_id || e->graph_node_id) {
 			put_member(t, LIT(",\"graph\":"), e->graph_id);
 			put_member(t, LIT(",\"graph_node\":"), e->graph_node_id);
 		}
 	} else {
+		put_member(t, LIT(",\"context\":"), e->context);
 		put_member(t, LIT(",\"bytes\":"), e->bytes);
 		if (e->kind == XPU_REC_GPU_MEMCPY) {
 			put_lit(t, ",\"copy_kind\":\"");
@@ -2820,11 +2895,15 @@ static void timeline_free(void *st)
 	sm_active__free(t->sm);
 	for (i = 0; t->ranges && i < RANGES_MAX; i++)
 		free(t->ranges[i].name);
-	for (i = 0; t->threads.slots && i <= t->threads.mask; i++)
-		for (l = 0; l < LANES; l++)
-			free(((struct thread *)table__slot(&t->threads, i))->lane[l]);
+	for (i = 0; t->threads.slots && i <= t->threads.mask; i++) {
+		struct thread *th = table__slot(&t->threads, i);
+
+		for (l = 0; th->k.used && l < LANES; l++)
+			free(th->lane[l]);
+	}
 	free(t->ranges);
 	free(t->heads);
+	free(t->kconf);
 	launch_map__free(&t->launches);
 	launch_map__free(&t->pend_index);
 	free(t->pending);
@@ -2958,6 +3037,7 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
 	t->heads = calloc(1u << HEAD_MEMO_BITS, sizeof(*t->heads));
+	t->kconf = calloc(1u << KCONF_MEMO_BITS, sizeof(*t->kconf));
 	t->ev = malloc(EV_HEAD + EV_MAX);
 	if (t->ev)
 		t->ev += EV_HEAD;
@@ -2967,8 +3047,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	t->frame_names = malloc(FRAME_NAMES_MAX);
 	t->clocks_json = malloc(SINK_CLOCKS_JSON_MAX);
 	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
-	if (err || !t->ranges || !t->heads || !t->ev || !t->frames || !t->frame_slots ||
-	    !t->frame_names || !t->clocks_json || !t->sm) {
+	if (err || !t->ranges || !t->heads || !t->kconf || !t->ev || !t->frames ||
+	    !t->frame_slots || !t->frame_names || !t->clocks_json || !t->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;
@@ -2989,9 +3069,12 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	t->next_vpid = VPID_BASE;
 	t->frame_names[0] = 0; /* the name of every unnamed frame */
 	t->frame_names_len = 1;
-	for (i = 0; i <= XPU_CORR_TYPE_MAX; i++) {
-		t->corr_names[i].s = xpu_corr_type__name(i);
-		t->corr_names[i].len = strlen(t->corr_names[i].s);
+	for (i = 0; i <= XPU_CORR_TYPE_MAX; i++) { /* the names are short identifiers */
+		int n = snprintf(t->corr_members[i].s, sizeof(t->corr_members[i].s),
+				 ",\"corr_type\":\"%s\"", xpu_corr_type__name(i));
+
+		t->corr_members[i].len =
+			n > 0 && (size_t)n < sizeof(t->corr_members[i].s) ? (size_t)n : 0;
 	}
 	/* A file that cannot be created yet (a read-only folder) is not a reason to stop:
 	 * the first tick says so and tries again. */

@@ -609,6 +609,61 @@ int main(void)
 	       "and one too long for the memo: each event its own head");
 	free(text);
 
+	/* a kernel's launch configuration comes from a memo (put_kconf), timestamps' upper
+	 * digits from the one before (put_us): each event must still have its own, for
+	 * configurations differing in one integer of nine, a negative one, and timestamps on
+	 * both sides of a 10 ms boundary, with trailing and leading zeros, and below 10 ms */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open a fifth time: %s", err ? why : "ok"))
+		return tap_done();
+	{
+		static const __s32 conf[][9] = {
+			/* context, grid, block, registers, shared memory */
+			{ 1, 256, 1, 1, 128, 1, 1, 32, 0 },  { 1, 256, 1, 1, 128, 1, 1, 32, 0 },
+			{ 1, 256, 1, 1, 128, 1, 2, 32, 0 },  { 1, 256, 1, 1, 128, 1, 1, 32, 0 },
+			{ 1, 256, 1, 1, 128, 1, 1, 32, 48 }, { 2, 256, 1, 1, 128, 1, 1, 32, 0 },
+			{ 1, -3, 1, 1, 128, 1, 1, 32, 0 },
+		};
+		static const __u64 ts[] = { 17341609999999ull, 17341610000001ull, 17341610000000ull,
+					    17341609990010ull, 5000120ull,	  17341610999000ull,
+					    9999999ull };
+
+		for (i = 0; i < 7; i++) {
+			e[i] = ev(3000 + i, XPU_REC_GPU_KERNEL, 42, 42, ts[i], ts[i] + 500);
+			e[i].stream = 9;
+			e[i].context = (__u32)conf[i][0];
+			memcpy(e[i].grid, &conf[i][1], sizeof(e[i].grid));
+			memcpy(e[i].block, &conf[i][4], sizeof(e[i].block));
+			e[i].registers = (__u32)conf[i][7];
+			e[i].shared_mem = (__u32)conf[i][8];
+		}
+		b.n_events = 7;
+		fmt_timeline.batch(st, &b, e);
+	}
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+	text = tap_slurp(path);
+#define KCONF(c, g, b3, r, m)                                           \
+	"\"args\":{\"correlation_id\":0,\"context\":" c ",\"grid\":[" g \
+	",1,1],\"block\":[128,1," b3 "],\"registers\":" r ",\"shared_memory\":" m ","
+	tap_ok(text && occurrences(text, KCONF("1", "256", "1", "32", "0")) == 3 &&
+		       occurrences(text, KCONF("1", "256", "2", "32", "0")) == 1 &&
+		       occurrences(text, KCONF("1", "256", "1", "32", "48")) == 1 &&
+		       occurrences(text, KCONF("2", "256", "1", "32", "0")) == 1 &&
+		       occurrences(text, KCONF("1", "-3", "1", "32", "0")) == 1,
+	       "launch configurations: three of one, and ones differing in a block dimension, "
+	       "the shared memory, the context or a negative grid dimension: each its own");
+#undef KCONF
+	tap_ok(text && strstr(text, "\"ts\":17341609999.999,") &&
+		       strstr(text, "\"ts\":17341610000.001,") &&
+		       strstr(text, "\"ts\":17341610000,") &&
+		       strstr(text, "\"ts\":17341609990.01,") && strstr(text, "\"ts\":5000.12,") &&
+		       strstr(text, "\"ts\":17341610999,") && strstr(text, "\"ts\":9999.999,"),
+	       "timestamps across a 10 ms boundary, with zeros in their last digits and below "
+	       "10 ms: each its own");
+	free(text);
+
 	/* ranges whose pops were lost, closed at finish: each must nest with every slice of its
 	 * track, also with a call long before the end that was under way at its push (the last
 	 * LANE_RECENT slices alone would not see it): one range pushed inside a call that came
