@@ -444,6 +444,24 @@ static void test_windows(void)
 		       sm_active__total(a, 1)->key == SM_PROCESS(7),
 	       "totals sorted by key: devices, then processes");
 	sm_active__free(a);
+
+	/* a kernel within the window of the one before takes a shorter way (no division): one
+	 * that ends exactly at the window's end, one just past it, one back a window */
+	a = sm_active__new(100, 1000000);
+	if (!a)
+		tap_bail("out of memory");
+	sm_active__add(a, SM_DEVICE(2), 210, 220);
+	sm_active__add(a, SM_DEVICE(2), 230, 300);
+	sm_active__add(a, SM_DEVICE(2), 250, 301);
+	sm_active__add(a, SM_DEVICE(2), 305, 310);
+	sm_active__add(a, SM_DEVICE(2), 150, 205);
+	sm_active__close(a, true);
+	tap_ok(window_busy(a, 100, SM_DEVICE(2)) == 50 && window_busy(a, 200, SM_DEVICE(2)) == 85 &&
+		       window_busy(a, 300, SM_DEVICE(2)) == 6 &&
+		       total_of(a, SM_DEVICE(2))->busy_ns == 141,
+	       "kernels in the window before's, at its end, past it and a window back: 50, 85, "
+	       "6 ns");
+	sm_active__free(a);
 }
 
 static void test_late(void)
