@@ -22,7 +22,33 @@ run() { # run NAME SINK_SECTIONS... -> "events seconds"
 	/usr/bin/python3 - "$XPUSUP" "$s" "$COUNT" <<'PYEOF'
 import json, os, subprocess, sys, time
 xpusup, session, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-t0 = time.monotonic()
+
+def proc_stat():
+    return [int(x) for x in open("/proc/stat").readline().split()[1:]]
+
+def cpu_of(pid):  # user + system seconds of a process, its threads included
+    with open(f"/proc/{pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+
+def actors_report(j, events, secs, a0):
+    # SINKS_CPU_REPORT (bench/pipeline_cpu.sh): how busy the machine was and each actor's
+    # CPU, on stderr
+    d = [y - x for x, y in zip(a0, proc_stat())]
+    print(f"{events} events in {secs:.2f} s, {events / secs / 1e6:.2f} M events/s; machine "
+          f"{100 * (d[0] + d[1] + d[2] + d[5] + d[6]) / sum(d):.0f} % busy, "
+          f"{100 * d[3] / sum(d):.0f} % idle, {100 * d[7] / sum(d):.0f} % steal", file=sys.stderr)
+    total = 0
+    for x in j["actors"]:
+        if x.get("pid"):
+            cpu = cpu_of(x["pid"])
+            total += cpu
+            print(f"  {x['name']:14s} {cpu:6.2f} s CPU  {1e9 * cpu / events:5.0f} ns/event",
+                  file=sys.stderr)
+    print(f"  {'all actors':14s} {total:6.2f} s CPU  {1e9 * total / events:5.0f} ns/event",
+          file=sys.stderr)
+
+a0, t0 = proc_stat(), time.monotonic()
 while True:
     j = json.loads(subprocess.run([xpusup, "status", "--session", session, "--json"],
                                   capture_output=True, text=True).stdout)
@@ -37,13 +63,11 @@ while True:
             and sinks and min(sinks) == sent):
         # CPU time of the sink actors, user + system (their whole life so far): less
         # sensitive than the rate to what else the machine runs
-        cpu = 0
-        for x in j["actors"]:
-            if x["role"] == "sink" and x.get("pid"):
-                with open(f"/proc/{x['pid']}/stat") as f:
-                    st = f.read().rsplit(")", 1)[1].split()
-                cpu += (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
-        print(min(sinks), time.monotonic() - t0, cpu)
+        secs = time.monotonic() - t0
+        cpu = sum(cpu_of(x["pid"]) for x in j["actors"] if x["role"] == "sink" and x.get("pid"))
+        if os.environ.get("SINKS_CPU_REPORT"):
+            actors_report(j, min(sinks), secs, a0)
+        print(min(sinks), secs, cpu)
         break
     if time.monotonic() - t0 > 600:
         print(0, 0, 0)
