@@ -4,7 +4,9 @@
 # fmt_bench on it: CPU ns per event of decoding and of each sink format alone.
 #
 # Usage: bench/fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench options...] [KIND...]
-#   (root, or XDG_RUNTIME_DIR; the capture is about 100 bytes an event, in a temp folder)
+#   (root, or XDG_RUNTIME_DIR; the capture is about 100 bytes an event, in a temp folder;
+#   CAPTURE_TO=FILE keeps a copy of it there, for runs of fmt_bench of one's own, under
+#   cachegrind for instance: docs/performance.md)
 set -u
 BUILD=${1:?usage: fmt_bench.sh BUILD_DIR [COUNT] [fmt_bench args...]}
 COUNT=${2:-200000}
@@ -33,4 +35,7 @@ sleep 1
 kill -INT $sub
 wait $sub
 cat "$WORK/sub.err" >&2
+if [ -n "${CAPTURE_TO:-}" ]; then
+	cp "$WORK/capture.raw" "$CAPTURE_TO" || exit 1
+fi
 "$BUILD/bench/fmt_bench" -d "$WORK" -c "$WORK/capture.raw" "$@"
