@@ -94,8 +94,8 @@ static uint32_t slot_home(const void *tab, uint32_t slot)
 	return ((const struct launch_map *)tab)->slots[slot].hash;
 }
 
-/* Slots only: an entry does not know its slot (that write, to an entry anywhere in the ring,
- * was a cache miss a moved slot, most of a put in a pipeline; docs/performance.md). */
+/* Slots only: an entry does not know its slot. Telling it, an entry anywhere in the ring, was
+ * a cache miss for every slot moved, most of a put's time in a pipeline (docs/performance.md). */
 static void slot_move(void *tab, uint32_t to, uint32_t from)
 {
 	struct launch_map *m = tab;

@@ -269,8 +269,9 @@ int sm_active__add(struct sm_active *a, __u64 key, __u64 start, __u64 end)
 	if (end <= start)
 		goto skip;
 	if (start >= a->hint && end - a->hint <= a->window_ns) {
-		/* the usual: within the window of the kernel before, and no division (three a
-		 * kernel here, twice a kernel, cost more than the rest of this function) */
+		/* the usual: within the window of the kernel before, and no division (the three
+		 * below, for each of a kernel's two entities, cost more than the rest of this
+		 * function) */
 		first = last = a->hint;
 		n = 1;
 	} else {

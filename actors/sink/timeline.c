@@ -106,7 +106,7 @@
 #define FRAME_NAMES_MAX (16u << 20)
 #define STACK_INLINE UINT32_MAX /* stack_node: no room in the tree, the stack goes inline */
 #define STACK_MEMO 256 /* stack_node's memo of whole stacks, direct-mapped */
-#define STACK_MEMO_FRAMES 24
+#define STACK_MEMO_FRAMES 24 /* a memo keeps a copy of a stack this deep (struct stack_memo) */
 /* begin()'s memo of event heads, direct-mapped (2^HEAD_MEMO_BITS entries); a name longer
  * than HEAD_NAME_MAX or a head longer than HEAD_TEXT is built every time */
 #define HEAD_MEMO_BITS 8
@@ -337,7 +337,7 @@ struct head_memo {
 /*
  * A kernel's launch configuration as its args say it (",\"context\":..,\"shared_memory\":N"),
  * by the nine integers: a program launches each kernel with one or a few configurations, and
- * the nine appenders were a tenth of the format's instructions (cachegrind of fmt_bench).
+ * the nine appenders were 7 % of the format's instructions (cachegrind of fmt_bench).
  */
 struct kconf_memo {
 	__u32 key[9]; /* context, grid, block, registers, shared memory */
@@ -554,9 +554,9 @@ static void put_s64(struct timeline *t, __s64 v)
 }
 
 /* ns as microseconds: the integer part, then as many of the three decimals as are not
- * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. Timestamps
- * (10 digits and more) share their digits above the last four with the event before, for
- * 10 ms: those come from t->us_hi's text, written once. */
+ * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. From 10 ms
+ * up, the digits above the last four come from t->us_hi's text, made when they change: a
+ * timestamp (10 digits and more) shares them with the event before for 10 ms. */
 static void put_us(struct timeline *t, __u64 ns)
 {
 	__u64 us = ns / 1000, hi = us / 10000;
