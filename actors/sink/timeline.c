@@ -423,7 +423,7 @@ struct timeline {
 	struct api_cached api_cache[API_CACHE];
 	struct stack_memo stack_memo[STACK_MEMO];
 	struct head_memo *heads; /* 1 << HEAD_MEMO_BITS */
-	struct kconf_memo *kconf; /* 1 << KCONF_MEMO_BITS */
+	struct kconf_memo kconf[1u << KCONF_MEMO_BITS];
 	__u64 us_hi; /* put_us: the microseconds / 10^4 of the last timestamp, 0: none yet */
 	__u32 us_hi_len;
 	char us_hi_text[20]; /* its digits, us_hi_len of them */
@@ -567,7 +567,7 @@ static void put_us(struct timeline *t, __u64 ns)
 
 	if (!hi) {
 		put_u64(t, us);
-	} else if (t->overflow || EV_MAX - t->len <= 28) {
+	} else if (t->overflow || EV_MAX - t->len < sizeof(t->us_hi_text) + 4) {
 		t->overflow = true;
 		return;
 	} else {
@@ -951,7 +951,7 @@ static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
 	h = sink_hash_words(h, e->stack, (size_t)n * sizeof(*e->stack));
 	if (e->frames)
 		h = sink_hash_words(h, e->frames, (size_t)n * sizeof(*e->frames));
-	h = xpu_mix64(h); /* stack_is checks a hit: the hash only spreads the stacks */
+	h = xpu_mix64(h); /* a hit is checked below: the hash only spreads the stacks */
 	m = &t->stack_memo[h % STACK_MEMO];
 	if (m->node && m->hash == h && m->n == n && m->n_kernel == e->n_kernel &&
 	    m->named == !!e->frames && (!m->named || m->batch == t->batches) &&
@@ -1830,17 +1830,14 @@ static void put_kconf(struct timeline *t, const struct xpu_cevent *e)
 	const __u32 key[9] = { e->context,	   (__u32)e->grid[0],  (__u32)e->grid[1],
 			       (__u32)e->grid[2],  (__u32)e->block[0], (__u32)e->block[1],
 			       (__u32)e->block[2], e->registers,       e->shared_mem };
-	struct kconf_memo *m = NULL;
+	/* the hash's best bits are its top */
+	struct kconf_memo *m =
+		&t->kconf[sink_hash_words(0, key, sizeof(key)) >> (64 - KCONF_MEMO_BITS)];
 	size_t start = t->len;
 
-	if (t->kconf) {
-		__u64 h = sink_hash_words(0, key, sizeof(key));
-
-		m = &t->kconf[h >> (64 - KCONF_MEMO_BITS)]; /* the hash's best bits are its top */
-		if (m->len && !memcmp(m->key, key, sizeof(key))) {
-			put_raw(t, m->text, m->len);
-			return;
-		}
+	if (m->len && !memcmp(m->key, key, sizeof(key))) {
+		put_raw(t, m->text, m->len);
+		return;
 	}
 	put_member(t, LIT(",\"context\":"), e->context);
 	put_lit(t, ",\"grid\":");
@@ -1849,7 +1846,7 @@ static void put_kconf(struct timeline *t, const struct xpu_cevent *e)
 	put_dim3(t, e->block);
 	put_member(t, LIT(",\"registers\":"), e->registers);
 	put_member(t, LIT(",\"shared_memory\":"), e->shared_mem);
-	if (m && !t->overflow && t->len - start <= KCONF_TEXT) {
+	if (!t->overflow && t->len - start <= KCONF_TEXT) {
 		memcpy(m->key, key, sizeof(key));
 		m->len = (__u32)(t->len - start);
 		memcpy(m->text, t->ev + start, m->len);
@@ -2903,7 +2900,6 @@ static void timeline_free(void *st)
 	}
 	free(t->ranges);
 	free(t->heads);
-	free(t->kconf);
 	launch_map__free(&t->launches);
 	launch_map__free(&t->pend_index);
 	free(t->pending);
@@ -3037,7 +3033,6 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
 	t->heads = calloc(1u << HEAD_MEMO_BITS, sizeof(*t->heads));
-	t->kconf = calloc(1u << KCONF_MEMO_BITS, sizeof(*t->kconf));
 	t->ev = malloc(EV_HEAD + EV_MAX);
 	if (t->ev)
 		t->ev += EV_HEAD;
@@ -3047,8 +3042,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 	t->frame_names = malloc(FRAME_NAMES_MAX);
 	t->clocks_json = malloc(SINK_CLOCKS_JSON_MAX);
 	t->sm = sm_active__new(t->window_ns, t->lateness_ns);
-	if (err || !t->ranges || !t->heads || !t->kconf || !t->ev || !t->frames ||
-	    !t->frame_slots || !t->frame_names || !t->clocks_json || !t->sm) {
+	if (err || !t->ranges || !t->heads || !t->ev || !t->frames || !t->frame_slots ||
+	    !t->frame_names || !t->clocks_json || !t->sm) {
 		snprintf(why, why_len, "out of memory");
 		err = -ENOMEM;
 		goto fail;
