@@ -46,6 +46,7 @@
 #include <generated_nvtx_meta.h>
 
 #include "shm/inproc.h"
+#include "cupti/buffer_pool.h"
 #include "cupti/convert.h"
 #include "cupti/inject.h"
 #include "cupti/launch_stack.h"
@@ -54,13 +55,18 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define FLUSH_MS 100 /* how often activity is forced out of CUPTI's buffers */
-#define BUFFER_BYTES (1u << 20) /* one CUPTI activity buffer */
+/* One CUPTI activity buffer. CUPTI 13 gives a thread's buffer back whenever it has something
+ * complete in it (about once a kernel), so most come back nearly empty: a small one is
+ * cleared quickly, and a busy thread's next comes from the pool (buffer_pool.h). */
+#define BUFFER_BYTES (256u << 10)
+#define BUFFERS_KEPT 64 /* buffers the pool keeps for the next request: 16 MiB at most */
 #define STRINGS_MAX 4096 /* NVTX registered strings remembered */
 #define CONVERT_CHUNK 64 /* records converted per hold of the lock */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* ring, conv, strings */
 static struct ring *ring;
 static struct conv *conv;
+static struct buffer_pool pool; /* CUPTI's activity buffers */
 static int sock = -1;
 static __u32 options;
 static int enabled; /* read on every callback, relaxed: it gates work, publishes nothing */
@@ -174,7 +180,8 @@ static const char *cupti_error(CUptiResult res)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-	*buffer = aligned_alloc(8, BUFFER_BYTES);
+	/* zeroed, as CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER promises it (activities_enable) */
+	*buffer = buffer_pool__get(&pool);
 	*size = *buffer ? BUFFER_BYTES : 0;
 	*max_records = 0; /* as many as fit */
 }
@@ -203,7 +210,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 	ring__flush(ring);
 	pthread_mutex_unlock(&lock);
 free_buffer:
-	free(buffer);
+	buffer_pool__put(&pool, buffer);
 }
 
 /* ---- callbacks ---- */
@@ -548,6 +555,22 @@ static void say_launch_stacks(void)
 			(unsigned long long)st.py_bad, (double)st.py_frames / (double)st.py_stacks);
 }
 
+/* The activity buffers' counts, in the same way: how often CUPTI asked, and how often the
+ * pool answered without making one (docs/cupti.md, "Activity buffers"). */
+static void say_buffers(void)
+{
+	if (forked || !pool.allocated)
+		return;
+	pthread_mutex_lock(&pool.lock);
+	fprintf(stderr,
+		"xpusup: CUPTI activity buffers: %llu asked for, %llu of them made (%u KiB "
+		"each), %llu freed past the %u kept\n",
+		(unsigned long long)(pool.allocated + pool.reused),
+		(unsigned long long)pool.allocated, (unsigned int)(pool.bytes >> 10),
+		(unsigned long long)pool.released, pool.max_free);
+	pthread_mutex_unlock(&pool.lock);
+}
+
 /* exit(): stop the flusher, force the last records out, publish them. */
 static void at_exit(void)
 {
@@ -566,6 +589,7 @@ static void at_exit(void)
 	pthread_mutex_lock(&lock);
 	ring__flush(ring);
 	pthread_mutex_unlock(&lock);
+	say_buffers();
 }
 
 /* A child forked without exec must not produce into its parent's ring (one producer). */
@@ -608,10 +632,19 @@ static int subscribe(void)
 
 static int activities_enable(void)
 {
+	uint8_t zeroed = 1;
 	char missing[256] = "";
 	CUptiResult res;
 	size_t i, n = 0;
 
+	/* Our buffers come zeroed (buffer_pool.h): without this CUPTI clears each one itself,
+	 * on the thread whose record asked for it, inside that thread's CUDA call. Refused by
+	 * an older CUPTI: it clears them then, as before, which costs time and loses nothing. */
+	res = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+					&(size_t){ sizeof(zeroed) }, &zeroed);
+	if (res != CUPTI_SUCCESS)
+		fprintf(stderr, "xpusup: CUPTI clears its activity buffers itself (%s)\n",
+			cupti_error(res));
 	res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (res != CUPTI_SUCCESS) {
 		say("CUPTI activity buffers", cupti_error(res));
@@ -679,7 +712,7 @@ EXPORT int InitializeInjection(void)
 	if (!(options & XPU_INPROC_OPT_SET))
 		options = XPU_CUPTI_OPT_DEFAULTS; /* an actor that chooses nothing */
 	conv = conv__new((__u32)getpid(), put, NULL);
-	if (!conv) {
+	if (!conv || buffer_pool__init(&pool, BUFFER_BYTES, BUFFERS_KEPT)) {
 		say("out of memory", NULL);
 		goto err_teardown;
 	}

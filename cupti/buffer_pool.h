@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUPTI's activity buffers, kept and handed out again (docs/cupti.md, "Activity buffers").
+ *
+ * CUPTI 13 asks for a buffer per thread that makes records, and gives a buffer back each
+ * time it has something complete for it: on an H200 running a PyTorch loop (tests/cuda/
+ * torch_loop.py) about one buffer was asked for and given back per kernel. It asks on the
+ * thread that makes the record, the application's, inside its CUDA call, and unless told
+ * the buffer comes zeroed it clears the whole buffer there. A fresh 1 MiB buffer, cleared on
+ * the launching thread and faulted in page by page, took about 30 us a request: four to
+ * six times the launch it delayed.
+ *
+ * So the buffers come from here: a request takes a buffer that is already zero (one held
+ * back, or fresh anonymous memory from calloc, which the kernel gives zeroed), and a buffer
+ * given back is cleared on the thread that gives it back (CUPTI's worker or our flusher,
+ * never the application's) and kept for the next request. At most max_free are kept; the
+ * rest are freed. Every call is thread-safe; none blocks on more than a short mutex.
+ */
+#ifndef XPUSUP_CUPTI_BUFFER_POOL_H
+#define XPUSUP_CUPTI_BUFFER_POOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buffer_pool {
+	pthread_mutex_t lock; /* free[], n_free, and the counters */
+	size_t bytes; /* each buffer's size */
+	unsigned int max_free;
+	unsigned int n_free;
+	void **free; /* zeroed buffers kept for the next request */
+	uint64_t allocated; /* buffers made (calloc) */
+	uint64_t reused; /* requests answered from free[] */
+	uint64_t released; /* buffers given back and freed (free[] was full) */
+	uint64_t outstanding; /* handed out and not yet given back */
+};
+
+/* Buffers of bytes (a multiple of 8, more than 0), keeping at most max_free (more than 0). */
+int buffer_pool__init(struct buffer_pool *p, size_t bytes, unsigned int max_free);
+
+/* A zeroed buffer of p->bytes, 8-byte aligned; NULL when memory is short. */
+void *buffer_pool__get(struct buffer_pool *p);
+
+/* Give back buf (from buffer_pool__get; NULL: nothing): it is zeroed here and kept, or
+ * freed when max_free are kept already. */
+void buffer_pool__put(struct buffer_pool *p, void *buf);
+
+/* Free every buffer kept; the pool can be used again. Buffers still out stay out. */
+void buffer_pool__drain(struct buffer_pool *p);
+
+/* Drain, and free what init allocated. */
+void buffer_pool__fini(struct buffer_pool *p);
+
+#endif /* XPUSUP_CUPTI_BUFFER_POOL_H */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buffer_pool_test: CUPTI's activity buffers (buffer_pool.h). What CUPTI is promised, that
+ * every buffer handed out is zero wherever it may write, checked after each buffer has been
+ * filled with garbage and given back; that kept buffers are reused and the rest freed; and
+ * the same from four threads at once, counted.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cupti/buffer_pool.h"
+#include "tests/tap.h"
+
+#define BYTES 4096
+#define THREADS 4
+#define ROUNDS 5000
+
+static bool all_zero(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+struct worker {
+	struct buffer_pool *pool;
+	unsigned int seed;
+	unsigned int not_zero; /* buffers handed out with a byte not zero */
+	unsigned int failed; /* NULL answers */
+};
+
+/* As CUPTI's threads use the pool: take one or two, write over them (all of it, or a
+ * record's worth), give them back in either order. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	unsigned int i;
+
+	for (i = 0; i < ROUNDS; i++) {
+		void *a = buffer_pool__get(w->pool), *b = NULL;
+		unsigned int r = w->seed = w->seed * 1103515245u + 12345u;
+
+		if (!a) {
+			w->failed++;
+			continue;
+		}
+		if (r & 1)
+			b = buffer_pool__get(w->pool);
+		w->not_zero += !all_zero(a, BYTES) + (b && !all_zero(b, BYTES));
+		memset(a, 0xa5, r & 2 ? BYTES : 64);
+		if (b)
+			memset((char *)b + BYTES - 8, (int)(r >> 8) | 1, 8);
+		if (r & 4) {
+			buffer_pool__put(w->pool, b);
+			buffer_pool__put(w->pool, a);
+		} else {
+			buffer_pool__put(w->pool, a);
+			buffer_pool__put(w->pool, b);
+		}
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	struct buffer_pool pool;
+	struct worker workers[THREADS];
+	pthread_t threads[THREADS];
+	void *bufs[8];
+	void *first;
+	unsigned int i, not_zero = 0, failed = 0;
+	uint64_t asked;
+
+	tap_eq_u64(buffer_pool__init(&pool, 0, 4), -EINVAL, "no size is refused");
+	tap_eq_u64(buffer_pool__init(&pool, 100, 4), -EINVAL,
+		   "a size not a multiple of 8 is refused");
+	tap_eq_u64(buffer_pool__init(&pool, BYTES, 0), -EINVAL, "keeping none is refused");
+	if (!tap_eq_u64(buffer_pool__init(&pool, BYTES, 4), 0, "a pool of 4 KiB buffers, 4 kept"))
+		return tap_done();
+
+	/* one buffer: made zero, dirtied, given back, handed out again zero */
+	first = buffer_pool__get(&pool);
+	tap_ok(first && all_zero(first, BYTES), "a new buffer is zero");
+	tap_ok(((uintptr_t)first & 7) == 0, "and 8-byte aligned");
+	memset(first, 0xff, BYTES);
+	buffer_pool__put(&pool, first);
+	bufs[0] = buffer_pool__get(&pool);
+	tap_ok(bufs[0] == first, "a buffer given back is the next one handed out");
+	tap_ok(all_zero(bufs[0], BYTES), "zero again, to its last byte");
+	tap_eq_u64(pool.allocated, 1, "one made");
+	tap_eq_u64(pool.reused, 1, "one reused");
+	buffer_pool__put(&pool, bufs[0]);
+
+	/* more out at once than are kept: the surplus is freed when it comes back */
+	for (i = 0; i < 7; i++)
+		bufs[i] = buffer_pool__get(&pool);
+	tap_eq_u64(pool.outstanding, 7, "seven out");
+	for (i = 0; i < 7; i++)
+		buffer_pool__put(&pool, bufs[i]);
+	tap_eq_u64(pool.n_free, 4, "four kept");
+	tap_eq_u64(pool.released, 3, "three freed past the four kept");
+	tap_eq_u64(pool.outstanding, 0, "none out");
+	buffer_pool__put(&pool, NULL);
+	tap_eq_u64(pool.n_free, 4, "giving back NULL changes nothing");
+
+	/* drained: the next buffer is a new one */
+	buffer_pool__drain(&pool);
+	tap_eq_u64(pool.n_free, 0, "drained: none kept");
+	asked = pool.allocated;
+	bufs[0] = buffer_pool__get(&pool);
+	tap_ok(bufs[0] && all_zero(bufs[0], BYTES), "after a drain a buffer is made, zero");
+	tap_eq_u64(pool.allocated, asked + 1, "and counted as made");
+	buffer_pool__put(&pool, bufs[0]);
+
+	/* four threads at once */
+	asked = pool.allocated + pool.reused;
+	for (i = 0; i < THREADS; i++) {
+		workers[i] = (struct worker){ .pool = &pool, .seed = 7919u * (i + 1) };
+		pthread_create(&threads[i], NULL, worker_main, &workers[i]);
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(threads[i], NULL);
+		not_zero += workers[i].not_zero;
+		failed += workers[i].failed;
+	}
+	tap_eq_u64(failed, 0, "four threads: every request answered");
+	tap_eq_u64(not_zero, 0, "four threads: every buffer handed out was zero");
+	tap_eq_u64(pool.outstanding, 0, "four threads: every buffer came back");
+	tap_ok(pool.allocated + pool.reused - asked >= (uint64_t)THREADS * ROUNDS,
+	       "four threads: every request counted (%llu)",
+	       (unsigned long long)(pool.allocated + pool.reused - asked));
+	/* every buffer made is kept, or was freed past the four kept, or by the drain (4) */
+	tap_eq_u64(pool.allocated, pool.n_free + pool.released + 4,
+		   "four threads: every buffer made is accounted for");
+	tap_ok(pool.reused > pool.allocated,
+	       "four threads: most requests reused one (%llu made, %llu reused)",
+	       (unsigned long long)pool.allocated, (unsigned long long)pool.reused);
+	buffer_pool__fini(&pool);
+	return tap_done();
+}
