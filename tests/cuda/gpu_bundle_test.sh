@@ -56,7 +56,7 @@ size=$(du -sb "$b" | cut -f1)
 [ "$size" -le $((64 * 1024 * 1024)) ]
 ok $? "the bundle fits in 64 MiB ($((size / 1024)) KiB)"
 
-want=(xpusup env gpu-check MANIFEST README.md tests/check_trace.py tests/torch_loop.py
+want=(xpusup env gpu-check gpu-overhead MANIFEST README.md tests/check_trace.py tests/torch_loop.py
 	tests/workload.cu tests/timeline_check.py lib/libxpusup_annotate.so)
 for a in cpu pmu inproc cupti correlator folded timeline stats; do want+=("actors/xpusup-$a"); done
 [ "$cupti" = with-cupti ] && want+=(lib/libxpusup_cupti.so)
@@ -108,6 +108,24 @@ else
 fi
 "$b/gpu-check" --bogus >/dev/null 2>&1
 ok "$([ $? = 100 ] && echo 0 || echo 1)" "gpu-check with a wrong option: exit 100"
+
+# gpu-overhead (bench/gpu_overhead.sh): its usage checked before anything runs, and no
+# PyTorch with CUDA here is exit 77 with the reason
+for bad in "-r 0" "-n x" "--lib nameonly" "--lib a=$work/no-such.so" "--bogus"; do
+	# shellcheck disable=SC2086 # the words of each bad command line
+	env -i bash -c ". '$b/env' && '$b/gpu-overhead' $bad '$work/ovh'" >/dev/null 2>&1
+	rc=$?
+	ok "$([ $rc = 100 ] && echo 0 || echo 1)" "gpu-overhead $bad: exit 100 (got $rc)"
+done
+if command -v nvidia-smi >/dev/null; then
+	echo "ok $((n += 1)) - # SKIP gpu-overhead without a GPU: this machine has nvidia-smi"
+else
+	res=$(env -i PATH="$PATH" bash -c ". '$b/env' && '$b/gpu-overhead' -r 1 '$work/ovh'" 2>&1)
+	rc=$?
+	ok "$([ $rc = 77 ] && echo 0 || echo 1)" "gpu-overhead without a GPU: exit 77 (got $rc)" "$res"
+	echo "$res" | grep -q 'gpu-overhead: no GPU: PyTorch with CUDA is not usable here'
+	ok $? "gpu-overhead says why" "$res"
+fi
 
 mkdir "$work/notabundle" && touch "$work/notabundle/keep"
 res=$("$root/scripts/gpu-bundle" -B "$build" "${opts[@]}" "$work/notabundle" 2>&1)
