@@ -73,6 +73,9 @@ if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() el
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# A crash of the profiled loop says where it was (Python's frames on stderr, at no cost
+# until then): one run of 26 died of SIGSEGV on an H200 with nothing else to go on.
+export PYTHONFAULTHANDLER=1
 
 # The built-in pipeline as record writes it, changed in its cupti source for --parts.
 variants=(plain record)
@@ -100,7 +103,11 @@ for round in $(seq 1 "$rounds"); do
 		lib=$XPUSUP_CUPTI_LIB
 		args=()
 		case $v in
-		record-nostacks | record-noapi | record-min) args=(-c "$out/${v#record-}.conf") ;;
+		record-nostacks | record-noapi | record-min)
+			# the config's relative paths are its folder's: the run's
+			cp "$out/${v#record-}.conf" "$dir/pipeline.conf"
+			args=(-c "$dir/pipeline.conf")
+			;;
 		record-*)
 			for l in "${libs[@]}"; do [ "record-${l%%=*}" = "$v" ] && lib=${l#*=}; done
 			;;
@@ -110,7 +117,6 @@ for round in $(seq 1 "$rounds"); do
 		plain) "${loop[@]}" --json "$dir/loop.json" >"$dir/out.txt" 2>&1 || rc=$? ;;
 		profiler) "${loop[@]}" --torch-profiler --json "$dir/loop.json" >"$dir/out.txt" 2>&1 || rc=$? ;;
 		*)
-			# -c runs write where the config's paths say: the run's folder
 			(cd "$dir" && XPUSUP_CUPTI_LIB=$lib xpusup record "${args[@]}" -o "$dir/record" -- \
 				env LD_LIBRARY_PATH="$XPUSUP_CMD_LD_LIBRARY_PATH" "${loop[@]}" \
 				--json "$dir/loop.json" >"$dir/out.txt" 2>&1) || rc=$?
