@@ -16,7 +16,10 @@
  *   frames deeper. Warm: the thread's rule cache holds every frame (a launch loop); each
  *   capture timed as one loop of CAPTURES. Cold cache: emptied before each capture, which is
  *   timed alone (two clock reads, about 40 ns, are in the figure). A new thread's first: a
- *   thread's first capture, its state (stack bounds, cache) made then, timed alone.
+ *   thread's first capture, its state (stack bounds, cache) made then, timed alone. Many
+ *   call sites: warm, but through 512 distinct functions on 64 paths of 30
+ *   (cupti/call_sites.h), as a training loop's launches come from hundreds of places; with
+ *   the rule look-ups per capture that the thread's cache did not answer.
  *
  * The library is loaded with dlopen, as CUDA loads it (InitializeInjection is not called, so
  * CUPTI is not started), and the marker is looked up with dlsym. Both functions are called
@@ -43,6 +46,7 @@
 #include <time.h>
 
 #include "bench/bench_util.h"
+#include "cupti/call_sites.h"
 #include "cupti/launch_stack.h"
 #include "cupti/vendor_standin.h"
 
@@ -142,6 +146,47 @@ static __attribute__((noinline)) void app_step(struct captures *c, int depth)
 		launch_op(c);
 }
 
+/* Many call sites (cupti/call_sites.h): each path ends in one launch. */
+static void call_sites_leaf(void *arg)
+{
+	launch_op(arg);
+}
+
+/* The frames of each capture between two snapshots; a failed capture ends the bench. */
+static double frames_each(const struct captures *c, const struct launch_stack_stats *a,
+			  const struct launch_stack_stats *b)
+{
+	if (c->err || b->failed != a->failed || b->captured == a->captured) {
+		fprintf(stderr, "cupti_marker_bench: a capture failed\n");
+		exit(EXIT_SYSTEM);
+	}
+	return (double)(b->frames - a->frames) / (double)(b->captured - a->captured);
+}
+
+/* ns per capture through the many call sites, warm (a pass over every path first);
+ * *misses gets the rule look-ups per capture the thread's cache did not answer. */
+static double time_sites(long rounds, double *frames, double *misses)
+{
+	struct captures c = { .n = 1 };
+	struct launch_stack_stats a, b;
+	double t0, t;
+	unsigned int p;
+	long r;
+
+	for (p = 0; p < CALL_SITE_PATHS; p++)
+		call_sites__run(&c, p);
+	launch_stack__stats(&a);
+	t0 = now_ns();
+	for (r = 0; r < rounds; r++)
+		for (p = 0; p < CALL_SITE_PATHS; p++)
+			call_sites__run(&c, p);
+	t = now_ns() - t0;
+	launch_stack__stats(&b);
+	*frames = frames_each(&c, &a, &b);
+	*misses = (double)(b.cache_misses - a.cache_misses) / (double)(b.captured - a.captured);
+	return t / (double)(rounds * CALL_SITE_PATHS);
+}
+
 /* ns per capture; *frames gets the frames each captured. */
 static double time_captures(long n, int depth, int cold, double *frames)
 {
@@ -154,15 +199,11 @@ static double time_captures(long n, int depth, int cold, double *frames)
 	app_step(&c, depth);
 	t = now_ns() - t0;
 	launch_stack__stats(&b);
-	if (c.err || b.failed != a.failed || b.captured == a.captured) {
-		fprintf(stderr, "cupti_marker_bench: a capture failed\n");
-		exit(EXIT_SYSTEM);
-	}
-	*frames = (double)(b.frames - a.frames) / (double)(b.captured - a.captured);
+	*frames = frames_each(&c, &a, &b);
 	return (cold ? c.alone_ns : t) / (double)n;
 }
 
-/* A new thread's first capture: its state is made then (stack bounds, 64 KiB of cache). */
+/* A new thread's first capture: its state is made then (stack bounds, 256 KiB of cache). */
 static void *first_capture(void *arg)
 {
 	double frames;
@@ -202,7 +243,8 @@ int main(int argc, char **argv)
 	const char *lib = XPUSUP_CUPTI_MARKER_LIB;
 	double empty[MAX_REPEAT], marker[MAX_REPEAT], e, m, uprobe = 0;
 	double warm[MAX_REPEAT], cold[MAX_REPEAT], deep[MAX_REPEAT], deep_cold[MAX_REPEAT];
-	double frames, deep_frames, first;
+	double many[MAX_REPEAT], many_misses[MAX_REPEAT];
+	double frames, deep_frames, many_frames, first;
 	long calls = 20000000, captures = 20000;
 	int repeat = 5, opt, r;
 	marker_fn fn;
@@ -269,6 +311,7 @@ int main(int argc, char **argv)
 		cold[r] = time_captures(captures, 0, 1, &frames);
 		deep[r] = time_captures(captures, DEEP, 0, &deep_frames);
 		deep_cold[r] = time_captures(captures, DEEP, 1, &deep_frames);
+		many[r] = time_sites(captures / CALL_SITE_PATHS + 1, &many_frames, &many_misses[r]);
 	}
 	e = median(empty, repeat);
 	m = median(marker, repeat);
@@ -285,6 +328,10 @@ int main(int argc, char **argv)
 	print_capture("in-process capture, cold cache", deep_frames, median(deep_cold, repeat), e,
 		      uprobe);
 	print_capture("in-process, a new thread's first", frames, first, e, uprobe);
+	print_capture("in-process, warm, 512 call sites", many_frames, median(many, repeat), e,
+		      uprobe);
+	printf("  (its rule look-ups not in the thread's cache: %.1f a capture)\n",
+	       median(many_misses, repeat));
 	printf("ratio marker/empty: %.2f\n", e > 0 ? m / e : 0.0);
 	if (uprobe > 0)
 		printf("ratio uprobe/in-process warm: %.0f (%.0f frames), %.0f (%.0f frames)\n",

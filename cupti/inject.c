@@ -542,10 +542,11 @@ static void say_launch_stacks(void)
 		return;
 	fprintf(stderr,
 		"xpusup: launch stacks: %llu captured (%llu truncated), %llu failed, %.1f frames "
-		"each; %llu mappings sent (%llu lost)\n",
+		"each, %.2f rules a capture not in the cache; %llu mappings sent (%llu lost)\n",
 		(unsigned long long)st.captured, (unsigned long long)st.truncated,
 		(unsigned long long)st.failed,
 		st.captured ? (double)st.frames / (double)st.captured : 0.0,
+		st.captured ? (double)st.cache_misses / (double)st.captured : 0.0,
 		(unsigned long long)st.modules, (unsigned long long)st.modules_lost);
 	if (st.py_stacks)
 		fprintf(stderr,

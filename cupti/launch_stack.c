@@ -27,10 +27,15 @@
  * An object without PT_GNU_EH_FRAME (JIT code, some stripped files) has no rule (-ENOENT):
  * the walk tries the frame pointer there.
  *
- * The cache. Each thread keeps CACHE_SLOTS rules (64 KiB, made at its first capture, freed
- * when it exits), direct-mapped by the look-up address, with the rule's range made
- * absolute, so the next capture from the same call sites finds each frame's rule in one
- * probe (a launch loop's stacks repeat exactly). An error answer is kept too. A slot is valid for one epoch: the loader's count of objects added plus objects
+ * The cache. Each thread keeps CACHE_SETS x CACHE_WAYS rules (256 KiB, made at its first
+ * capture, freed when it exits), four-way set-associative by the look-up address, with the
+ * rule's range made absolute, so the next capture from the same call sites finds each
+ * frame's rule in one set (a launch loop's stacks repeat exactly). Four ways, not one slot
+ * per address: a training loop's launches come from hundreds of call sites, and in a
+ * direct-mapped cache two that share a slot evict each other at every launch
+ * (bench/cupti_marker_bench's 512 call sites). The ways' tags are one cache line; a full
+ * set loses a way picked in turn. An error answer is kept too. A slot is valid for one
+ * epoch: the loader's count of objects added plus objects
  * removed (dl_iterate_phdr's dlpi_adds + dlpi_subs, read once per capture). A dlclose, or a
  * dlopen that could map new code where a cached miss was, changes it, and every slot goes
  * stale at once. Comparing the object's map start instead would need _dl_find_object on
@@ -74,23 +79,30 @@
 #error "launch_stack.c reads x86-64 frames (rip, rsp, rbp)"
 #endif
 
-#define CACHE_BITS 10
-#define CACHE_SLOTS (1u << CACHE_BITS)
+#define CACHE_SET_BITS 10
+#define CACHE_SETS (1u << CACHE_SET_BITS)
+#define CACHE_WAYS 4
 #define ELF_PAGE 4096u /* the least page size: the ELF header's page is mapped this far */
 #define DW_EH_PE_PCREL_SDATA4 0x1b /* what every x86-64 linker writes for eh_frame_ptr */
 #define DW_EH_PE_PCREL_SDATA8 0x1c
 
-struct rule_slot {
-	__u64 addr; /* the look-up address; 0: empty */
-	__u64 epoch; /* the loader's epoch when it was filled */
+struct rule_answer {
 	struct cfi_rule rule; /* start and end are absolute addresses */
 	int err; /* the look-up's answer: 0, -ENOENT, -EBADMSG, -ENOTSUP */
 };
 
+/* One set: the tags of its ways in the first cache line, their answers after. */
+struct rule_set {
+	__u64 addr[CACHE_WAYS]; /* the look-up address; 0: empty */
+	__u64 epoch[CACHE_WAYS]; /* the loader's epoch when it was filled */
+	struct rule_answer way[CACHE_WAYS];
+} __attribute__((aligned(64)));
+
 struct launch_thread {
 	__u64 stack_lo, stack_hi; /* [lo, hi): 0, 0 when pthread_getattr_np failed */
 	__u32 pid, tid;
-	struct rule_slot cache[CACHE_SLOTS];
+	__u32 victim; /* the way a full set loses next, in turn */
+	struct rule_set cache[CACHE_SETS];
 };
 
 /* One walk's context for the read and rule callbacks. */
@@ -404,37 +416,46 @@ static int image_rule(__u64 addr, struct cfi_rule *out)
 	return 0;
 }
 
-static __u32 slot_of(__u64 addr)
+static __u32 set_of(__u64 addr)
 {
-	return (__u32)((addr * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS));
+	return (__u32)((addr * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_SET_BITS));
 }
 
 /* unwind_ops.rule: the thread's cache, else the image's CFI (and the answer is cached). */
 static int stack_rule(void *ctx, __u64 addr, struct cfi_rule *out)
 {
 	struct walk_ctx *w = ctx;
-	struct rule_slot *s;
+	struct rule_set *s;
+	unsigned int i, way = CACHE_WAYS;
 	int err;
 
 	if (!w->epoch) {
 		w->misses++;
 		return image_rule(addr, out);
 	}
-	s = &w->t->cache[slot_of(addr)];
-	if (s->addr == addr && s->epoch == w->epoch) {
-		w->hits++;
-		*out = s->rule;
-		return s->err;
+	s = &w->t->cache[set_of(addr)];
+	for (i = 0; i < CACHE_WAYS; i++) {
+		if (s->epoch[i] != w->epoch) {
+			way = i; /* empty, or stale: where the answer goes if none matches */
+			continue;
+		}
+		if (s->addr[i] == addr) {
+			w->hits++;
+			*out = s->way[i].rule;
+			return s->way[i].err;
+		}
 	}
 	w->misses++;
 	err = image_rule(addr, out);
-	s->addr = addr;
-	s->epoch = w->epoch;
-	s->err = err;
+	if (way == CACHE_WAYS)
+		way = w->t->victim++ % CACHE_WAYS;
+	s->addr[way] = addr;
+	s->epoch[way] = w->epoch;
+	s->way[way].err = err;
 	if (err)
-		memset(&s->rule, 0, sizeof(s->rule));
+		memset(&s->way[way].rule, 0, sizeof(s->way[way].rule));
 	else
-		s->rule = *out;
+		s->way[way].rule = *out;
 	return err;
 }
 
