@@ -51,6 +51,12 @@ while [ $# -gt 0 ]; do
 		;;
 	--lib)
 		[ $# -ge 2 ] && [[ $2 =~ ^[A-Za-z0-9_]+=. ]] || usage
+		case ${2%%=*} in
+		nostacks | noapi | min) die "name a library otherwise than ${2%%=*}: --parts uses it" 100 ;;
+		esac
+		for l in "${libs[@]}"; do
+			[ "${l%%=*}" != "${2%%=*}" ] || die "name each library once: ${2%%=*} twice" 100
+		done
 		[ -r "${2#*=}" ] || die "read ${2#*=}" 100
 		libs+=("$2")
 		shift

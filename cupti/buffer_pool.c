@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int buffer_pool__init(struct buffer_pool *p, size_t bytes, unsigned int max_free)
 {
@@ -23,6 +24,16 @@ int buffer_pool__init(struct buffer_pool *p, size_t bytes, unsigned int max_free
 	return 0;
 }
 
+/* Memory the kernel gives zeroed whatever malloc's state: a calloc this size is zero without
+ * clearing only while glibc still maps it apart, and glibc stops doing that once any large
+ * block has been freed, in this library or anywhere in the program. */
+static void *fresh(size_t bytes)
+{
+	void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return buf == MAP_FAILED ? NULL : buf;
+}
+
 void *buffer_pool__get(struct buffer_pool *p)
 {
 	void *buf = NULL;
@@ -36,9 +47,8 @@ void *buffer_pool__get(struct buffer_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	if (buf)
 		return buf;
-	/* Outside the lock: a large calloc is a fresh mapping, zero already (glibc skips the
-	 * clearing for it), and its pages fault in as CUPTI writes them. */
-	buf = calloc(1, p->bytes);
+	/* Outside the lock: its pages fault in as CUPTI writes them. */
+	buf = fresh(p->bytes);
 	if (!buf)
 		return NULL;
 	pthread_mutex_lock(&p->lock);
@@ -50,7 +60,8 @@ void *buffer_pool__get(struct buffer_pool *p)
 
 void buffer_pool__put(struct buffer_pool *p, void *buf)
 {
-	bool kept = false;
+	bool kept = false, twice = false;
+	unsigned int i;
 
 	if (!buf)
 		return;
@@ -58,16 +69,24 @@ void buffer_pool__put(struct buffer_pool *p, void *buf)
 	 * wherever CUPTI may write, and clearing it here is off the application's threads. */
 	memset(buf, 0, p->bytes);
 	pthread_mutex_lock(&p->lock);
-	p->outstanding--;
-	if (p->n_free < p->max_free) {
-		p->free[p->n_free++] = buf;
-		kept = true;
+	/* A buffer given back twice must not be kept twice, or two threads would get it.
+	 * Only a CUPTI bug does it; the scan of at most max_free pointers is cheap. */
+	for (i = 0; i < p->n_free && !twice; i++)
+		twice = p->free[i] == buf;
+	if (twice) {
+		p->twice++;
 	} else {
-		p->released++;
+		p->outstanding--;
+		if (p->n_free < p->max_free) {
+			p->free[p->n_free++] = buf;
+			kept = true;
+		} else {
+			p->released++;
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (!kept)
-		free(buf);
+	if (!kept && !twice)
+		munmap(buf, p->bytes);
 }
 
 void buffer_pool__drain(struct buffer_pool *p)
@@ -82,7 +101,7 @@ void buffer_pool__drain(struct buffer_pool *p)
 	n = p->n_free;
 	p->n_free = 0;
 	for (i = 0; i < n; i++) {
-		free(bufs[i]);
+		munmap(bufs[i], p->bytes);
 		bufs[i] = NULL;
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -11,10 +11,11 @@
  * loop ran 5.7 times slower than without profiling.
  *
  * So the buffers come from here: a request takes a buffer that is already zero (one held
- * back, or fresh anonymous memory from calloc, which the kernel gives zeroed), and a buffer
+ * back, or a fresh anonymous mapping, which the kernel gives zeroed), and a buffer
  * given back is cleared on the thread that gives it back (CUPTI's worker or our flusher,
  * never the application's) and kept for the next request. At most max_free are kept; the
- * rest are freed. Every call is thread-safe; none blocks on more than a short mutex.
+ * rest are unmapped. A buffer given back while it is kept already (given back twice) is
+ * counted and kept once. Every call is thread-safe; none blocks on more than a short mutex.
  */
 #ifndef XPUSUP_CUPTI_BUFFER_POOL_H
 #define XPUSUP_CUPTI_BUFFER_POOL_H
@@ -29,20 +30,21 @@ struct buffer_pool {
 	unsigned int max_free;
 	unsigned int n_free;
 	void **free; /* zeroed buffers kept for the next request */
-	uint64_t allocated; /* buffers made (calloc) */
+	uint64_t allocated; /* buffers made (mmap) */
 	uint64_t reused; /* requests answered from free[] */
-	uint64_t released; /* buffers given back and freed (free[] was full) */
+	uint64_t released; /* buffers given back and unmapped (free[] was full) */
+	uint64_t twice; /* buffers given back while kept already */
 	uint64_t outstanding; /* handed out and not yet given back */
 };
 
 /* Buffers of bytes (a multiple of 8, more than 0), keeping at most max_free (more than 0). */
 int buffer_pool__init(struct buffer_pool *p, size_t bytes, unsigned int max_free);
 
-/* A zeroed buffer of p->bytes, 8-byte aligned; NULL when memory is short. */
+/* A zeroed buffer of p->bytes, page-aligned; NULL when memory is short. */
 void *buffer_pool__get(struct buffer_pool *p);
 
 /* Give back buf (from buffer_pool__get; NULL: nothing): it is zeroed here and kept, or
- * freed when max_free are kept already. */
+ * unmapped when max_free are kept already. */
 void buffer_pool__put(struct buffer_pool *p, void *buf);
 
 /* Free every buffer kept; the pool can be used again. Buffers still out stay out. */

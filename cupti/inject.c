@@ -560,15 +560,17 @@ static void say_launch_stacks(void)
  * pool answered without making one (docs/cupti.md, "Activity buffers"). */
 static void say_buffers(void)
 {
-	if (forked || !pool.allocated)
+	if (forked || !pool.free) /* no pool: set-up failed before it */
 		return;
 	pthread_mutex_lock(&pool.lock);
-	fprintf(stderr,
-		"xpusup: CUPTI activity buffers: %llu asked for, %llu of them made (%u KiB "
-		"each), %llu freed past the %u kept\n",
-		(unsigned long long)(pool.allocated + pool.reused),
-		(unsigned long long)pool.allocated, (unsigned int)(pool.bytes >> 10),
-		(unsigned long long)pool.released, pool.max_free);
+	if (pool.allocated)
+		fprintf(stderr,
+			"xpusup: CUPTI activity buffers: %llu asked for, %llu of them made (%u "
+			"KiB each), %llu freed past the %u kept, %llu given back twice\n",
+			(unsigned long long)(pool.allocated + pool.reused),
+			(unsigned long long)pool.allocated, (unsigned int)(pool.bytes >> 10),
+			(unsigned long long)pool.released, pool.max_free,
+			(unsigned long long)pool.twice);
 	pthread_mutex_unlock(&pool.lock);
 }
 
@@ -596,6 +598,10 @@ static void at_exit(void)
 /* A child forked without exec must not produce into its parent's ring (one producer). */
 static void at_fork_child(void)
 {
+	/* The child's one thread: a lock another thread held at the fork stays held in the
+	 * child, and CUPTI may still give buffers back there. */
+	if (pool.free)
+		pthread_mutex_init(&pool.lock, NULL);
 	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
 	flusher_running = false; /* the thread did not come along */
 	forked = true;

@@ -34,7 +34,7 @@
  * per address: a training loop's launches come from hundreds of call sites, and in a
  * direct-mapped cache two that share a slot evict each other at every launch
  * (bench/cupti_marker_bench's 512 call sites). The ways' tags are one cache line; a full
- * set loses a way picked in turn. An error answer is kept too. A slot is valid for one
+ * set loses the way a per-thread counter picks, as good as random here. An error answer is kept too. A slot is valid for one
  * epoch: the loader's count of objects added plus objects
  * removed (dl_iterate_phdr's dlpi_adds + dlpi_subs, read once per capture). A dlclose, or a
  * dlopen that could map new code where a cached miss was, changes it, and every slot goes
@@ -101,7 +101,7 @@ struct rule_set {
 struct launch_thread {
 	__u64 stack_lo, stack_hi; /* [lo, hi): 0, 0 when pthread_getattr_np failed */
 	__u32 pid, tid;
-	__u32 victim; /* the way a full set loses next, in turn */
+	__u32 victim; /* counts the ways full sets lost: picks the next one */
 	struct rule_set cache[CACHE_SETS];
 };
 
@@ -166,13 +166,15 @@ static void stack_bounds(struct launch_thread *t)
 static struct launch_thread *thread_state(void)
 {
 	struct launch_thread *t = self;
+	void *mem;
 
 	if (t)
 		return t;
 	pthread_once(&self_once, self_init_once);
-	t = calloc(1, sizeof(*t));
-	if (!t)
+	/* aligned as its sets ask: calloc gives 16 bytes, and a set's tags must be one line */
+	if (posix_memalign(&mem, _Alignof(struct launch_thread), sizeof(*t)))
 		return NULL;
+	t = memset(mem, 0, sizeof(*t));
 	stack_bounds(t);
 	t->pid = (__u32)getpid();
 	t->tid = (__u32)gettid();

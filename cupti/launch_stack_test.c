@@ -260,7 +260,7 @@ static void test_cache(void)
 
 /* Many call sites (call_sites.h): 512 functions on 64 paths of 30, each path ending in a
  * launch. Once every path has been walked, walking them all again must find nearly every
- * rule in the cache: a direct-mapped cache of 1024 missed 3.4 a capture here, its colliding
+ * rule in the cache: a direct-mapped cache of 1024 missed 6.4 a capture here, its colliding
  * sites evicting each other every time round. */
 static int sites_put(void *ctx, const void *rec, __u32 size)
 {

@@ -111,7 +111,9 @@ ok "$([ $? = 100 ] && echo 0 || echo 1)" "gpu-check with a wrong option: exit 10
 
 # gpu-overhead (bench/gpu_overhead.sh): its usage checked before anything runs, and no
 # PyTorch with CUDA here is exit 77 with the reason
-for bad in "-r 0" "-n x" "--lib nameonly" "--lib a=$work/no-such.so" "--bogus"; do
+lib=$b/xpusup # any readable file: the names are refused first
+for bad in "-r 0" "-n x" "--lib nameonly" "--lib a=$work/no-such.so" "--lib min=$lib" \
+	"--lib a=$lib --lib a=$lib" "--bogus"; do
 	# shellcheck disable=SC2086 # the words of each bad command line
 	env -i bash -c ". '$b/env' && '$b/gpu-overhead' $bad '$work/ovh'" >/dev/null 2>&1
 	rc=$?
