@@ -140,6 +140,25 @@ kill "$bg" 2>/dev/null
 wait "$bg" 2>/dev/null
 bg=
 
+# ---- a process ended by a thread that is not its first ----------------------------------
+# The exit record names the process (its first thread's comm), not the thread that ended it:
+# a CUDA program's last thread is often CUDA's own "cuda-EvtHandlr".
+dump_conf "$WORK/last.conf" "$WORK/last.jsonl"
+"$XPUSUP" record -c "$WORK/last.conf" --session "$PREFIX-last" -- \
+	"$HOTSPOTS" --seconds 1 --threads 2 --main-exits-first >"$WORK/last.out" 2>&1
+ok $? "last thread: record of hotspots --main-exits-first succeeds"
+"$PY" - "$WORK/last.jsonl" >"$WORK/last.txt" 2>&1 <<'PYEOF'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+pids = {e["pid"] for e in events if e["kind"] == "proc_exec" and e.get("name") == "hotspots"}
+exits = [e for e in events if e["kind"] == "proc_exit" and e["pid"] in pids]
+workers = {e.get("name") for e in events if e["kind"] == "cpu_sample" and e["pid"] in pids}
+print("exits", [(e.get("name"), e.get("value")) for e in exits], "sampled threads", sorted(workers))
+sys.exit(0 if len(exits) == 1 and exits[0].get("name") == "hotspots" and exits[0].get("value", 0) == 0
+         and "hotspots-worker" in workers else 1)
+PYEOF
+ok $? "last thread: the exit record names the process, not its last thread ($(cat "$WORK/last.txt"))"
+
 # ---- the launch uprobe -------------------------------------------------------------------
 dump_conf "$WORK/launch.conf" "$WORK/launch.jsonl" "launch_marker = $LAUNCHER"
 "$XPUSUP" record -c "$WORK/launch.conf" --session "$PREFIX-launch" -- "$LAUNCHER" 200 \

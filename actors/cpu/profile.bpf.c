@@ -709,7 +709,10 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	header(&x->hdr, XPU_REC_PROC_EXIT, 0, sizeof(*x), tgid, tgid);
 	x->exit_code = BPF_CORE_READ(p, exit_code);
 	x->reserved = 0;
-	bpf_get_current_comm(x->comm, sizeof(x->comm));
+	/* The process's name, its first thread's: not the name of the thread that happens to
+	 * end it (a CUDA program's last is often CUDA's "cuda-EvtHandlr", which the sinks then
+	 * gave to the main thread). The leader is a zombie by now at worst: its comm is there. */
+	BPF_CORE_READ_STR_INTO(&x->comm, p, group_leader, comm);
 	output_now(x, sizeof(*x));
 	if (target_mode == PROFILE_TARGET_TREE)
 		bpf_map_delete_elem(&targets, &tgid);

@@ -404,7 +404,7 @@ struct xpu_proc_exit {
 	struct xpu_rec hdr;
 	__s32 exit_code; /* wait status as the kernel reports it */
 	__u32 reserved;
-	char comm[XPU_COMM_LEN];
+	char comm[XPU_COMM_LEN]; /* a process's: its first thread's, not the last one's */
 };
 
 enum xpu_clock_id {

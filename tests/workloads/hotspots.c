@@ -5,6 +5,11 @@
  *	hotspots [--seconds S] [--threads N]	burn for S seconds (default 5) in N threads
  *	hotspots --work ROUNDS [--threads N]	do ROUNDS rounds in each thread, however long
  *						that takes (for overhead measurements)
+ *	... --main-exits-first			the main thread names the workers
+ *						"hotspots-worker" and ends at once: the last
+ *						worker to finish ends the process (a process
+ *						whose last thread is not its first, for the cpu
+ *						source's exit record); no summary line
  *
  * Each thread repeats one round: hotspots_walk() recurses HOTSPOTS_DEPTH levels deep and, at
  * the bottom, calls hotspots_hot_leaf() for 2 units of busy work then hotspots_cold_leaf()
@@ -134,7 +139,9 @@ static void usage(FILE *f)
 		"  --seconds S     burn for S seconds (default 5)\n"
 		"  --work ROUNDS   do ROUNDS rounds per thread instead (one round: the recursion\n"
 		"                  and 3 units of busy work, hot leaf 2, cold leaf 1)\n"
-		"  --threads N     run N threads (default 1)\n");
+		"  --threads N     run N threads (default 1)\n"
+		"  --main-exits-first  the workers are named hotspots-worker, the main thread\n"
+		"                  ends first and the last worker ends the process (no summary)\n");
 }
 
 static int parse_long(const char *s, long min, long max, long *out)
@@ -156,6 +163,7 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "work", required_argument, NULL, 'w' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "main-exits-first", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,13 +171,17 @@ int main(int argc, char **argv)
 	struct timespec start, end;
 	double seconds = 5, cpu;
 	long threads = 1, work = 0, rounds = 0;
+	int main_first = 0;
 	uint64_t checksum = 0;
 	char *endp;
 	int c, err;
 	long i;
 
-	while ((c = getopt_long(argc, argv, "s:w:t:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:t:mh", options, NULL)) != -1) {
 		switch (c) {
+		case 'm':
+			main_first = 1;
+			break;
 		case 's':
 			errno = 0;
 			seconds = strtod(optarg, &endp);
@@ -226,7 +238,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "hotspots: unable to create a thread: %s\n", strerror(err));
 			return 111;
 		}
+		if (main_first)
+			pthread_setname_np(workers[i].thread, "hotspots-worker");
 	}
+	if (main_first)
+		pthread_exit(NULL); /* the process goes on in its workers; workers[] stays */
 	for (i = 0; i < threads; i++) {
 		pthread_join(workers[i].thread, NULL);
 		rounds += workers[i].rounds_done;
