@@ -652,6 +652,16 @@ static int activities_enable(void)
 	if (res != CUPTI_SUCCESS)
 		fprintf(stderr, "xpusup: CUPTI clears its activity buffers itself (%s)\n",
 			cupti_error(res));
+	/* Thread ids as the kernel's (gettid), those of the cpu source's samples and the LAUNCH
+	 * records: CUPTI's default on Linux is pthread_self(), cut to 32 bits, which put every
+	 * API call of a program on a thread of its own in the timeline (on the H200: "tid
+	 * 1223209728" beside the main thread's samples). */
+	res = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	if (res != CUPTI_SUCCESS)
+		fprintf(stderr,
+			"xpusup: CUPTI keeps its own thread ids (%s): API calls are not on "
+			"their threads' tracks\n",
+			cupti_error(res));
 	res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (res != CUPTI_SUCCESS) {
 		say("CUPTI activity buffers", cupti_error(res));
