@@ -798,9 +798,10 @@ static void test_cupti(void)
 		       !strcmp(conf_actor__get(a, "max_processes"), "1024") &&
 		       !strcmp(conf_actor__get(a, "activities"),
 			       "kernel, memcpy, memset, sync, runtime, driver, overhead, external, nvtx") &&
-		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc"),
+		       !strcmp(conf_actor__get(a, "launch_stacks"), "inproc") &&
+		       !strcmp(conf_actor__get(a, "api_queries"), "no"),
 	       "cupti: defaults ring_kib 8192, max_processes 1024, activities all but memory, "
-	       "launch_stacks inproc");
+	       "launch_stacks inproc, api_queries no");
 	tap_ok(a && !cupti_activities__parse(conf_actor__get(a, "activities"), &bits) &&
 		       bits == (XPU_CUPTI_ACT_ALL & ~XPU_CUPTI_ACT_MEMORY),
 	       "cupti: the default activities are every one but memory");
@@ -822,12 +823,13 @@ static void test_cupti(void)
 
 	ret = load("[correlator]\n[source gpu]\nkind = cupti\nring_kib = 64\n"
 		   "max_processes = 3\nactivities = kernel, memcpy, nvtx\nlaunch_stacks = no\n"
-		   "optional = yes\n",
+		   "api_queries = yes\noptional = yes\n",
 		   &conf);
 	a = ret ? NULL : conf__find(conf, "gpu");
 	tap_ok(a && !strcmp(conf_actor__get(a, "ring_kib"), "64") &&
 		       !strcmp(conf_actor__get(a, "max_processes"), "3") &&
-		       !strcmp(conf_actor__get(a, "launch_stacks"), "no") && a->optional,
+		       !strcmp(conf_actor__get(a, "launch_stacks"), "no") &&
+		       !strcmp(conf_actor__get(a, "api_queries"), "yes") && a->optional,
 	       "cupti: keys written are read back");
 	tap_ok(a && !cupti_activities__parse(conf_actor__get(a, "activities"), &bits) &&
 		       bits == (XPU_CUPTI_ACT_KERNEL | XPU_CUPTI_ACT_MEMCPY | XPU_CUPTI_ACT_NVTX),

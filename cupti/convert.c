@@ -128,6 +128,50 @@ const __u32 conv_driver_launches[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
+const __u32 conv_runtime_queries[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
+	CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020,
+};
+
+const __u32 conv_driver_queries[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuCtxGetLimit,
+	CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGet,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGetName,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGetUuid,
+	CUPTI_DRIVER_TRACE_CBID_cuDeviceGetUuid_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion,
+	CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+	CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,
+	CUPTI_DRIVER_TRACE_CBID_cuFuncGetAttribute,
+	CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
+	CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessor,
+	CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+	CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+	CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes,
+	CUPTI_DRIVER_TRACE_CBID_cuGetErrorString,
+	CUPTI_DRIVER_TRACE_CBID_cuGetErrorName,
+};
+
+const size_t conv_n_runtime_queries =
+	sizeof(conv_runtime_queries) / sizeof(conv_runtime_queries[0]);
+const size_t conv_n_driver_queries = sizeof(conv_driver_queries) / sizeof(conv_driver_queries[0]);
+
 const size_t conv_n_runtime_launches =
 	sizeof(conv_runtime_launches) / sizeof(conv_runtime_launches[0]);
 const size_t conv_n_driver_launches =

@@ -637,6 +637,31 @@ static int subscribe(void)
 	return 0;
 }
 
+/*
+ * No records of the API calls that only ask for state (convert.h): most of a framework's
+ * calls, each a record CUPTI makes on the calling thread. After the kinds are enabled:
+ * enabling RUNTIME or DRIVER sets every call of that API on again. A CUPTI that refuses
+ * records them, as before: more records, nothing lost.
+ */
+static void queries_disable(void)
+{
+	size_t i, refused = 0;
+
+	if (options & XPU_CUPTI_ACT_RUNTIME)
+		for (i = 0; i < conv_n_runtime_queries; i++)
+			refused += cuptiActivityEnableRuntimeApi(conv_runtime_queries[i], 0) !=
+				   CUPTI_SUCCESS;
+	if (options & XPU_CUPTI_ACT_DRIVER)
+		for (i = 0; i < conv_n_driver_queries; i++)
+			refused += cuptiActivityEnableDriverApi(conv_driver_queries[i], 0) !=
+				   CUPTI_SUCCESS;
+	if (refused)
+		fprintf(stderr,
+			"xpusup: CUPTI records %zu kinds of state query anyway (it refused to leave "
+			"them out)\n",
+			refused);
+}
+
 static int activities_enable(void)
 {
 	uint8_t zeroed = 1;
@@ -683,6 +708,8 @@ static int activities_enable(void)
 		say("CUPTI enabled none of the activity kinds", NULL);
 		return -EIO;
 	}
+	if (!(options & XPU_CUPTI_OPT_API_QUERIES))
+		queries_disable();
 	return 0;
 }
 

@@ -82,6 +82,7 @@ struct xpu_inproc_reply {
 #define XPU_CUPTI_ACT_ALL ((1u << 10) - 1)
 #define XPU_CUPTI_OPT_LAUNCH_STACKS (1u << 16) /* launch_stacks = marker */
 #define XPU_CUPTI_OPT_LAUNCH_INPROC (1u << 17) /* launch_stacks = inproc (wins over the marker) */
+#define XPU_CUPTI_OPT_API_QUERIES (1u << 18) /* api_queries = yes: record state queries too */
 #define XPU_CUPTI_OPT_DEFAULTS (XPU_CUPTI_ACT_ALL | XPU_CUPTI_OPT_LAUNCH_INPROC)
 
 _Static_assert(sizeof(struct xpu_inproc_hello) == 40, "xpu_inproc_hello size");

@@ -194,17 +194,17 @@ PYEOF
 ok $? "short-lived: stats.json counts the mappings taken and the frames found through them ($(cat short.unwind))"
 
 # launch_stacks = marker: the same pipeline with the cupti source told so; the uprobe walks
-# the frame-pointer build.
+# the frame-pointer build. api_queries = yes rides along: its bit must reach the library.
 mkdir -p "$WORK/marker"
-sed 's/^kind = cupti.*$/&\nlaunch_stacks = marker/' "$WORK/rec/pipeline.conf" >"$WORK/marker/pipeline.conf"
+sed 's/^kind = cupti.*$/&\nlaunch_stacks = marker\napi_queries = yes/' "$WORK/rec/pipeline.conf" >"$WORK/marker/pipeline.conf"
 grep -q '^launch_stacks = marker' "$WORK/marker/pipeline.conf"
-ok $? "marker: pipeline.conf with launch_stacks = marker"
+ok $? "marker: pipeline.conf with launch_stacks = marker, api_queries = yes"
 XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c "$WORK/marker/pipeline.conf" --session "$PREFIX-mk" -- \
 	"$STANDIN" "$LIB" >marker.out 2>&1
 rc=$?
 ok $rc "marker: record succeeds (rc $rc: $(tail -c 400 marker.out))"
-grep -q '^options 0x800103bf$' marker.out && ! grep -q '^launch stacks' marker.out
-ok $? "marker: the options ask for the marker, nothing is captured in process ($(grep '^options' marker.out))"
+grep -q '^options 0x800503bf$' marker.out && ! grep -q '^launch stacks' marker.out
+ok $? "marker: the options ask for the marker and the API queries, nothing is captured in process ($(grep '^options' marker.out))"
 check_outputs "$WORK/marker" marker >marker.check 2>&1
 ok $? "marker: kernels under their launcher (the uprobe's stacks), graph kernels under the node's creator ($(tr '\n' ' ' <marker.check | head -c 600))"
 

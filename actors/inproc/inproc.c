@@ -119,6 +119,8 @@ static int load_keys(struct inproc *p)
 		p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_INPROC;
 	else if (o.launch_stacks == LAUNCH_STACKS_MARKER)
 		p->cupti_options |= XPU_CUPTI_OPT_LAUNCH_STACKS;
+	if (o.api_queries)
+		p->cupti_options |= XPU_CUPTI_OPT_API_QUERIES;
 #endif
 	return err ? -EINVAL : 0;
 }
@@ -459,7 +461,7 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN }, events[MAX_EVENTS];
 	int code = ACTOR_EXIT_PERMANENT, n, i, err;
 	bool busy = false;
-	char what[CONF_VALUE_MAX + 64] = "";
+	char what[CONF_VALUE_MAX + 128] = "";
 	struct actor a;
 
 	if (actor__init(&a, argc, argv, PROG))
@@ -506,9 +508,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (p.cupti_options)
-		snprintf(what, sizeof(what), "; CUPTI activities: %s, launch stacks: %s",
+		snprintf(what, sizeof(what),
+			 "; CUPTI activities: %s, launch stacks: %s, API queries: %s",
 			 conf_actor__get(a.self, "activities"),
-			 conf_actor__get(a.self, "launch_stacks"));
+			 conf_actor__get(a.self, "launch_stacks"),
+			 conf_actor__get(a.self, "api_queries"));
 	fprintf(stderr, PROG ": listening on %s (rings of %llu KiB, up to %llu processes%s)\n",
 		p.sock_path, p.ring_kib, p.max_processes, what);
 	actor__ready(&a);

@@ -131,6 +131,13 @@ static const struct conf_key cupti_keys[] = {
 	  .doc = "how each launch's stack is recorded: inproc (the library walks it with the "
 		 "loaded images' CFI), marker (the cpu source's uprobe on the launch marker), no; "
 		 "yes is inproc" },
+	{ .key = "api_queries",
+	  CONF_MEMBER(struct inproc_options, api_queries),
+	  .type = CONF_T_BOOL,
+	  .roles = CONF_SOURCE,
+	  .def = "no",
+	  .doc = "with runtime or driver: also record the calls that only ask for state "
+		 "(cudaGetDevice, cudaGetLastError, cuCtxGetCurrent, ...; docs/cupti.md)" },
 	{ .key = NULL },
 };
 

@@ -6,6 +6,8 @@
 #ifndef XPUSUP_ACTORS_INPROC_OPTIONS_H
 #define XPUSUP_ACTORS_INPROC_OPTIONS_H
 
+#include <stdbool.h>
+
 #include "common/config.h"
 
 /* How the CUPTI library records each launch's stack (the cupti source's `launch_stacks`). */
@@ -22,6 +24,7 @@ struct inproc_options {
 	unsigned long long max_processes;
 	unsigned int activities; /* XPU_CUPTI_ACT_* bits (shm/inproc.h) */
 	int launch_stacks; /* enum launch_stacks */
+	bool api_queries; /* record the API calls that only ask for state (cupti/convert.c) */
 };
 
 /*
