@@ -603,14 +603,30 @@ static const char *overhead_name(CUpti_ActivityOverheadKind k)
 	}
 }
 
+/*
+ * CUPTI's own buffer traffic, the activity records' hand-over: one request and one flush or
+ * more per kernel under CUDA 13 (docs/cupti.md, "Activity buffers"), each a range on the
+ * application's thread. Those that take a microsecond or two are the cost of recording at
+ * all and would bury the thread's track; those of this long or longer are worth seeing (39 us
+ * ones were how the buffers' cost was found).
+ */
+#define OVERHEAD_BUFFER_MIN_NS 10000
+
 /* An overhead interval: a start/end range pair in its own domain, on the thread it names. */
 static int overhead(struct conv *c, const CUpti_ActivityOverhead3 *o)
 {
 	const char *name = overhead_name(o->overheadKind);
 	__u32 tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
-	__u64 id = OVERHEAD_RANGE_BIT | ++c->next_overhead;
+	__u64 id;
 	int size, err;
 
+	if ((o->overheadKind == CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST ||
+	     o->overheadKind == CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH) &&
+	    o->end >= o->start && o->end - o->start < OVERHEAD_BUFFER_MIN_NS) {
+		c->st.overheads_short++;
+		return 0;
+	}
+	id = OVERHEAD_RANGE_BIT | ++c->next_overhead;
 	if (!c->overhead_domain) {
 		static const char domain[] = "cupti overhead";
 

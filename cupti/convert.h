@@ -33,6 +33,7 @@ struct conv_stats {
 	__u64 put_failed; /* of which the put function refused */
 	__u64 kernels, copies, memsets, syncs, api_calls, memory, overheads, ranges;
 	__u64 external; /* external correlation records: counted, not carried (docs/cupti.md) */
+	__u64 overheads_short; /* buffer requests and flushes under OVERHEAD_BUFFER_MIN_NS: not sent */
 	__u64 other; /* activity kinds this library does not convert */
 	__u64 strings; /* STRING records sent */
 	__u64 names_uncached; /* names sent again because the name table was full */

@@ -253,6 +253,16 @@ static void feed(struct conv *c)
 	o.start = 2600000;
 	o.end = 2610000;
 	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 2);
+	/* buffer traffic under 10 us: counted, not sent; anything else of that length is sent */
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST;
+	o.start = 2700000;
+	o.end = 2709999;
+	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 0);
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+	o.end = 2701000;
+	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 0);
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER;
+	CHECK(conv__activity(c, (CUpti_Activity *)&o) == 2);
 
 	memset(&x, 0, sizeof(x));
 	x.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
@@ -356,7 +366,8 @@ static void check_fields(const struct conv *c)
 	}
 	conv__stats(c, &st);
 	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 1 && st.syncs == 1);
-	CHECK(st.api_calls == 3 && st.memory == 2 && st.overheads == 2 && st.ranges == 7);
+	CHECK(st.api_calls == 3 && st.memory == 2 && st.overheads == 3 && st.ranges == 7);
+	CHECK(st.overheads_short == 2);
 	CHECK(st.external == 1 && st.other == 1 && st.names_cut == 1 && st.put_failed == 1);
 	CHECK(st.strings == 5); /* three kernel names, the overhead domain, "training" */
 	CHECK(st.clones == 2);
