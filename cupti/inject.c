@@ -56,8 +56,9 @@
 #define EXPORT __attribute__((visibility("default")))
 #define FLUSH_MS 100 /* how often activity is forced out of CUPTI's buffers */
 /* One CUPTI activity buffer. CUPTI 13 gives a thread's buffer back whenever it has something
- * complete in it (two to four times a kernel on an H200), so most come back nearly empty: a small one is
- * cleared quickly, and a busy thread's next comes from the pool (buffer_pool.h). */
+ * complete in it (two to four times a kernel on an H200), so most come back nearly empty: a
+ * small one is cleared quickly, and a busy thread's next comes from the pool
+ * (buffer_pool.h). */
 #define BUFFER_BYTES (256u << 10)
 #define BUFFERS_KEPT 64 /* buffers the pool keeps for the next request: 16 MiB at most */
 #define STRINGS_MAX 4096 /* NVTX registered strings remembered */
