@@ -10,6 +10,7 @@
 
 #include "common/hash.h"
 #include "xpusup/event.h"
+#include "actors/sink/cuda_api_names.h"
 
 #define NAMES_INITIAL 1024u /* slots; doubles while it is more than half full */
 #define NAMES_MAX (1u << 20) /* slots at most: beyond, names are sent every time */
@@ -61,6 +62,56 @@ struct conv {
 	 * a stack copy, 34 KiB this code never writes. */
 	_Alignas(8) unsigned char buf[CONV_REC_MAX];
 };
+
+static const char *api_name(bool driver, __u32 cbid)
+{
+	size_t lo = 0, hi = sizeof(cuda_api_names) / sizeof(cuda_api_names[0]);
+	__u16 domain = driver ? XPU_API_DRIVER : XPU_API_RUNTIME;
+
+	while (lo < hi) { /* sorted by (domain, id) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct cuda_api_name *a = &cuda_api_names[mid];
+
+		if (a->domain < domain || (a->domain == domain && a->id < cbid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]) &&
+	    cuda_api_names[lo].domain == domain && cuda_api_names[lo].id == cbid)
+		return cuda_api_names[lo].name;
+	return NULL;
+}
+
+static bool transfer_name(bool driver, const char *name)
+{
+	const char *const api = driver ? "cuMem" : "cudaMem";
+	size_t n = strlen(api);
+
+	return name && !strncmp(name, api, n) &&
+	       (!strncmp(name + n, "cpy", 3) || !strncmp(name + n, "set", 3));
+}
+
+bool conv__is_transfer(bool driver, __u32 cbid)
+{
+	return transfer_name(driver, api_name(driver, cbid));
+}
+
+size_t conv__transfers(bool driver, __u32 *ids, size_t max)
+{
+	__u16 domain = driver ? XPU_API_DRIVER : XPU_API_RUNTIME;
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]); i++) {
+		if (cuda_api_names[i].domain != domain ||
+		    !transfer_name(driver, cuda_api_names[i].name))
+			continue;
+		if (n < max)
+			ids[n] = cuda_api_names[i].id;
+		n++;
+	}
+	return n;
+}
 
 bool conv__is_launch(bool driver, __u32 cbid)
 {
@@ -546,7 +597,8 @@ static int api(struct conv *c, const CUpti_ActivityAPI *a, __u16 domain)
 	r->correlation_id = a->correlationId;
 	r->api_id = a->cbid;
 	r->domain = domain;
-	if (c->launch_marked && conv__is_launch(domain == XPU_API_DRIVER, a->cbid))
+	if (c->launch_marked && (conv__is_launch(domain == XPU_API_DRIVER, a->cbid) ||
+				 conv__is_transfer(domain == XPU_API_DRIVER, a->cbid)))
 		r->hdr.flags |= XPU_API_F_LAUNCH_MARKED;
 	r->result = a->returnValue;
 	c->st.api_calls++;

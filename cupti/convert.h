@@ -85,6 +85,16 @@ extern const __u32 conv_runtime_queries[];
 extern const __u32 conv_driver_queries[];
 extern const size_t conv_n_runtime_queries, conv_n_driver_queries;
 
+/* conv__is_transfer - whether cbid (of the driver API when driver, else the runtime API) copies
+ * or sets device memory: by its name in the CUPTI headers (actors/sink/cuda_api_names.h),
+ * cudaMemcpy*, cudaMemset*, cuMemcpy*, cuMemset*. The library records the stack of these calls
+ * as of launches, so a copy or a memset sits under the code that asked for it. */
+bool conv__is_transfer(bool driver, __u32 cbid);
+
+/* conv__transfers - the callback ids of conv__is_transfer's APIs, of one API, into ids (max
+ * of them). Returns how many there are (more than max: the rest did not fit). */
+size_t conv__transfers(bool driver, __u32 *ids, size_t max);
+
 /* conv__is_launch - whether cbid (of the driver API when driver, else the runtime API) is one
  * of the launch APIs above. */
 bool conv__is_launch(bool driver, __u32 cbid);

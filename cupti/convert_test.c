@@ -198,7 +198,8 @@ static void feed(struct conv *c)
 	y.streamId = 7;
 	CHECK(conv__activity(c, (CUpti_Activity *)&y) == 1);
 
-	/* Launch APIs are marked when the library calls the marker; other calls never. */
+	/* Launch APIs, and copies and memsets, are marked when the library calls the marker;
+	 * other calls never. */
 	conv__set_launch_marked(c, true);
 	memset(&a, 0, sizeof(a));
 	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -216,11 +217,16 @@ static void feed(struct conv *c)
 	a.returnValue = 1;
 	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
 	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020;
+	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020;
 	a.start = 996000;
 	a.end = 999000;
 	a.returnValue = 0;
 	a.correlationId = 55;
+	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+	a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+	a.start = 999500;
+	a.end = 999900;
+	a.correlationId = 56;
 	CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
 	conv__set_launch_marked(c, false);
 
@@ -323,7 +329,7 @@ static void check_fields(const struct conv *c)
 	CHECK(s && s->len == XPU_STRING_MAX);
 
 	CHECK(count_type(XPU_REC_GPU_MEMCPY) == 2 && count_type(XPU_REC_GPU_MEMSET) == 1);
-	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 3);
+	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 4);
 	CHECK(count_type(XPU_REC_GPU_MEMORY) == 2 && count_type(XPU_REC_LOSS) == 1);
 	CHECK(count_type(XPU_REC_CLOCK_SYNC) == 1);
 	for (i = 0; (r = nth(i)); i++) {
@@ -343,8 +349,12 @@ static void check_fields(const struct conv *c)
 			const struct xpu_cuda_api *a = (const void *)r;
 
 			CHECK(a->hdr.tid == 4243);
-			if (a->correlation_id == 55) {
-				CHECK(a->api_id == 31 && !(a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
+			if (a->correlation_id == 55) { /* cudaMalloc */
+				CHECK(a->api_id == 20 && !(a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
+				continue;
+			}
+			if (a->correlation_id == 56) { /* cudaMemcpyAsync */
+				CHECK(a->api_id == 41 && (a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
 				continue;
 			}
 			CHECK(a->correlation_id == 42 && (a->hdr.flags & XPU_API_F_LAUNCH_MARKED));
@@ -366,7 +376,7 @@ static void check_fields(const struct conv *c)
 	}
 	conv__stats(c, &st);
 	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 1 && st.syncs == 1);
-	CHECK(st.api_calls == 3 && st.memory == 2 && st.overheads == 3 && st.ranges == 7);
+	CHECK(st.api_calls == 4 && st.memory == 2 && st.overheads == 3 && st.ranges == 7);
 	CHECK(st.overheads_short == 2);
 	CHECK(st.external == 1 && st.other == 1 && st.names_cut == 1 && st.put_failed == 1);
 	CHECK(st.strings == 5); /* three kernel names, the overhead domain, "training" */
@@ -468,6 +478,41 @@ static void check_queries(void)
 	CHECK(seen == 4);
 }
 
+/* The copies and memsets whose stacks the library records (conv__is_transfer): by name, every
+ * variant of both APIs, and nothing else: no allocation, launch or query among them. */
+static void check_transfers(void)
+{
+	__u32 ids[256];
+	size_t i, j, n;
+	int driver;
+
+	CHECK(conv__is_transfer(false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+	CHECK(conv__is_transfer(false, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020));
+	CHECK(conv__is_transfer(true, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2));
+	CHECK(conv__is_transfer(true, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2));
+	CHECK(!conv__is_transfer(false, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
+	CHECK(!conv__is_transfer(true, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
+	CHECK(!conv__is_transfer(false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+	CHECK(!conv__is_transfer(true, 0xffff)); /* an id no header names */
+	for (driver = 0; driver < 2; driver++) {
+		n = conv__transfers(driver, ids, 256);
+		CHECK(n >= 40 && n <= 256);
+		for (i = 0; i < n && i < 256; i++) {
+			const char *name =
+				api_name(driver ? XPU_API_DRIVER : XPU_API_RUNTIME, ids[i]);
+
+			CHECK(conv__is_transfer(driver, ids[i]) &&
+			      !conv__is_launch(driver, ids[i]));
+			CHECK(name && strstr(name, driver ? "cuMem" : "cudaMem") == name);
+			for (j = 0; j < (driver ? conv_n_driver_queries : conv_n_runtime_queries);
+			     j++)
+				CHECK(ids[i] !=
+				      (driver ? conv_driver_queries : conv_runtime_queries)[j]);
+		}
+		CHECK(conv__transfers(driver, ids, 3) == n); /* the count, whatever fits */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int update = argc == 3 && !strcmp(argv[1], "--update");
@@ -509,6 +554,7 @@ int main(int argc, char **argv)
 	}
 	conv__free(c);
 	check_queries();
+	check_transfers();
 	printf("%s: %d failures\n", argv[0], failures);
 	return failures ? 1 : 0;
 }

@@ -27,7 +27,8 @@
  *     runtime API record and an NVTX push/pop of "train_step" around it;
  *   - one CUDA graph node created in build_graph() (node 77), instantiated as clone 900,
  *     and 5 graph launches from launch_graph(), each running _Z11graph_stepPf on node 900;
- *   - 8 HtoD copies of 1 MiB from copy_inputs();
+ *   - 8 HtoD copies of 1 MiB from copy_inputs(), each with its cudaMemcpyAsync record and its
+ *     stack, recorded as a launch's;
  *   - a LOSS of 3 records with cause CUPTI;
  *   - on stdout: the options, and in the inproc run the capture counters and what a
  *     frame-pointer walk from the callback would have found (the test checks it is lost).
@@ -202,8 +203,13 @@ static void __attribute__((noinline)) launch_graph(__u32 corr)
 
 static void __attribute__((noinline)) copy_inputs(__u32 corr)
 {
+	struct api_call call = { corr, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 };
+	__u64 start = now_ns();
 	CUpti_ActivityMemcpy6 m;
 
+	/* a copy's stack is recorded as a launch's (conv__is_transfer) */
+	vendor_launch(on_api_enter, &call, corr);
+	api_record(corr, call.api, start, now_ns());
 	memset(&m, 0, sizeof(m));
 	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
 	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;

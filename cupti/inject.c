@@ -63,6 +63,7 @@
 #define BUFFERS_KEPT 64 /* buffers the pool keeps for the next request: 16 MiB at most */
 #define STRINGS_MAX 4096 /* NVTX registered strings remembered */
 #define CONVERT_CHUNK 64 /* records converted per hold of the lock */
+#define TRANSFERS_MAX 256 /* copy and memset APIs of one API (CUDA 13: 66 runtime, 105 driver) */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* ring, conv, strings */
 static struct ring *ring;
@@ -221,9 +222,9 @@ static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 {
 	__u32 api_id;
 
-	if (cb->callbackSite != CUPTI_API_ENTER ||
-	    !conv__is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid) ||
-	    cb->correlationId == last_marked)
+	if (cb->callbackSite != CUPTI_API_ENTER || cb->correlationId == last_marked ||
+	    (!conv__is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid) &&
+	     !conv__is_transfer(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid)))
 		return;
 	last_marked = cb->correlationId;
 	api_id = (__u32)cbid | (domain == CUPTI_CB_DOMAIN_DRIVER_API ? XPU_LAUNCH_API_DRIVER : 0);
@@ -610,8 +611,9 @@ static void at_fork_child(void)
 
 static int subscribe(void)
 {
+	__u32 ids[TRANSFERS_MAX];
 	CUptiResult res;
-	size_t i;
+	size_t i, n;
 
 	res = cuptiSubscribe(&subscriber, callback, NULL);
 	if (res != CUPTI_SUCCESS) {
@@ -626,6 +628,13 @@ static int subscribe(void)
 		for (i = 0; i < conv_n_driver_launches; i++)
 			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
 					    conv_driver_launches[i]);
+		/* copies and memsets: their stacks as launches' (conv__is_transfer) */
+		n = conv__transfers(false, ids, TRANSFERS_MAX);
+		for (i = 0; i < n && i < TRANSFERS_MAX; i++)
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, ids[i]);
+		n = conv__transfers(true, ids, TRANSFERS_MAX);
+		for (i = 0; i < n && i < TRANSFERS_MAX; i++)
+			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
 	}
 	res = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
 	if (res != CUPTI_SUCCESS) {

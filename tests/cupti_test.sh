@@ -121,17 +121,23 @@ mm_launch = weight(lambda f: kernel(f, "matmul") and "launch_matmul" in f)
 mm_nvtx = weight(lambda f: kernel(f, "matmul") and "[nvtx] train_step" in f)
 gs_all = weight(lambda f: kernel(f, "graph_step"))
 gs_node = weight(lambda f: kernel(f, "graph_step") and "build_graph" in f)
+cp_all = weight(lambda f: f[-1].startswith("[gpu] memcpy"))
+cp_launch = weight(lambda f: f[-1].startswith("[gpu] memcpy") and "copy_inputs" in f)
 print("matmul gpu ns %d, under launch_matmul %d, under [nvtx] train_step %d; graph_step %d, under build_graph %d"
       % (mm_all, mm_launch, mm_nvtx, gs_all, gs_node))
 if not mm_all or mm_launch < 0.9 * mm_all: problems.append("matmul kernels not under launch_matmul")
 if not mm_nvtx: problems.append("matmul kernels not under [nvtx] train_step")
 if not gs_all or gs_node < 0.9 * gs_all: problems.append("graph kernels not under build_graph")
+print("memcpy gpu ns %d, under copy_inputs %d" % (cp_all, cp_launch))
+if not cp_all or cp_launch < 0.9 * cp_all: problems.append("copies not under copy_inputs")
 if mode == "inproc":
     # Every one, not 90 %: the walk is deterministic. Named frames, in call order, with the
     # vendor library between the application and the callback; no hex frame among them.
     chain = ["main", "train_step", "launch_matmul", "vendor_launch"]
     mm_chain = weight(lambda f: kernel(f, "matmul") and in_order(f, chain))
     gs_chain = weight(lambda f: kernel(f, "graph_step") and in_order(f, ["main", "build_graph", "vendor_launch"]))
+    cp_chain = weight(lambda f: f[-1].startswith("[gpu] memcpy") and in_order(f, ["main", "copy_inputs", "vendor_launch"]))
+    if not cp_all or cp_chain != cp_all: problems.append("not every copy under main;copy_inputs;vendor_launch")
     hex_frames = sorted({x for s in folded for x in s.split(";")
                          if (x.startswith("0x") or x == "[unknown]") and "matmul" in s})
     print("inproc: matmul under main;train_step;launch_matmul;vendor_launch %d of %d, graph_step under main;build_graph;vendor_launch %d of %d, hex frames %s"
@@ -153,9 +159,9 @@ ok $rc "inproc: record succeeds (rc $rc: $(tail -c 400 rec.out))"
 # every activity but memory (0x40: off by default, docs/cupti.md)
 grep -q '^options 0x800203bf$' rec.out
 ok $? "inproc: the default options ask for in-process launch stacks and every activity but memory (0x800203bf: $(grep '^options' rec.out))"
-# 40 matmuls, 5 graph launches, 1 graph node: 46 records, none failed or cut short.
-grep -Eq '^launch stacks: 46 captured, 0 truncated, 0 failed, [0-9]+ frames, 0 not put$' rec.out
-ok $? "inproc: 46 launch stacks captured, to the outermost frame ($(grep '^launch stacks' rec.out))"
+# 40 matmuls, 5 graph launches, 1 graph node, 8 copies: 54 records, none failed or cut short.
+grep -Eq '^launch stacks: 54 captured, 0 truncated, 0 failed, [0-9]+ frames, 0 not put$' rec.out
+ok $? "inproc: 54 launch stacks captured, to the outermost frame ($(grep '^launch stacks' rec.out))"
 # The stand-in has no frame pointers and its vendor library keeps data in rbp: a
 # frame-pointer walk from the callback must be lost, or this test proves nothing.
 line=$(grep '^from the callback:' rec.out)

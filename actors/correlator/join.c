@@ -599,26 +599,35 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 	return e;
 }
 
+/* GPU work whose launch stack the CUPTI library records: kernels, copies and memsets (the
+ * copy and memset APIs, cupti/convert.h's conv__is_transfer). */
+static bool has_launch_stack(__u32 type)
+{
+	return type == XPU_REC_GPU_KERNEL || type == XPU_REC_GPU_MEMCPY ||
+	       type == XPU_REC_GPU_MEMSET;
+}
+
 /*
- * With launch_wait_ns, a kernel whose CUDA_API has come waits for its LAUNCH (the launch
- * stack) that long: the CUPTI library's records come within its flush interval, the launch
- * marker's through the CPU source's BPF ring, which may hold them longer, so going out with
- * the API call alone would often lose the stack. Other GPU records of a key whose kernels
- * wait (a graph launch's copies) wait with them, in order; copies and memsets of a plain API
- * call never have a LAUNCH and go at once.
+ * With launch_wait_ns, a kernel, copy or memset whose CUDA_API has come waits for its LAUNCH
+ * (the launch stack) that long: the CUPTI library's records come within its flush interval,
+ * the launch marker's through the CPU source's BPF ring, which may hold them longer, so going
+ * out with the API call alone would often lose the stack. Other GPU records of a key that
+ * waits (a synchronisation) wait with them, in order. Only marked calls wait at all (an
+ * unmarked call's key gives up at once, on_launch_side): a library older than the marking of
+ * copies never makes a copy wait.
  */
 static bool launch_awaited(const struct join *j, const struct entry *e, __u32 type)
 {
 	return j->opts.launch_wait_ns && !(e->flags & (F_LAUNCH | F_GAVE_UP)) &&
-	       (type == XPU_REC_GPU_KERNEL || (e->flags & F_AWAIT));
+	       (has_launch_stack(type) || (e->flags & F_AWAIT));
 }
 
-static bool waits_kernel(const struct join *j, const struct entry *e)
+static bool waits_stacked(const struct join *j, const struct entry *e)
 {
 	__u32 w;
 
 	for (w = e->wait_head; w != NIL; w = j->waiting[w].next)
-		if (((const struct xpu_rec *)j->waiting[w].rec)->type == XPU_REC_GPU_KERNEL)
+		if (has_launch_stack(((const struct xpu_rec *)j->waiting[w].rec)->type))
 			return true;
 	return false;
 }
@@ -719,7 +728,7 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 		if (!(h->flags & XPU_API_F_LAUNCH_MARKED))
 			e->flags |= F_GAVE_UP;
 	}
-	if (h->type == XPU_REC_CUDA_API && waits_kernel(j, e) &&
+	if (h->type == XPU_REC_CUDA_API && waits_stacked(j, e) &&
 	    launch_awaited(j, e, XPU_REC_GPU_KERNEL)) {
 		j->env.st.launch_waited += waiting_count(j, e);
 		await_launch(j, e);

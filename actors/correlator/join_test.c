@@ -61,6 +61,19 @@ static void *api(__u32 pid, __u64 corr)
 	return buf;
 }
 
+/* A copy of 10 ns from ts, on stream 0. */
+static void *copy(__u32 pid, __u64 corr, __u64 ts)
+{
+	struct xpu_gpu_memcpy *m = (void *)buf;
+
+	memset(buf, 0, sizeof(*m));
+	xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), ts, pid, 0);
+	m->start_ns = ts;
+	m->end_ns = ts + 10;
+	m->correlation_id = corr;
+	return buf;
+}
+
 /* A launch API call the CUPTI library marked: its LAUNCH is on its way. */
 static void *marked_api(__u32 pid, __u64 corr)
 {
@@ -922,7 +935,6 @@ static void test_launch_wait(void)
 			       .max_pending = 64,
 			       .max_waiting = 2,
 			       .launch_wait_ns = 100 };
-	struct xpu_gpu_memcpy *m;
 	struct join_stats st;
 	struct join *j;
 	unsigned int n;
@@ -951,15 +963,10 @@ static void test_launch_wait(void)
 	tap_ok(out.n == n + 2 && last()->kind == XPU_REC_GPU_KERNEL,
 	       "launch wait: later kernels of that key go at once");
 
-	offer(j, marked_api(2, 3), 180);
-	m = (void *)kernel(2, 3);
-	xpu_rec__init(m, XPU_REC_GPU_MEMCPY, sizeof(*m), 190, 2, 0);
-	m->start_ns = 190;
-	m->end_ns = 200;
-	m->correlation_id = 3;
-	offer(j, m, 181);
+	offer(j, api(2, 3), 180);
+	offer(j, copy(2, 3, 190), 181);
 	tap_ok(last()->kind == XPU_REC_GPU_MEMCPY && last()->corr_type == XPU_CORR_EXACT_ID,
-	       "launch wait: a copy (no LAUNCH ever) goes out at once");
+	       "launch wait: a copy of an unmarked call (no LAUNCH ever) goes out at once");
 
 	offer(j, marked_api(2, 4), 200);
 	offer(j, kernel(2, 4), 201);
@@ -989,6 +996,16 @@ static void test_launch_wait(void)
 	tap_ok(last()->kind == XPU_REC_GPU_KERNEL && last()->corr_type == XPU_CORR_EXACT_ID &&
 		       last()->n_user == 0,
 	       "launch wait: a kernel of an unmarked API call goes out at once");
+	/* a copy the library marked (its stack is recorded as a launch's): it waits like a
+	 * kernel and goes out with the LAUNCH's stack */
+	offer(j, marked_api(2, 7), 330);
+	n = out.n;
+	offer(j, copy(2, 7, 335), 331);
+	tap_eq_u64(out.n, n, "launch wait: a copy of a marked call waits for its LAUNCH");
+	offer(j, launch(2, 7, 3), 332);
+	tap_ok(out.n == n + 2 && last()->kind == XPU_REC_GPU_MEMCPY && last()->n_user == 3 &&
+		       out.stack0[out.n - 1] == 0x400000 + 7 * 16,
+	       "launch wait: the LAUNCH releases the copy, with its stack");
 	join__flush(j);
 	join__stats(j, &st);
 	tap_ok(out.n == st.in && st.waiting == 0 && st.pending == 0,
