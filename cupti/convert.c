@@ -63,6 +63,9 @@ struct conv {
 	_Alignas(8) unsigned char buf[CONV_REC_MAX];
 };
 
+/* api_name's binary search: cuda_api_names.h is sorted by (domain, id), runtime first */
+_Static_assert(XPU_API_RUNTIME < XPU_API_DRIVER, "cuda_api_names.h's order");
+
 static const char *api_name(bool driver, __u32 cbid)
 {
 	size_t lo = 0, hi = sizeof(cuda_api_names) / sizeof(cuda_api_names[0]);

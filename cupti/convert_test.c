@@ -494,6 +494,11 @@ static void check_transfers(void)
 	CHECK(!conv__is_transfer(true, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
 	CHECK(!conv__is_transfer(false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
 	CHECK(!conv__is_transfer(true, 0xffff)); /* an id no header names */
+	/* conv__is_transfer searches the names by (domain, id): they must be in that order */
+	for (i = 1; i < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]); i++)
+		CHECK(cuda_api_names[i - 1].domain < cuda_api_names[i].domain ||
+		      (cuda_api_names[i - 1].domain == cuda_api_names[i].domain &&
+		       cuda_api_names[i - 1].id < cuda_api_names[i].id));
 	for (driver = 0; driver < 2; driver++) {
 		n = conv__transfers(driver, ids, 256);
 		CHECK(n >= 40 && n <= 256);

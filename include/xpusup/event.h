@@ -102,10 +102,11 @@ struct xpu_cpu_sample {
 };
 
 /*
- * LAUNCH: user stack captured at a CUDA launch API call (the launch-marker uprobe).
+ * LAUNCH: user stack captured at a CUDA launch, copy or memset API call (the CUPTI library's
+ * in-process walk, or the launch-marker uprobe).
  *
- * api_id is the CUPTI callback id of the launch API, with XPU_LAUNCH_API_DRIVER set for a
- * driver API (cuLaunchKernel...) and clear for a runtime one (cudaLaunchKernel...).
+ * api_id is the CUPTI callback id of that API, with XPU_LAUNCH_API_DRIVER set for a driver
+ * API (cuLaunchKernel, cuMemcpyAsync...) and clear for a runtime one (cudaLaunchKernel...).
  *
  * CUDA graphs: every kernel of one graph launch shares the launch's correlation id, and the
  * stack that matters is the one that built the node. The CUPTI library calls the marker when
@@ -123,7 +124,7 @@ struct xpu_cpu_sample {
 struct xpu_launch {
 	struct xpu_rec hdr;
 	__u64 correlation_id;
-	__u32 api_id; /* CUPTI callback id of the launch API */
+	__u32 api_id; /* CUPTI callback id of the launch, copy or memset API */
 	__u16 n_user;
 	__u16 reserved;
 	__u64 ips[];
