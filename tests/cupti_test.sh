@@ -201,10 +201,15 @@ ok $? "short-lived: stats.json counts the mappings taken and the frames found th
 
 # launch_stacks = marker: the same pipeline with the cupti source told so; the uprobe walks
 # the frame-pointer build. api_queries = yes rides along: its bit must reach the library.
+# The correlator holds a kernel for its LAUNCH the cpu source's drain_ms + 100 ms; a LAUNCH
+# waits in the BPF ring up to drain_ms. drain_ms = 400 leaves a loaded CI machine (ASan, tests
+# in parallel) 300 ms of slack on average, not 75: one run there lost 5 of 40 stacks.
 mkdir -p "$WORK/marker"
-sed 's/^kind = cupti.*$/&\nlaunch_stacks = marker\napi_queries = yes/' "$WORK/rec/pipeline.conf" >"$WORK/marker/pipeline.conf"
-grep -q '^launch_stacks = marker' "$WORK/marker/pipeline.conf"
-ok $? "marker: pipeline.conf with launch_stacks = marker, api_queries = yes"
+sed -e 's/^kind = cupti.*$/&\nlaunch_stacks = marker\napi_queries = yes/' \
+	-e 's/^kind = cpu$/&\ndrain_ms = 400/' "$WORK/rec/pipeline.conf" >"$WORK/marker/pipeline.conf"
+grep -q '^launch_stacks = marker' "$WORK/marker/pipeline.conf" &&
+	grep -q '^drain_ms = 400' "$WORK/marker/pipeline.conf"
+ok $? "marker: pipeline.conf with launch_stacks = marker, api_queries = yes, drain_ms = 400"
 XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c "$WORK/marker/pipeline.conf" --session "$PREFIX-mk" -- \
 	"$STANDIN" "$LIB" >marker.out 2>&1
 rc=$?
