@@ -63,10 +63,10 @@ struct conv {
 	_Alignas(8) unsigned char buf[CONV_REC_MAX];
 };
 
-/* api_name's binary search: cuda_api_names.h is sorted by (domain, id), runtime first */
+/* conv__api_name's binary search: cuda_api_names.h is sorted by (domain, id), runtime first */
 _Static_assert(XPU_API_RUNTIME < XPU_API_DRIVER, "cuda_api_names.h's order");
 
-static const char *api_name(bool driver, __u32 cbid)
+const char *conv__api_name(bool driver, __u32 cbid)
 {
 	size_t lo = 0, hi = sizeof(cuda_api_names) / sizeof(cuda_api_names[0]);
 	__u16 domain = driver ? XPU_API_DRIVER : XPU_API_RUNTIME;
@@ -97,7 +97,7 @@ static bool transfer_name(bool driver, const char *name)
 
 bool conv__is_transfer(bool driver, __u32 cbid)
 {
-	return transfer_name(driver, api_name(driver, cbid));
+	return transfer_name(driver, conv__api_name(driver, cbid));
 }
 
 size_t conv__transfers(bool driver, __u32 *ids, size_t max)

@@ -85,6 +85,10 @@ extern const __u32 conv_runtime_queries[];
 extern const __u32 conv_driver_queries[];
 extern const size_t conv_n_runtime_queries, conv_n_driver_queries;
 
+/* conv__api_name - the API's name from the CUPTI headers (actors/sink/cuda_api_names.h), or
+ * NULL for an id they do not name. */
+const char *conv__api_name(bool driver, __u32 cbid);
+
 /* conv__is_transfer - whether cbid (of the driver API when driver, else the runtime API) copies
  * or sets device memory: by its name in the CUPTI headers (actors/sink/cuda_api_names.h),
  * cudaMemcpy*, cudaMemset*, cuMemcpy*, cuMemset*. The library records the stack of these calls

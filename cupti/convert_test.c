@@ -438,12 +438,7 @@ static int compare_golden(const char *path)
 
 static const char *api_name(__u16 domain, __u32 id)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]); i++)
-		if (cuda_api_names[i].domain == domain && cuda_api_names[i].id == id)
-			return cuda_api_names[i].name;
-	return NULL;
+	return conv__api_name(domain == XPU_API_DRIVER, id);
 }
 
 /* Whether the API's name says it only asks: a getter, a peek, an occupancy estimate. */
