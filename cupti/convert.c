@@ -56,7 +56,7 @@ struct conv {
 	__u32 ctx_id[CONTEXTS], ctx_dev[CONTEXTS];
 	__u64 overhead_domain; /* STRING id of "cupti overhead", once sent */
 	__u64 next_overhead;
-	bool launch_marked; /* the library calls the launch marker on launch APIs */
+	struct conv_api_set marked; /* APIs the library calls the launch marker on */
 	struct conv_stats st;
 	/* One record at a time is built here. Not XPU_REC_MAX_SIZE: that is a CPU_SAMPLE with
 	 * a stack copy, 34 KiB this code never writes. */
@@ -426,9 +426,37 @@ int conv__node_cloned(struct conv *c, __u64 clone_id, __u64 orig_id)
 	return 0;
 }
 
+void conv__stack_apis(struct conv_api_set *s)
+{
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < conv_n_runtime_launches; i++)
+		conv_api_set__add(s, false, conv_runtime_launches[i]);
+	for (i = 0; i < conv_n_driver_launches; i++)
+		conv_api_set__add(s, true, conv_driver_launches[i]);
+	for (i = 0; i < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]); i++) {
+		bool driver = cuda_api_names[i].domain == XPU_API_DRIVER;
+
+		if (transfer_name(driver, cuda_api_names[i].name))
+			conv_api_set__add(s, driver, cuda_api_names[i].id);
+	}
+}
+
 void conv__set_launch_marked(struct conv *c, bool on)
 {
-	c->launch_marked = on;
+	if (on)
+		conv__stack_apis(&c->marked);
+	else
+		memset(&c->marked, 0, sizeof(c->marked));
+}
+
+void conv__set_marked(struct conv *c, const struct conv_api_set *ids)
+{
+	if (ids)
+		c->marked = *ids;
+	else
+		memset(&c->marked, 0, sizeof(c->marked));
 }
 
 void conv__context(struct conv *c, __u32 context_id, __u32 device_id)
@@ -600,8 +628,7 @@ static int api(struct conv *c, const CUpti_ActivityAPI *a, __u16 domain)
 	r->correlation_id = a->correlationId;
 	r->api_id = a->cbid;
 	r->domain = domain;
-	if (c->launch_marked && (conv__is_launch(domain == XPU_API_DRIVER, a->cbid) ||
-				 conv__is_transfer(domain == XPU_API_DRIVER, a->cbid)))
+	if (conv_api_set__has(&c->marked, domain == XPU_API_DRIVER, a->cbid))
 		r->hdr.flags |= XPU_API_F_LAUNCH_MARKED;
 	r->result = a->returnValue;
 	c->st.api_calls++;

@@ -17,6 +17,7 @@
 #define XPUSUP_CUPTI_CONVERT_H
 
 #include <cupti_activity.h>
+#include <errno.h>
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -103,10 +104,41 @@ size_t conv__transfers(bool driver, __u32 *ids, size_t max);
  * of the launch APIs above. */
 bool conv__is_launch(bool driver, __u32 cbid);
 
-/* conv__set_launch_marked - the library calls the launch marker (launch_stacks): CUDA_API
- * records of launch APIs get XPU_API_F_LAUNCH_MARKED, so the correlator knows a LAUNCH
- * record with the stack is on its way through the cpu source. */
+/*
+ * A set of callback ids of both APIs, a bit an id: the launches and transfers whose stacks
+ * are taken (conv__stack_apis), or those of them whose callbacks CUPTI accepted. Ids run to
+ * CUPTI_RUNTIME_TRACE_CBID_SIZE (523) and CUPTI_DRIVER_TRACE_CBID_SIZE (807) in CUDA 13; a
+ * later id past CONV_API_IDS is never in a set (conv_api_set__add says -ERANGE).
+ */
+#define CONV_API_IDS 2048
+
+struct conv_api_set {
+	__u64 bits[2][CONV_API_IDS / 64]; /* [0] runtime, [1] driver */
+};
+
+static inline bool conv_api_set__has(const struct conv_api_set *s, bool driver, __u32 cbid)
+{
+	return cbid < CONV_API_IDS && (s->bits[driver][cbid / 64] >> (cbid % 64) & 1);
+}
+
+static inline int conv_api_set__add(struct conv_api_set *s, bool driver, __u32 cbid)
+{
+	if (cbid >= CONV_API_IDS)
+		return -ERANGE;
+	s->bits[driver][cbid / 64] |= 1ull << (cbid % 64);
+	return 0;
+}
+
+/* conv__stack_apis - s: every launch (conv__is_launch) and transfer (conv__is_transfer) id. */
+void conv__stack_apis(struct conv_api_set *s);
+
+/* conv__set_launch_marked - the library calls the launch marker (launch_stacks) on every
+ * launch and transfer API: their CUDA_API records get XPU_API_F_LAUNCH_MARKED, so the
+ * correlator knows a LAUNCH record with the stack is on its way through the cpu source.
+ * conv__set_marked: on the APIs of ids only (those whose callbacks CUPTI accepted: a call
+ * whose marker never runs must not be waited for); NULL: none. */
 void conv__set_launch_marked(struct conv *c, bool on);
+void conv__set_marked(struct conv *c, const struct conv_api_set *ids);
 
 /* conv__context - context_id belongs to device_id (synchronization records carry no device). */
 void conv__context(struct conv *c, __u32 context_id, __u32 device_id);

@@ -513,6 +513,72 @@ static void check_transfers(void)
 	}
 }
 
+/* The stacked APIs are the launches and transfers, nothing else; a call is marked only when its
+ * id is in the set given (inject.c gives the ids whose callbacks CUPTI accepted). */
+static void check_marked(void)
+{
+	static const __u32 runtime[] = { CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+					 CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 };
+	struct conv_api_set s, some;
+	CUpti_ActivityAPI a;
+	const struct xpu_rec *r;
+	unsigned int i, marked = 0, plain = 0;
+	struct conv *c;
+	__u32 id, n = 0;
+	int driver;
+
+	conv__stack_apis(&s);
+	CHECK(conv_api_set__has(&s, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+	CHECK(conv_api_set__has(&s, false, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
+	CHECK(conv_api_set__has(&s, true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+	CHECK(conv_api_set__has(&s, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+	CHECK(conv_api_set__has(&s, true, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2));
+	CHECK(!conv_api_set__has(&s, false, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020));
+	CHECK(!conv_api_set__has(&s, false, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+	for (driver = 0; driver < 2; driver++)
+		for (id = 0; id < CONV_API_IDS; id++)
+			if (conv_api_set__has(&s, driver, id)) {
+				CHECK(conv__is_launch(driver, id) || conv__is_transfer(driver, id));
+				n++;
+			}
+	CHECK(n == conv_n_runtime_launches + conv_n_driver_launches +
+			   conv__transfers(false, &id, 0) + conv__transfers(true, &id, 0));
+	CHECK(conv_api_set__add(&s, false, CONV_API_IDS) == -ERANGE &&
+	      !conv_api_set__has(&s, false, CONV_API_IDS));
+
+	/* CUPTI accepted the copy's callback, not the launch's: only the copy is waited for */
+	memset(&some, 0, sizeof(some));
+	CHECK(!conv_api_set__add(&some, false, runtime[1]));
+	c = conv__new(4242, put, NULL);
+	if (!c) {
+		failures++;
+		return;
+	}
+	out_len = 0;
+	conv__set_marked(c, &some);
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	for (i = 0; i < 2; i++) {
+		a.cbid = runtime[i];
+		a.start = 1000 + i * 100;
+		a.end = a.start + 50;
+		a.correlationId = 70 + i;
+		CHECK(conv__activity(c, (CUpti_Activity *)&a) == 1);
+	}
+	for (i = 0; (r = nth(i)); i++) {
+		const struct xpu_cuda_api *api = (const void *)r;
+
+		if (r->type != XPU_REC_CUDA_API)
+			continue;
+		if (api->hdr.flags & XPU_API_F_LAUNCH_MARKED)
+			marked += api->correlation_id == 71;
+		else
+			plain += api->correlation_id == 70;
+	}
+	CHECK(marked == 1 && plain == 1);
+	conv__free(c);
+}
+
 int main(int argc, char **argv)
 {
 	int update = argc == 3 && !strcmp(argv[1], "--update");
@@ -555,6 +621,7 @@ int main(int argc, char **argv)
 	conv__free(c);
 	check_queries();
 	check_transfers();
+	check_marked();
 	printf("%s: %d failures\n", argv[0], failures);
 	return failures ? 1 : 0;
 }

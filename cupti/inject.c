@@ -63,7 +63,6 @@
 #define BUFFERS_KEPT 64 /* buffers the pool keeps for the next request: 16 MiB at most */
 #define STRINGS_MAX 4096 /* NVTX registered strings remembered */
 #define CONVERT_CHUNK 64 /* records converted per hold of the lock */
-#define TRANSFERS_MAX 256 /* copy and memset APIs of one API (CUDA 13: 66 runtime, 105 driver) */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* ring, conv, strings */
 static struct ring *ring;
@@ -93,6 +92,7 @@ static bool flusher_stop;
 /* One correlation id is recorded once per thread, although a runtime launch API and the
  * driver API it calls both pass through the callback with it. */
 static __thread __u32 last_marked;
+static struct conv_api_set stacked; /* the ids whose callbacks CUPTI accepted (subscribe) */
 
 struct registered {
 	__u64 handle;
@@ -217,14 +217,21 @@ free_buffer:
 
 /* ---- callbacks ---- */
 
+/* Whether cbid is in stacked; atomic, as callbacks_enable may clear a bit of its word. */
+static bool stack_wanted(bool driver, __u32 cbid)
+{
+	return cbid < CONV_API_IDS &&
+	       (__atomic_load_n(&stacked.bits[driver][cbid / 64], __ATOMIC_RELAXED) >> (cbid % 64) &
+		1);
+}
+
 static void on_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 		      const CUpti_CallbackData *cb)
 {
 	__u32 api_id;
 
 	if (cb->callbackSite != CUPTI_API_ENTER || cb->correlationId == last_marked ||
-	    (!conv__is_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid) &&
-	     !conv__is_transfer(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid)))
+	    !stack_wanted(domain == CUPTI_CB_DOMAIN_DRIVER_API, cbid))
 		return;
 	last_marked = cb->correlationId;
 	api_id = (__u32)cbid | (domain == CUPTI_CB_DOMAIN_DRIVER_API ? XPU_LAUNCH_API_DRIVER : 0);
@@ -609,11 +616,41 @@ static void at_fork_child(void)
 	forked = true;
 }
 
+/* The launch and transfer APIs' callbacks, where their stacks are taken (on_launch). Only the
+ * ids CUPTI accepted stay in stacked and, in marker mode, are marked for the correlator: a
+ * marked call whose marker never runs would hold its GPU work for a LAUNCH that never comes,
+ * until launch_wait_ns, and be counted expired. An id is in stacked before its callback is
+ * on; a refused one leaves it by an atomic clear, as on_launch may read the word meanwhile. */
+static void callbacks_enable(void)
+{
+	__u32 id, refused = 0;
+	int driver;
+
+	conv__stack_apis(&stacked);
+	for (driver = 0; driver < 2; driver++)
+		for (id = 0; id < CONV_API_IDS; id++) {
+			if (!conv_api_set__has(&stacked, driver, id) ||
+			    cuptiEnableCallback(1, subscriber,
+						driver ? CUPTI_CB_DOMAIN_DRIVER_API :
+							 CUPTI_CB_DOMAIN_RUNTIME_API,
+						id) == CUPTI_SUCCESS)
+				continue;
+			__atomic_fetch_and(&stacked.bits[driver][id / 64], ~(1ull << (id % 64)),
+					   __ATOMIC_RELAXED);
+			refused++;
+		}
+	if (launch_mode == LAUNCH_MARKER)
+		conv__set_marked(conv, &stacked);
+	if (refused)
+		fprintf(stderr,
+			"xpusup: CUPTI refused the callbacks of %u launch, copy or memset APIs: "
+			"their GPU work has no launch stacks\n",
+			refused);
+}
+
 static int subscribe(void)
 {
-	__u32 ids[TRANSFERS_MAX];
 	CUptiResult res;
-	size_t i, n;
 
 	res = cuptiSubscribe(&subscriber, callback, NULL);
 	if (res != CUPTI_SUCCESS) {
@@ -621,21 +658,8 @@ static int subscribe(void)
 		return -EIO;
 	}
 	subscribed = true;
-	if (launch_mode != LAUNCH_OFF) {
-		for (i = 0; i < conv_n_runtime_launches; i++)
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-					    conv_runtime_launches[i]);
-		for (i = 0; i < conv_n_driver_launches; i++)
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-					    conv_driver_launches[i]);
-		/* copies and memsets: their stacks as launches' (conv__is_transfer) */
-		n = conv__transfers(false, ids, TRANSFERS_MAX);
-		for (i = 0; i < n && i < TRANSFERS_MAX; i++)
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, ids[i]);
-		n = conv__transfers(true, ids, TRANSFERS_MAX);
-		for (i = 0; i < n && i < TRANSFERS_MAX; i++)
-			cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, ids[i]);
-	}
+	if (launch_mode != LAUNCH_OFF)
+		callbacks_enable();
 	res = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
 	if (res != CUPTI_SUCCESS) {
 		say("CUPTI resource callbacks", cupti_error(res));
@@ -777,7 +801,6 @@ EXPORT int InitializeInjection(void)
 		launch_mode = LAUNCH_INPROC;
 	else if (options & XPU_CUPTI_OPT_LAUNCH_STACKS)
 		launch_mode = LAUNCH_MARKER;
-	conv__set_launch_marked(conv, launch_mode == LAUNCH_MARKER);
 	__atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
 	res = cuptiActivityRegisterTimestampCallback(timestamp_cb);
 	if (subscribe() || activities_enable())
