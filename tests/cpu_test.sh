@@ -159,6 +159,26 @@ sys.exit(0 if len(exits) == 1 and exits[0].get("name") == "hotspots" and exits[0
 PYEOF
 ok $? "last thread: the exit record names the process, not its last thread ($(cat "$WORK/last.txt"))"
 
+# ---- processes whose threads all exit at once ----------------------------------------------
+# exit_group ends 32 burning threads together: more than one may find the process's live
+# count at 0 in the BPF exit program, and only one exit record a process is wanted (before the
+# fix, 5 of 300 processes here had two).
+dump_conf "$WORK/storm.conf" "$WORK/storm.jsonl"
+"$XPUSUP" record -c "$WORK/storm.conf" --session "$PREFIX-storm" -- bash -c \
+	"for i in \$(seq 300); do '$HOTSPOTS' --seconds 0.01 --threads 32 --group-exit; done" \
+	>"$WORK/storm.out" 2>&1
+ok $? "exit storm: record of 300 group exits succeeds"
+"$PY" - "$WORK/storm.jsonl" >"$WORK/storm.txt" 2>&1 <<'PYEOF'
+import collections, json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+pids = {e["pid"] for e in events if e["kind"] == "proc_exec" and e.get("name") == "hotspots"}
+exits = collections.Counter(e["pid"] for e in events if e["kind"] == "proc_exit" and e["pid"] in pids)
+per = collections.Counter(exits[p] for p in pids)
+print("processes", len(pids), "exit records per process", dict(per))
+sys.exit(0 if len(pids) >= 290 and set(per) == {1} else 1)
+PYEOF
+ok $? "exit storm: one exit record per process ($(cat "$WORK/storm.txt"))"
+
 # ---- the launch uprobe -------------------------------------------------------------------
 dump_conf "$WORK/launch.conf" "$WORK/launch.jsonl" "launch_marker = $LAUNCHER"
 "$XPUSUP" record -c "$WORK/launch.conf" --session "$PREFIX-launch" -- "$LAUNCHER" 200 \

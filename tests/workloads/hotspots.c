@@ -10,6 +10,10 @@
  *						worker to finish ends the process (a process
  *						whose last thread is not its first, for the cpu
  *						source's exit record); no summary line
+ *	... --group-exit			the main thread ends the process (_exit) after
+ *						S seconds while the workers still burn: all
+ *						threads exit at once (exactly one exit record is
+ *						wanted); no summary line
  *
  * Each thread repeats one round: hotspots_walk() recurses HOTSPOTS_DEPTH levels deep and, at
  * the bottom, calls hotspots_hot_leaf() for 2 units of busy work then hotspots_cold_leaf()
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Recursion levels below the first hotspots_walk() call: 9 hotspots_walk frames in all */
 #define HOTSPOTS_DEPTH 8
@@ -141,7 +146,9 @@ static void usage(FILE *f)
 		"                  and 3 units of busy work, hot leaf 2, cold leaf 1)\n"
 		"  --threads N     run N threads (default 1)\n"
 		"  --main-exits-first  the workers are named hotspots-worker, the main thread\n"
-		"                  ends first and the last worker ends the process (no summary)\n");
+		"                  ends first and the last worker ends the process (no summary)\n"
+		"  --group-exit    the main thread ends the process after S seconds while the\n"
+		"                  workers still burn: every thread exits at once (no summary)\n");
 }
 
 static int parse_long(const char *s, long min, long max, long *out)
@@ -164,6 +171,7 @@ int main(int argc, char **argv)
 		{ "work", required_argument, NULL, 'w' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "main-exits-first", no_argument, NULL, 'm' },
+		{ "group-exit", no_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -171,14 +179,17 @@ int main(int argc, char **argv)
 	struct timespec start, end;
 	double seconds = 5, cpu;
 	long threads = 1, work = 0, rounds = 0;
-	int main_first = 0;
+	int main_first = 0, group_exit = 0;
 	uint64_t checksum = 0;
 	char *endp;
 	int c, err;
 	long i;
 
-	while ((c = getopt_long(argc, argv, "s:w:t:mh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:t:mgh", options, NULL)) != -1) {
 		switch (c) {
+		case 'g':
+			group_exit = 1;
+			break;
 		case 'm':
 			main_first = 1;
 			break;
@@ -227,7 +238,8 @@ int main(int argc, char **argv)
 		workers[i].index = (unsigned int)i;
 		workers[i].rounds_wanted = work;
 		workers[i].deadline = start;
-		workers[i].deadline.tv_sec += (time_t)seconds;
+		/* --group-exit: the workers outlive the main thread's deadline */
+		workers[i].deadline.tv_sec += (time_t)seconds + (group_exit ? 3600 : 0);
 		workers[i].deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
 		if (workers[i].deadline.tv_nsec >= 1000000000L) {
 			workers[i].deadline.tv_sec++;
@@ -243,6 +255,14 @@ int main(int argc, char **argv)
 	}
 	if (main_first)
 		pthread_exit(NULL); /* the process goes on in its workers; workers[] stays */
+	if (group_exit) {
+		struct timespec nap = { (time_t)seconds,
+					(long)((seconds - (double)(time_t)seconds) * 1e9) };
+
+		while (nanosleep(&nap, &nap) && errno == EINTR)
+			;
+		_exit(0); /* exit_group: the kernel ends every burning worker at once */
+	}
 	for (i = 0; i < threads; i++) {
 		pthread_join(workers[i].thread, NULL);
 		rounds += workers[i].rounds_done;
