@@ -325,6 +325,8 @@ static void test_errors(void)
 		    "t.conf:2: ", "bad value '/1s'");
 	check_error("shards out of range", "[correlator]\nkind = test\nshards = 33\n",
 		    "t.conf:3: ", "expected an integer in 1..32");
+	check_error("launch slack out of range", "[correlator]\nlaunch_slack_ms = 60001\n",
+		    "t.conf:2: ", "expected an integer in 0..60000");
 	check_error(
 		"missing kind", "[sink a]\nkind = test\n\n[source gpu]\nexit_code = 1\n",
 		"t.conf:4: ",
@@ -950,7 +952,8 @@ static void test_options(void)
 		       co.linger_ms == 200 && co.exit_grace_ms == 1000 &&
 		       co.max_pending == 1000000 && co.max_waiting == 65536 &&
 		       co.max_streams == 16384 && co.stream_idle_ms == 60000 &&
-		       co.strategies.exact && co.strategies.window_ms == 0,
+		       co.launch_slack_ms == 100 && co.strategies.exact &&
+		       co.strategies.window_ms == 0,
 	       "options: correlator defaults are the schema's");
 	a = conf__find(conf, "c");
 	tap_ok(a && !conf_actor__options(a, &cpu, sizeof(cpu)) && cpu.frequency_hz == 99 &&

@@ -1099,9 +1099,10 @@ static void stage__load(struct stage *st, const struct conf_actor *src)
  * writes each LAUNCH into its own ring before the kernel's activity, so it is never late;
  * with `no` there is none to wait for. A marker LAUNCH waits in the CPU source's BPF ring up
  * to its drain_ms, and the CUPTI library's activity may come sooner: the longest drain_ms
- * plus 100 ms for the rings and the shard's turns.
+ * plus slack_ms (launch_slack_ms, 100 by default) for the rings and the shard's turns; a
+ * loaded machine, where the cpu source runs late, trades latency for stacks with more.
  */
-static __u64 launch_wait_ns(const struct conf *conf)
+static __u64 launch_wait_ns(const struct conf *conf, unsigned long long slack_ms)
 {
 	unsigned long long longest = 0;
 	bool cpu = false, marker = false;
@@ -1124,7 +1125,7 @@ static __u64 launch_wait_ns(const struct conf *conf)
 		if (c.drain_ms > longest)
 			longest = c.drain_ms;
 	}
-	return cpu && marker ? (longest + 100) * 1000000ull : 0;
+	return cpu && marker ? (longest + slack_ms) * 1000000ull : 0;
 }
 
 static int open_shard(struct shard *s, struct actor *a)
@@ -1150,7 +1151,7 @@ static int open_shard(struct shard *s, struct actor *a)
 	/* ids unique across shards: the shard number in the top byte */
 	o.first_id = ((__u64)a->self->shard << 56) + 1;
 	o.shard = a->self->shard;
-	o.launch_wait_ns = launch_wait_ns(a->conf);
+	o.launch_wait_ns = launch_wait_ns(a->conf, c.launch_slack_ms);
 	o.no_exact = !c.strategies.exact;
 	o.time_window_ns = c.strategies.window_ms * 1000000ull;
 	for (i = 0; i < a->conf->n_actors; i++) {

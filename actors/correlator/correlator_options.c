@@ -104,6 +104,14 @@ static const struct conf_key correlator_keys[] = {
 	  .max = 86400000,
 	  .def = "60000",
 	  .doc = "a stream without activity this long is forgotten" },
+	{ .key = "launch_slack_ms",
+	  CONF_MEMBER(struct correlator_options, launch_slack_ms),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_CORRELATOR,
+	  .max = 60000,
+	  .def = "100",
+	  .doc = "launch_stacks = marker: how long past the cpu source's drain_ms GPU work "
+		 "waits for its stack" },
 	{ .key = NULL },
 };
 

@@ -23,6 +23,7 @@ struct correlator_options {
 	unsigned long long max_waiting;
 	unsigned long long max_streams;
 	unsigned long long stream_idle_ms;
+	unsigned long long launch_slack_ms;
 };
 
 /*
