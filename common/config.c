@@ -1801,6 +1801,25 @@ int conf_actor__options(const struct conf_actor *actor, void *opts, size_t size)
 				  (void *)actor, opts, size, why, sizeof(why));
 }
 
+/* Append text to the string in why, cut to fit with "..." at its end: a long list of
+ * expected values may not fit beside the key and the value. */
+static void why__append_cut(char *why, size_t why_len, const char *text)
+{
+	size_t n = strnlen(why, why_len), m = strlen(text);
+
+	if (n + 1 >= why_len)
+		return;
+	if (m > why_len - n - 1) {
+		m = why_len - n - 1;
+		memcpy(why + n, text, m);
+		why[n + m] = 0;
+		if (why_len > 4)
+			memcpy(why + why_len - 4, "...", 4);
+		return;
+	}
+	memcpy(why + n, text, m + 1);
+}
+
 /* conf_kind__options without the kind's cross-key check. */
 static int kind__fill(const struct conf_kind *kind, unsigned int role_bit,
 		      const char *(*get)(void *ctx, const char *key), void *ctx, void *opts,
@@ -1825,8 +1844,8 @@ static int kind__fill(const struct conf_kind *kind, unsigned int role_bit,
 		if (!v || !key__store(k, v, opts, size))
 			continue;
 		key_schema__expected(k, expected, sizeof(expected));
-		snprintf(why, why_len, "bad %s '%s': expected %s", k->key, quote(v, qbuf),
-			 expected);
+		snprintf(why, why_len, "bad %s '%s': expected ", k->key, quote(v, qbuf));
+		why__append_cut(why, why_len, expected);
 		return -EINVAL;
 	}
 	return 0;
