@@ -46,6 +46,7 @@
 #include "shm/inproc.h"
 #include "cupti/convert.h"
 #include "cupti/launch_stack.h"
+#include "cupti/lib_stats.h"
 #include "cupti/vendor_standin.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
@@ -276,6 +277,17 @@ int main(int argc, char **argv)
 		       (unsigned long long)st.failed, (unsigned long long)st.frames, put_errors);
 		printf("from the callback: frame pointers %d frames (%s), CFI %d frames (%s)\n",
 		       fp_frames, unwind_end__name(fp_end), cfi_frames, unwind_end__name(cfi_end));
+	}
+	{ /* the library's counters, as inject.c sends them (the stand-in has no buffers) */
+		__u64 v[XPU_INPROC_STATS_N] = { 0 };
+
+		launch_stack__stats(&st);
+		lib_stats__stacks(v, &st);
+		err = inproc__send_stats(sock, v, XPU_INPROC_STATS_N);
+		printf("stats sent: %llu stacks, %llu truncated (%s)\n",
+		       (unsigned long long)v[XPU_CUPTI_STAT_STACKS],
+		       (unsigned long long)v[XPU_CUPTI_STAT_STACKS_TRUNCATED],
+		       err ? strerror(-err) : "ok");
 	}
 	/* The uprobe's records travel through the cpu source; give them a moment to be read
 	 * before the process's exit starts its grace period. */

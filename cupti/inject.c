@@ -50,6 +50,7 @@
 #include "cupti/convert.h"
 #include "cupti/inject.h"
 #include "cupti/launch_stack.h"
+#include "cupti/lib_stats.h"
 #include "shm/ring.h"
 #include "xpusup/event.h"
 
@@ -93,6 +94,7 @@ static bool flusher_stop;
  * driver API it calls both pass through the callback with it. */
 static __thread __u32 last_marked;
 static struct conv_api_set stacked; /* the ids whose callbacks CUPTI accepted (subscribe) */
+static __u32 callbacks_refused; /* ... and how many it refused */
 
 struct registered {
 	__u64 handle;
@@ -505,6 +507,30 @@ static void turn_off(const char *why)
 	activities_disable();
 }
 
+/* The library's counters to the actor (xpusup status: lib_*), running totals: after each
+ * flush and at exit. One datagram without waiting; a lost one costs only freshness. */
+static void send_stats(void)
+{
+	__u64 v[XPU_INPROC_STATS_N] = { 0 };
+	struct launch_stack_stats st;
+
+	if (forked || sock < 0)
+		return;
+	if (pool.free) { /* no pool: set-up failed before it */
+		pthread_mutex_lock(&pool.lock);
+		v[XPU_CUPTI_STAT_BUFFERS_ASKED] = pool.allocated + pool.reused;
+		v[XPU_CUPTI_STAT_BUFFERS_MADE] = pool.allocated;
+		v[XPU_CUPTI_STAT_BUFFERS_TWICE] = pool.twice;
+		pthread_mutex_unlock(&pool.lock);
+	}
+	if (launch_mode == LAUNCH_INPROC) {
+		launch_stack__stats(&st);
+		lib_stats__stacks(v, &st);
+	}
+	v[XPU_CUPTI_STAT_CALLBACKS_REFUSED] = callbacks_refused;
+	inproc__send_stats(sock, v, XPU_INPROC_STATS_N);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct timespec until;
@@ -531,6 +557,7 @@ static void *flusher_main(void *arg)
 			 * anyway, and the forced flush at the end takes the rest. */
 			cuptiActivityFlushAll(0);
 			clock_pair();
+			send_stats();
 		}
 		pthread_mutex_lock(&flusher_lock);
 	}
@@ -538,8 +565,8 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-/* The in-process captures' counts, once, at exit (there is no channel to the actor for
- * them: the connection carries nothing after the hello). */
+/* The in-process captures' counts, once, at exit, where the program's user sees them (the
+ * actor has them too: send_stats). */
 static void say_launch_stacks(void)
 {
 	struct launch_stack_stats st;
@@ -601,6 +628,7 @@ static void at_exit(void)
 	pthread_mutex_lock(&lock);
 	ring__flush(ring);
 	pthread_mutex_unlock(&lock);
+	send_stats(); /* before exit closes the socket: the actor reads it ahead of the EOF */
 	say_buffers();
 }
 
@@ -641,6 +669,7 @@ static void callbacks_enable(void)
 		}
 	if (launch_mode == LAUNCH_MARKER)
 		conv__set_marked(conv, &stacked);
+	callbacks_refused = refused;
 	if (refused)
 		fprintf(stderr,
 			"xpusup: CUPTI refused the callbacks of %u launch, copy or memset APIs: "

@@ -178,6 +178,20 @@ err_close:
 	return err;
 }
 
+int inproc__send_stats(int sock, const __u64 *values, unsigned int n)
+{
+	struct xpu_inproc_stats m = { .magic = XPU_INPROC_MAGIC,
+				      .version = XPU_INPROC_VERSION,
+				      .type = XPU_INPROC_MSG_STATS };
+
+	if (n > XPU_INPROC_STATS_N)
+		return -EINVAL;
+	memcpy(m.values, values, n * sizeof(*values));
+	if (send(sock, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 int inproc__send_reply(int sock, const struct xpu_inproc_reply *reply, int fd)
 {
 	union {

@@ -85,6 +85,41 @@ struct xpu_inproc_reply {
 #define XPU_CUPTI_OPT_API_QUERIES (1u << 18) /* api_queries = yes: record state queries too */
 #define XPU_CUPTI_OPT_DEFAULTS (XPU_CUPTI_ACT_ALL | XPU_CUPTI_OPT_LAUNCH_INPROC)
 
+/*
+ * Client -> actor, after the hand-off, as often as the library likes (the CUPTI library: at
+ * each flush, every 100 ms, and at exit): the library's own counters, each a running total
+ * since it started, so a message that is lost (a full socket buffer: it is sent without
+ * waiting) costs nothing but freshness. The actor shows them in `xpusup status` as its
+ * counters lib_*, the sum over the processes, those gone included. A value below the one
+ * before it is a bad message: counted (bad_messages), not taken.
+ */
+#define XPU_INPROC_MSG_STATS 1u
+#define XPU_INPROC_STATS_N 12
+
+/* values[] of a CUPTI library (docs/cupti.md, "Counters") */
+enum xpu_cupti_stat {
+	XPU_CUPTI_STAT_BUFFERS_ASKED, /* activity buffers CUPTI asked for */
+	XPU_CUPTI_STAT_BUFFERS_MADE, /* ... that the pool had to make (not reused) */
+	XPU_CUPTI_STAT_BUFFERS_TWICE, /* buffers given back twice (kept once) */
+	XPU_CUPTI_STAT_STACKS, /* launch stacks captured in process (LAUNCH records) */
+	XPU_CUPTI_STAT_STACKS_TRUNCATED, /* ... whose walk ended before the outermost frame */
+	XPU_CUPTI_STAT_STACKS_FAILED, /* captures that produced no record */
+	XPU_CUPTI_STAT_RULE_MISSES, /* unwind-rule look-ups the thread's cache did not answer */
+	XPU_CUPTI_STAT_PY_STACKS, /* launch stacks with Python frames */
+	XPU_CUPTI_STAT_CALLBACKS_REFUSED, /* launch and copy API callbacks CUPTI refused */
+	XPU_CUPTI_STAT_N,
+};
+
+struct xpu_inproc_stats {
+	__u64 magic; /* XPU_INPROC_MAGIC */
+	__u32 version; /* XPU_INPROC_VERSION */
+	__u32 type; /* XPU_INPROC_MSG_STATS */
+	__u64 values[XPU_INPROC_STATS_N]; /* by the client's kind (enum xpu_cupti_stat); rest 0 */
+};
+
+_Static_assert(XPU_CUPTI_STAT_N <= XPU_INPROC_STATS_N, "the CUPTI counters fit the message");
+_Static_assert(sizeof(struct xpu_inproc_stats) == 16 + 8 * XPU_INPROC_STATS_N,
+	       "xpu_inproc_stats size");
 _Static_assert(sizeof(struct xpu_inproc_hello) == 40, "xpu_inproc_hello size");
 _Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");
 
@@ -103,6 +138,13 @@ _Static_assert(sizeof(struct xpu_inproc_reply) == 32, "xpu_inproc_reply size");
  */
 int inproc__connect(__u32 kind, int timeout_ms, int *sock, struct ring **ring, __u32 *options,
 		    char *why, size_t why_len);
+
+/*
+ * inproc__send_stats - the client side: send n (at most XPU_INPROC_STATS_N) running totals
+ * on sock, without waiting (a full socket buffer drops this one; the next carries the
+ * totals). Returns 0 or -errno.
+ */
+int inproc__send_stats(int sock, const __u64 *values, unsigned int n);
 
 /*
  * inproc__send_reply - the actor side: send reply on sock, with fd in SCM_RIGHTS when fd >= 0.

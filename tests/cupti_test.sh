@@ -79,6 +79,39 @@ rc=$?
 ok $? "live session without a GPU: CUPTI's refusal said once, the program goes on (rc $rc: $(head -c 300 live.err))"
 wait_for 10 "$PREFIX-live" "c('gpu','clients_total') >= 1 and c('gpu','clients') == 0"
 ok $? "live: the actor saw the client come and go ($(json "$PREFIX-live" "(c('gpu','clients_total'), c('gpu','clients'))"))"
+# The library's counters reach xpusup status (lib_*): the stand-in sends its in-process
+# captures' totals as inject.c does, just before it exits.
+XPUSUP_SESSION_DIR=$SDIR timeout 30 "$STANDIN_NOFP" "$LIB" >live-standin.out 2>&1
+rc=$?
+stacks=$(sed -n 's/^stats sent: \([0-9]*\) stacks.*(ok)$/\1/p' live-standin.out)
+[ $rc = 0 ] && [ "${stacks:-0}" -ge 53 ]
+ok $? "live: the stand-in captured its launches' stacks and sent its counters (rc $rc: $(grep '^stats sent' live-standin.out))"
+wait_for 10 "$PREFIX-live" "c('gpu','lib_stacks') == ${stacks:-0} and c('gpu','lib_stacks_failed') == 0 and c('gpu','bad_messages') == 0 and c('gpu','clients') == 0"
+ok $? "live: xpusup status shows the library's counters (lib_stacks $(json "$PREFIX-live" "c('gpu','lib_stacks')") of ${stacks:-?}, bad_messages $(json "$PREFIX-live" "c('gpu','bad_messages')"))"
+# A client that sends junk, a total that goes down, an unknown type: counted, not taken.
+"$PY" - "$SDIR/inproc.sock" >badclient.out 2>&1 <<'PYEOF'
+import os, socket, struct, sys
+MAGIC = 0x3143525050555058
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(struct.pack("<QIIII16s", MAGIC, 1, os.getpid(), 2, 0, b"badclient"))
+msg, anc, _, _ = s.recvmsg(32, socket.CMSG_SPACE(4))
+status = struct.unpack("<QII", msg[:16])[2]
+for level, kind, data in anc:
+    os.close(struct.unpack("i", data[:4])[0])
+def stats(values, type_=1):
+    return struct.pack("<QII12Q", MAGIC, 1, type_, *(values + [0] * (12 - len(values))))
+s.send(b"junk")
+s.send(stats([5]))      # taken: lib_buffers_asked 5
+s.send(stats([4]))      # went down: bad
+s.send(stats([9], 7))   # unknown type: bad
+s.close()
+print("hello status", status)
+sys.exit(0 if status == 0 else 1)
+PYEOF
+ok $? "live: a client of bad messages is attached ($(cat badclient.out))"
+wait_for 10 "$PREFIX-live" "c('gpu','bad_messages') == 3 and c('gpu','lib_buffers_asked') == 5 and c('gpu','clients') == 0"
+ok $? "live: its junk, a total that went down and an unknown type are counted and not taken (bad_messages, lib_buffers_asked: $(json "$PREFIX-live" "(c('gpu','bad_messages'), c('gpu','lib_buffers_asked'))"))"
 "$XPUSUP" stop --session "$PREFIX-live" >/dev/null 2>&1
 
 # ---- the stand-in under record ---------------------------------------------------------------

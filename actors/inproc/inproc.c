@@ -63,7 +63,9 @@ enum counter {
 	C_REFUSED,
 	C_CUPTI_DROPPED,
 	C_LOSSY_PROCESSES,
-	C_N,
+	C_BAD_MESSAGES,
+	C_LIB, /* the CUPTI libraries' counters (enum xpu_cupti_stat), from here on */
+	C_N = C_LIB + XPU_CUPTI_STAT_N,
 };
 
 static const char *const counter_names[C_N] = {
@@ -76,6 +78,16 @@ static const char *const counter_names[C_N] = {
 	[C_REFUSED] = "refused",
 	[C_CUPTI_DROPPED] = "cupti_dropped",
 	[C_LOSSY_PROCESSES] = "lossy_processes",
+	[C_BAD_MESSAGES] = "bad_messages",
+	[C_LIB + XPU_CUPTI_STAT_BUFFERS_ASKED] = "lib_buffers_asked",
+	[C_LIB + XPU_CUPTI_STAT_BUFFERS_MADE] = "lib_buffers_made",
+	[C_LIB + XPU_CUPTI_STAT_BUFFERS_TWICE] = "lib_buffers_twice",
+	[C_LIB + XPU_CUPTI_STAT_STACKS] = "lib_stacks",
+	[C_LIB + XPU_CUPTI_STAT_STACKS_TRUNCATED] = "lib_stacks_truncated",
+	[C_LIB + XPU_CUPTI_STAT_STACKS_FAILED] = "lib_stacks_failed",
+	[C_LIB + XPU_CUPTI_STAT_RULE_MISSES] = "lib_stack_rule_misses",
+	[C_LIB + XPU_CUPTI_STAT_PY_STACKS] = "lib_python_stacks",
+	[C_LIB + XPU_CUPTI_STAT_CALLBACKS_REFUSED] = "lib_callbacks_refused",
 };
 
 struct client {
@@ -88,6 +100,7 @@ struct client {
 	__u64 loss_seen[XPU_LOSS_CAUSE_MAX]; /* drops the client reported in-band */
 	__u64 corrupt_reported; /* the ring's corrupt count already added to C_CORRUPT */
 	bool lossy; /* counted in C_LOSSY_PROCESSES */
+	__u64 lib[XPU_CUPTI_STAT_N]; /* a CUPTI client's totals, as its last stats message said */
 	char comm[XPU_COMM_LEN + 1];
 };
 
@@ -375,9 +388,34 @@ static int client__hello(struct inproc *p, struct client *c)
 	return 0;
 }
 
+/* A stats message (shm/inproc.h): the client's running totals. The actor's counters are the
+ * sum over its clients, those gone included, so each message adds what grew since the last.
+ * A total that went down, a message of another size, type or kind: counted, not taken. */
+static void client__stats(struct inproc *p, struct client *c, const struct xpu_inproc_stats *m,
+			  size_t len)
+{
+	unsigned int i;
+
+	if (len != sizeof(*m) || m->magic != XPU_INPROC_MAGIC || m->version != XPU_INPROC_VERSION ||
+	    m->type != XPU_INPROC_MSG_STATS || c->kind != XPU_INPROC_CUPTI) {
+		p->count[C_BAD_MESSAGES]++;
+		return;
+	}
+	for (i = 0; i < XPU_CUPTI_STAT_N; i++)
+		if (m->values[i] < c->lib[i]) {
+			p->count[C_BAD_MESSAGES]++;
+			return;
+		}
+	for (i = 0; i < XPU_CUPTI_STAT_N; i++) {
+		p->count[C_LIB + i] += m->values[i] - c->lib[i];
+		c->lib[i] = m->values[i];
+	}
+}
+
 static void client__event(struct inproc *p, struct client *c, __u32 events)
 {
-	char discard[64];
+	struct xpu_inproc_stats m;
+	unsigned int i;
 	int err;
 
 	if (!c->ring) {
@@ -386,14 +424,21 @@ static void client__event(struct inproc *p, struct client *c, __u32 events)
 			client__close(p, c);
 		return;
 	}
-	/* An attached client sends nothing more: anything it does send is discarded, and
-	 * its EOF (or an error) is the end of the process. */
+	/* An attached client sends only its counters (a CUPTI library); anything else is
+	 * counted and discarded. Its EOF (or an error) is the end of the process. */
 	if (events & EPOLLIN) {
-		ssize_t n = recv(c->sock, discard, sizeof(discard), MSG_DONTWAIT);
+		/* all that is queued, so a last message before the EOF (the totals at exit) is
+		 * read before a hang-up closes it; bounded, so one client cannot hold the loop */
+		for (i = 0; i < 64; i++) {
+			ssize_t n = recv(c->sock, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
 
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			client__close(p, c);
-			return;
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+				client__close(p, c);
+				return;
+			}
+			if (n < 0)
+				break;
+			client__stats(p, c, &m, (size_t)n);
 		}
 	}
 	if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
@@ -486,8 +531,8 @@ int main(int argc, char **argv)
 	}
 	code = ACTOR_EXIT_RESTART;
 	for (i = 0; i < C_N; i++) {
-		/* CUPTI's drops are only ever counted by the cupti kind */
-		if (i == C_CUPTI_DROPPED && !p.cupti_options)
+		/* CUPTI's drops and libraries are only ever counted by the cupti kind */
+		if ((i == C_CUPTI_DROPPED || i >= C_LIB) && !p.cupti_options)
 			p.counter[i] = -1;
 		else
 			p.counter[i] = actor__counter(&a, counter_names[i]);
