@@ -10,7 +10,7 @@
 
 #include "common/hash.h"
 #include "xpusup/event.h"
-#include "actors/sink/cuda_api_names.h"
+#include "actors/sink/cuda_api.h"
 
 #define NAMES_INITIAL 1024u /* slots; doubles while it is more than half full */
 #define NAMES_MAX (1u << 20) /* slots at most: beyond, names are sent every time */
@@ -63,27 +63,9 @@ struct conv {
 	_Alignas(8) unsigned char buf[CONV_REC_MAX];
 };
 
-/* conv__api_name's binary search: cuda_api_names.h is sorted by (domain, id), runtime first */
-_Static_assert(XPU_API_RUNTIME < XPU_API_DRIVER, "cuda_api_names.h's order");
-
 const char *conv__api_name(bool driver, __u32 cbid)
 {
-	size_t lo = 0, hi = sizeof(cuda_api_names) / sizeof(cuda_api_names[0]);
-	__u16 domain = driver ? XPU_API_DRIVER : XPU_API_RUNTIME;
-
-	while (lo < hi) { /* sorted by (domain, id) */
-		size_t mid = lo + (hi - lo) / 2;
-		const struct cuda_api_name *a = &cuda_api_names[mid];
-
-		if (a->domain < domain || (a->domain == domain && a->id < cbid))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < sizeof(cuda_api_names) / sizeof(cuda_api_names[0]) &&
-	    cuda_api_names[lo].domain == domain && cuda_api_names[lo].id == cbid)
-		return cuda_api_names[lo].name;
-	return NULL;
+	return cuda_api__name(driver ? XPU_API_DRIVER : XPU_API_RUNTIME, cbid);
 }
 
 static bool transfer_name(bool driver, const char *name)

@@ -1288,16 +1288,7 @@ static struct device *device_of(struct timeline *t, __u32 device)
 	return d;
 }
 
-#include "actors/sink/cuda_api_names.h"
-
-static int api_name_cmp(const void *key, const void *elem)
-{
-	const struct cuda_api_name *a = key, *b = elem;
-
-	if (a->domain != b->domain)
-		return a->domain == XPU_API_RUNTIME ? -1 : 1;
-	return (a->id > b->id) - (a->id < b->id);
-}
+#include "actors/sink/cuda_api.h"
 
 /*
  * The API's name from the CUPTI headers' callback ids (cuda_api_names.h); an id a later CUDA
@@ -1307,17 +1298,13 @@ static int api_name_cmp(const void *key, const void *elem)
 static const struct api_cached *api_name(struct timeline *t, __u32 domain, __u32 id)
 {
 	struct api_cached *c = &t->api_cache[(id * 2 + (domain == XPU_API_DRIVER)) % API_CACHE];
-	struct cuda_api_name key = { .domain = (__u16)domain, .id = (__u16)id };
-	const struct cuda_api_name *found = NULL;
+	const char *found;
 	char num[20], *p;
 	size_t n;
 
 	if (c->len && c->domain == domain && c->id == id)
 		return c;
-	if (id <= 0xffff && (domain == XPU_API_RUNTIME || domain == XPU_API_DRIVER))
-		found = bsearch(&key, cuda_api_names,
-				sizeof(cuda_api_names) / sizeof(cuda_api_names[0]),
-				sizeof(cuda_api_names[0]), api_name_cmp);
+	found = cuda_api__name(domain, id);
 	c->domain = domain;
 	c->id = id;
 	c->starts_work = false;
@@ -1327,8 +1314,8 @@ static const struct api_cached *api_name(struct timeline *t, __u32 domain, __u32
 						    "cudaGraphLaunch", "cuGraphLaunch" };
 		unsigned int i;
 
-		c->len = strnlen(found->name, sizeof(c->name));
-		memcpy(c->name, found->name, c->len);
+		c->len = strnlen(found, sizeof(c->name));
+		memcpy(c->name, found, c->len);
 		for (i = 0; i < sizeof(work) / sizeof(work[0]); i++)
 			c->starts_work |= !strncmp(c->name, work[i], strlen(work[i]));
 		return c;
