@@ -89,7 +89,7 @@ int main(void)
 	if (!tap_eq_u64(buffer_pool__init(&pool, BYTES, 4), 0, "a pool of 4 KiB buffers, 4 kept"))
 		return tap_done();
 
-	/* one buffer: made zero, dirtied, given back, handed out again zero */
+	/* one buffer: made zero, dirtied, given back, handed out again zero (the only one kept) */
 	first = buffer_pool__get(&pool);
 	tap_ok(first && all_zero(first, BYTES), "a new buffer is zero");
 	tap_ok(((uintptr_t)first & 7) == 0, "and 8-byte aligned");
@@ -122,6 +122,80 @@ int main(void)
 	tap_eq_u64(pool.twice, 1, "a buffer given back twice is counted");
 	tap_eq_u64(pool.n_free, asked, "and kept once");
 	tap_eq_u64(pool.outstanding, 0, "and the second time is not a buffer back");
+
+	/* A buffer given back rests while the other kept ones go out (FIFO): the next request
+	 * does not get it, so a duplicate give-back soon after finds it resting, where it is
+	 * counted and changes nothing; with the last-in-first-out order of before, the next
+	 * thread had it, and the duplicate cleared its records and put it where a third got it. */
+	bufs[0] = buffer_pool__get(&pool);
+	buffer_pool__put(&pool, bufs[0]);
+	bufs[1] = buffer_pool__get(&pool); /* another thread's request */
+	tap_ok(bufs[1] != bufs[0], "a buffer given back is not the next one out (%u kept)",
+	       pool.n_free + 1);
+	memset(bufs[1], 0x5a, 64);
+	buffer_pool__put(&pool, bufs[0]); /* the late duplicate */
+	tap_eq_u64(pool.twice, 2, "a duplicate give-back soon after is counted");
+	tap_ok(((unsigned char *)bufs[1])[63] == 0x5a, "and clears nobody's records");
+	for (i = 0; i < 4; i++) /* every kept one, and a fresh one: all different */
+		bufs[2 + i] = buffer_pool__get(&pool);
+	tap_ok(bufs[2] != bufs[3] && bufs[2] != bufs[4] && bufs[2] != bufs[5] &&
+		       bufs[3] != bufs[4] && bufs[3] != bufs[5] && bufs[4] != bufs[5] &&
+		       bufs[1] != bufs[2] && bufs[1] != bufs[3] && bufs[1] != bufs[4] &&
+		       bufs[1] != bufs[5],
+	       "nor is the buffer handed out twice");
+	tap_eq_u64(pool.outstanding, 5, "five out");
+	for (i = 1; i < 6; i++)
+		buffer_pool__put(&pool, bufs[i]);
+
+	/* given back twice after it was unmapped (more came back than are kept): not touched */
+	for (i = 0; i < 5; i++)
+		bufs[i] = buffer_pool__get(&pool);
+	for (i = 0; i < 5; i++)
+		buffer_pool__put(&pool, bufs[i]);
+	tap_eq_u64(pool.n_free, 4, "four kept, the fifth unmapped");
+	buffer_pool__put(&pool, bufs[4]); /* would fault on a clear of unmapped memory */
+	tap_eq_u64(pool.twice, 3, "a duplicate give-back of an unmapped buffer is counted");
+	tap_eq_u64(pool.n_free, 4, "and not kept");
+	{
+		static _Alignas(4096) unsigned char stranger[BYTES];
+
+		memset(stranger, 0x77, sizeof(stranger));
+		buffer_pool__put(&pool, stranger);
+		tap_ok(pool.twice == 4 && stranger[0] == 0x77 && pool.n_free == 4,
+		       "memory never handed out is counted, neither cleared nor kept");
+	}
+
+	/* written after it came back (a late writer): found at its next hand-out, cleared */
+	bufs[0] = buffer_pool__get(&pool);
+	buffer_pool__put(&pool, bufs[0]);
+	memset(bufs[0], 0x33, 16);
+	for (i = 0; i < 4; i++) /* the four kept, bufs[0] the last of them */
+		bufs[1 + i] = buffer_pool__get(&pool);
+	tap_ok(bufs[4] == bufs[0] && all_zero(bufs[4], BYTES) && pool.dirty == 1,
+	       "a kept buffer written since it came back is counted and handed out zero");
+	for (i = 1; i < 5; i++)
+		buffer_pool__put(&pool, bufs[i]);
+
+	/* many out at once: the set of buffers out holds them, and refuses past 3/4 */
+	{
+		enum { MANY = BUFFER_POOL_OUT_SLOTS / 4 * 3 };
+		static void *many[MANY];
+		unsigned int got = 0, back;
+
+		for (i = 0; i < MANY; i++)
+			got += !!(many[i] = buffer_pool__get(&pool));
+		tap_eq_u64(got, MANY, "%u buffers out at once", (unsigned int)MANY);
+		tap_ok(!buffer_pool__get(&pool) && pool.refused == 1,
+		       "one more is refused, and counted");
+		asked = pool.twice;
+		for (i = 0; i < MANY; i += 2) /* every other, then the rest: holes in the probes */
+			buffer_pool__put(&pool, many[i]);
+		for (i = 1; i < MANY; i += 2)
+			buffer_pool__put(&pool, many[i]);
+		back = (unsigned int)(pool.twice - asked);
+		tap_ok(back == 0 && pool.outstanding == 0,
+		       "all came back, none taken for a duplicate (%u)", back);
+	}
 
 	/* drained: the next buffer is a new one */
 	buffer_pool__drain(&pool);

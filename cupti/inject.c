@@ -602,11 +602,13 @@ static void say_buffers(void)
 	if (pool.allocated)
 		fprintf(stderr,
 			"xpusup: CUPTI activity buffers: %llu asked for, %llu of them made (%u "
-			"KiB each), %llu freed past the %u kept, %llu given back twice\n",
+			"KiB each), %llu freed past the %u kept, %llu given back twice or not "
+			"ours, %llu written after they came back, %llu refused (too many out)\n",
 			(unsigned long long)(pool.allocated + pool.reused),
 			(unsigned long long)pool.allocated, (unsigned int)(pool.bytes >> 10),
 			(unsigned long long)pool.released, pool.max_free,
-			(unsigned long long)pool.twice);
+			(unsigned long long)pool.twice, (unsigned long long)pool.dirty,
+			(unsigned long long)pool.refused);
 	pthread_mutex_unlock(&pool.lock);
 }
 
@@ -630,6 +632,9 @@ static void at_exit(void)
 	pthread_mutex_unlock(&lock);
 	send_stats(); /* before exit closes the socket: the actor reads it ahead of the EOF */
 	say_buffers();
+	/* Off from here: exit handlers registered after ours (the CUDA runtime's, CUPTI's)
+	 * still run, and buffers CUPTI completes meanwhile only go back to the pool. */
+	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
 }
 
 /* A child forked without exec must not produce into its parent's ring (one producer). */
@@ -785,12 +790,10 @@ static void teardown(void)
 		subscribed = false;
 	}
 	activities_disable();
-	pthread_mutex_lock(&lock);
-	ring__close(ring);
-	ring = NULL;
-	conv__free(conv);
-	conv = NULL;
-	pthread_mutex_unlock(&lock);
+	/* conv and ring stay (a leak, once, of a set-up that failed): a callback that passed
+	 * on() before enabled fell may be waiting for the lock to use them (an NVTX push on
+	 * another thread, a resource callback, a buffer completing), and must not find them
+	 * freed. The socket's close tells the actor the producer is gone. */
 	if (sock >= 0)
 		close(sock);
 	sock = -1;
