@@ -521,6 +521,8 @@ static void send_stats(void)
 		v[XPU_CUPTI_STAT_BUFFERS_ASKED] = pool.allocated + pool.reused;
 		v[XPU_CUPTI_STAT_BUFFERS_MADE] = pool.allocated;
 		v[XPU_CUPTI_STAT_BUFFERS_TWICE] = pool.twice;
+		v[XPU_CUPTI_STAT_BUFFERS_DIRTY] = pool.dirty;
+		v[XPU_CUPTI_STAT_BUFFERS_REFUSED] = pool.refused;
 		pthread_mutex_unlock(&pool.lock);
 	}
 	if (launch_mode == LAUNCH_INPROC) {

@@ -100,13 +100,15 @@ struct xpu_inproc_reply {
 enum xpu_cupti_stat {
 	XPU_CUPTI_STAT_BUFFERS_ASKED, /* activity buffers CUPTI asked for */
 	XPU_CUPTI_STAT_BUFFERS_MADE, /* ... that the pool had to make (not reused) */
-	XPU_CUPTI_STAT_BUFFERS_TWICE, /* buffers given back twice (kept once) */
+	XPU_CUPTI_STAT_BUFFERS_TWICE, /* buffers given back twice, or not the pool's */
 	XPU_CUPTI_STAT_STACKS, /* launch stacks captured in process (LAUNCH records) */
 	XPU_CUPTI_STAT_STACKS_TRUNCATED, /* ... whose walk ended before the outermost frame */
 	XPU_CUPTI_STAT_STACKS_FAILED, /* captures that produced no record */
 	XPU_CUPTI_STAT_RULE_MISSES, /* unwind-rule look-ups the thread's cache did not answer */
 	XPU_CUPTI_STAT_PY_STACKS, /* launch stacks with Python frames */
 	XPU_CUPTI_STAT_CALLBACKS_REFUSED, /* launch and copy API callbacks CUPTI refused */
+	XPU_CUPTI_STAT_BUFFERS_DIRTY, /* kept buffers written after they came back */
+	XPU_CUPTI_STAT_BUFFERS_REFUSED, /* buffer requests refused (too many out) */
 	XPU_CUPTI_STAT_N,
 };
 

@@ -88,6 +88,8 @@ static const char *const counter_names[C_N] = {
 	[C_LIB + XPU_CUPTI_STAT_RULE_MISSES] = "lib_stack_rule_misses",
 	[C_LIB + XPU_CUPTI_STAT_PY_STACKS] = "lib_python_stacks",
 	[C_LIB + XPU_CUPTI_STAT_CALLBACKS_REFUSED] = "lib_callbacks_refused",
+	[C_LIB + XPU_CUPTI_STAT_BUFFERS_DIRTY] = "lib_buffers_dirty",
+	[C_LIB + XPU_CUPTI_STAT_BUFFERS_REFUSED] = "lib_buffers_refused",
 };
 
 struct client {
