@@ -59,8 +59,7 @@ static void out_add(struct buffer_pool *p, void *buf)
 
 	while (p->out[i])
 		i = (i + 1) & OUT_MASK;
-	p->out[i] = buf;
-	p->outstanding++;
+	p->out[i] = buf; /* its place was reserved: buffer_pool__get counted it out */
 }
 
 /* Whether buf was out; it is not any more. Backward-shift deletion, so probes stay whole. */
@@ -111,6 +110,8 @@ void *buffer_pool__get(struct buffer_pool *p)
 		pthread_mutex_unlock(&p->lock);
 		return NULL;
 	}
+	p->outstanding++; /* its place in out[], reserved now: a request that maps a buffer
+			   * outside the lock must not let others past the limit meanwhile */
 	if (p->n_free) { /* the oldest kept (FIFO: see buffer_pool.h) */
 		buf = p->free[p->head];
 		p->head = (p->head + 1) % p->max_free;
@@ -127,11 +128,13 @@ void *buffer_pool__get(struct buffer_pool *p)
 		return buf;
 	/* Outside the lock: its pages fault in as CUPTI writes them. */
 	buf = fresh(p->bytes);
-	if (!buf)
-		return NULL;
 	pthread_mutex_lock(&p->lock);
-	p->allocated++;
-	out_add(p, buf);
+	if (buf) {
+		p->allocated++;
+		out_add(p, buf);
+	} else {
+		p->outstanding--; /* the reservation */
+	}
 	pthread_mutex_unlock(&p->lock);
 	return buf;
 }

@@ -153,7 +153,7 @@ static int put_launch(void *ctx, const void *rec, __u32 size)
 	int err = -ENODEV;
 
 	pthread_mutex_lock(&lock);
-	if (ring) /* NULL once a failed set-up has let it go */
+	if (ring && on()) /* a failed set-up keeps the ring but is off */
 		err = ring__write(ring, rec, size);
 	pthread_mutex_unlock(&lock);
 	return err;
@@ -634,8 +634,9 @@ static void at_exit(void)
 	pthread_mutex_unlock(&lock);
 	send_stats(); /* before exit closes the socket: the actor reads it ahead of the EOF */
 	say_buffers();
-	/* Off from here: exit handlers registered after ours (the CUDA runtime's, CUPTI's)
-	 * still run, and buffers CUPTI completes meanwhile only go back to the pool. */
+	/* Off from here: exit handlers registered before ours (the CUDA runtime's, if it
+	 * registered before cuInit called us) and libraries' destructors still run, and
+	 * buffers CUPTI completes meanwhile only go back to the pool. */
 	__atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
 }
 

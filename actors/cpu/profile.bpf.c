@@ -128,16 +128,23 @@ struct {
 	__type(value, struct proc_buf);
 } proc_scratch SEC(".maps");
 
-/* tgid -> its first thread's start time, for the processes whose exit was reported: two threads
- * that exit together may both see signal->live at 0 (proc_exit), and only the first to add the
+/* The processes whose exit was reported, by (tgid, first thread's start time): two threads that
+ * exit together may both see signal->live at 0 (proc_exit), and only the first to add the
  * process here reports it. 300 processes of 32 threads ending by exit_group gave 5 doubled
- * exit records before. LRU: an entry is only needed for the moments the threads take to exit;
- * the start time tells a reused pid from the same process. */
+ * exit records before. The start time keeps a reused pid apart without a second update, so
+ * the add (NOEXIST, decided under the bucket's lock) is the only step. LRU: an entry is only
+ * needed for the moments the threads take to exit. */
+struct exit_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_ns;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
+	__type(key, struct exit_key);
+	__type(value, __u8);
 } exits_sent SEC(".maps");
 
 /* tgid -> where its interpreter's structures are (the actor fills it, forks inherit it). */
@@ -709,22 +716,20 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct xpu_proc_exit *x;
-	__u64 start;
+	struct exit_key key;
+	__u8 one = 1;
 
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&py_procs, &tgid);
 	if (!wanted(tgid))
 		return 0;
-	start = BPF_CORE_READ(p, group_leader, start_time);
-	/* NOEXIST is decided under the map bucket's lock: of two threads, one adds, one fails */
-	if (bpf_map_update_elem(&exits_sent, &tgid, &start, BPF_NOEXIST)) {
-		__u64 *sent = bpf_map_lookup_elem(&exits_sent, &tgid);
-
-		if (sent && *sent == start)
-			return 0; /* another thread of this process reported it */
-		bpf_map_update_elem(&exits_sent, &tgid, &start, BPF_ANY); /* a reused pid */
-	}
+	key.tgid = tgid;
+	key.pad = 0;
+	key.start_ns = BPF_CORE_READ(p, group_leader, start_time);
+	/* of two threads, one adds, the other finds it there: another thread reported it */
+	if (bpf_map_update_elem(&exits_sent, &key, &one, BPF_NOEXIST))
+		return 0;
 	x = (struct xpu_proc_exit *)proc_buf();
 	if (!x)
 		return 0;

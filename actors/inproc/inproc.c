@@ -442,6 +442,8 @@ static void client__event(struct inproc *p, struct client *c, __u32 events)
 				break;
 			client__stats(p, c, &m, (size_t)n);
 		}
+		if (i == 64) /* more queued: read on at the next wake, before the hang-up */
+			return;
 	}
 	if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 		client__close(p, c);
