@@ -14,7 +14,7 @@
  * back, or a fresh anonymous mapping, which the kernel gives zeroed), and a buffer
  * given back is cleared on the thread that gives it back (CUPTI's worker or our flusher,
  * never the application's) and kept for the next request. At most max_free are kept; the
- * rest are unmapped. Every buffer handed out is in a set (open addressing, OUT_SLOTS): a
+ * rest are unmapped. Every buffer handed out is in a set (open addressing, BUFFER_POOL_OUT_SLOTS): a
  * buffer given back that is not in it (given back twice, or never ours) is counted and left
  * alone, neither cleared nor kept nor unmapped, for it may be unmapped memory, or kept. Kept
  * buffers go out again oldest first (FIFO), so a buffer given back rests while the others

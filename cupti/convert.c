@@ -98,43 +98,6 @@ size_t conv__transfers(bool driver, __u32 *ids, size_t max)
 	return n;
 }
 
-bool conv__is_launch(bool driver, __u32 cbid)
-{
-	if (!driver) {
-		switch (cbid) {
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
-		case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-			return true;
-		}
-		return false;
-	}
-	switch (cbid) {
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
-	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-		return true;
-	}
-	return false;
-}
-
 const __u32 conv_runtime_launches[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
@@ -163,6 +126,19 @@ const __u32 conv_driver_launches[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
+
+/* The arrays above are the one list of launch APIs (callbacks_enable, conv__stack_apis) */
+bool conv__is_launch(bool driver, __u32 cbid)
+{
+	const __u32 *ids = driver ? conv_driver_launches : conv_runtime_launches;
+	size_t i, n = driver ? sizeof(conv_driver_launches) / sizeof(conv_driver_launches[0]) :
+			       sizeof(conv_runtime_launches) / sizeof(conv_runtime_launches[0]);
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == cbid)
+			return true;
+	return false;
+}
 
 const __u32 conv_runtime_queries[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
@@ -427,10 +403,11 @@ void conv__stack_apis(struct conv_api_set *s)
 
 void conv__set_launch_marked(struct conv *c, bool on)
 {
+	struct conv_api_set all;
+
 	if (on)
-		conv__stack_apis(&c->marked);
-	else
-		memset(&c->marked, 0, sizeof(c->marked));
+		conv__stack_apis(&all);
+	conv__set_marked(c, on ? &all : NULL);
 }
 
 void conv__set_marked(struct conv *c, const struct conv_api_set *ids)

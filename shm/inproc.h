@@ -96,7 +96,7 @@ struct xpu_inproc_reply {
 #define XPU_INPROC_MSG_STATS 1u
 #define XPU_INPROC_STATS_N 12
 
-/* values[] of a CUPTI library (docs/cupti.md, "Counters") */
+/* values[] of a CUPTI library (docs/inproc.md, "Protocol", item 7) */
 enum xpu_cupti_stat {
 	XPU_CUPTI_STAT_BUFFERS_ASKED, /* activity buffers CUPTI asked for */
 	XPU_CUPTI_STAT_BUFFERS_MADE, /* ... that the pool had to make (not reused) */
