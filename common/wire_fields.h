@@ -53,6 +53,7 @@
 	(WIRE_K(CPU_SAMPLE) | WIRE_K(LAUNCH) | WIRE_K(GPU_KERNEL) | WIRE_K(GPU_MEMCPY) | \
 	 WIRE_K(GPU_MEMSET))
 #define WIRE_K_COUNTERS (WIRE_K(GPU_KERNEL) | WIRE_K(RANGE))
+#define WIRE_K_GRAPH (WIRE_K(GPU_KERNEL) | WIRE_K(GPU_MEMCPY) | WIRE_K(GPU_MEMSET))
 
 /* One field a line (its kinds may wrap), columns aligned. */
 /* clang-format off */
@@ -76,8 +77,8 @@
 	X("dev",      UINT,     device,         OPT, NONE,       WIRE_K_GPU)                      \
 	X("ctx",      UINT,     context,        OPT, NONE,       WIRE_K_GPU)                      \
 	X("str",      UINT,     stream,         OPT, NONE,       WIRE_K_GPU)                      \
-	X("graph",    UINT,     graph_id,       OPT, NONE,       WIRE_K(GPU_KERNEL))              \
-	X("node",     UINT,     graph_node_id,  OPT, NONE,       WIRE_K(GPU_KERNEL))              \
+	X("graph",    UINT,     graph_id,       OPT, NONE,       WIRE_K_GRAPH)                    \
+	X("node",     UINT,     graph_node_id,  OPT, NONE,       WIRE_K_GRAPH)                    \
 	X("grid",     TRIPLE,   grid,           OPT, NONE,       WIRE_K(GPU_KERNEL))              \
 	X("block",    TRIPLE,   block,          OPT, NONE,       WIRE_K(GPU_KERNEL))              \
 	X("regs",     UINT,     registers,      OPT, NONE,       WIRE_K(GPU_KERNEL))              \

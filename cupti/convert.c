@@ -491,7 +491,20 @@ struct copy_fields {
 	__u64 start, end, bytes;
 	__u32 corr, device, context, stream;
 	__u8 kind, src, dst, flags;
+	__u32 graph;
+	__u64 node;
 };
+
+/* A copy or memset node of a CUDA graph: its node as created, as a kernel's (above). */
+static void copy_graph(const struct conv *c, __u16 *flags, __u32 *graph_id, __u64 *node_id,
+		       __u32 graph, __u64 node)
+{
+	if (!graph && !node)
+		return;
+	*flags |= XPU_COPY_F_GRAPH;
+	*graph_id = graph;
+	*node_id = conv__node_origin(c, node);
+}
 
 static int copy(struct conv *c, const struct copy_fields *f)
 {
@@ -512,6 +525,7 @@ static int copy(struct conv *c, const struct copy_fields *f)
 	r->copy_kind = f->kind;
 	r->src_kind = f->src;
 	r->dst_kind = f->dst;
+	copy_graph(c, &r->hdr.flags, &r->graph_id, &r->graph_node_id, f->graph, f->node);
 	c->st.copies++;
 	return emit(c, sizeof(*r));
 }
@@ -522,7 +536,7 @@ static int memcpy1(struct conv *c, const CUpti_ActivityMemcpy6 *m)
 	return copy(c, &(struct copy_fields){ m->start, m->end, m->bytes, m->correlationId,
 					      m->deviceId, m->contextId, m->streamId,
 					      copy_kind(m->copyKind), m->srcKind, m->dstKind,
-					      m->flags });
+					      m->flags, m->graphId, m->graphNodeId });
 }
 
 /* Peer to peer: deviceId is the device the copy runs on; the source and destination devices
@@ -531,7 +545,8 @@ static int memcpy2(struct conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
 {
 	return copy(c, &(struct copy_fields){ m->start, m->end, m->bytes, m->correlationId,
 					      m->deviceId, m->contextId, m->streamId, XPU_COPY_PTOP,
-					      m->srcKind, m->dstKind, m->flags });
+					      m->srcKind, m->dstKind, m->flags, m->graphId,
+					      m->graphNodeId });
 }
 
 static int memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
@@ -551,6 +566,7 @@ static int memset1(struct conv *c, const CUpti_ActivityMemset4 *m)
 	r->context_id = m->contextId;
 	r->stream_id = m->streamId;
 	r->value = m->value;
+	copy_graph(c, &r->hdr.flags, &r->graph_id, &r->graph_node_id, m->graphId, m->graphNodeId);
 	c->st.memsets++;
 	return emit(c, sizeof(*r));
 }

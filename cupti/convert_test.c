@@ -173,6 +173,8 @@ static void feed(struct conv *c)
 	p.srcDeviceId = 0;
 	p.dstDeviceId = 1;
 	p.correlationId = 51;
+	p.graphId = 4; /* a copy node of a graph: clone 800 of node 77 */
+	p.graphNodeId = 800;
 	CHECK(conv__activity(c, (CUpti_Activity *)&p) == 1);
 
 	memset(&s, 0, sizeof(s));
@@ -184,6 +186,8 @@ static void feed(struct conv *c)
 	s.contextId = 1;
 	s.streamId = 7;
 	s.correlationId = 52;
+	s.graphId = 4; /* a memset node whose origin the library never heard of: its own id */
+	s.graphNodeId = 905;
 	CHECK(conv__activity(c, (CUpti_Activity *)&s) == 1);
 
 	/* Context 1 was seen on device 0 (the kernels); context 5 on device 3 by callback. */
@@ -340,6 +344,17 @@ static void check_fields(const struct conv *c)
 			      (m->correlation_id == 50 ? XPU_COPY_HTOD : XPU_COPY_PTOP));
 			CHECK(m->correlation_id != 50 ||
 			      (m->bytes == 1 << 20 && (m->hdr.flags & XPU_COPY_F_ASYNC)));
+			/* a graph's copy node carries its node as created, as a kernel does */
+			CHECK(m->correlation_id == 50 ?
+				      !(m->hdr.flags & XPU_COPY_F_GRAPH) && !m->graph_node_id &&
+					      !m->graph_id :
+				      (m->hdr.flags & XPU_COPY_F_GRAPH) && m->graph_node_id == 77 &&
+					      m->graph_id == 4);
+		} else if (r->type == XPU_REC_GPU_MEMSET) {
+			const struct xpu_gpu_memset *m = (const void *)r;
+
+			CHECK((m->hdr.flags & XPU_COPY_F_GRAPH) && m->graph_node_id == 905 &&
+			      m->graph_id == 4 && m->value == 0xab);
 		} else if (r->type == XPU_REC_GPU_SYNC) {
 			const struct xpu_gpu_sync *y = (const void *)r;
 

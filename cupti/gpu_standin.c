@@ -25,8 +25,10 @@
  * What it does, for tests/cupti_test.sh to find in the outputs:
  *   - 40 launches of _Z6matmulPKfS0_Pfi from launch_matmul() in train_step(), each with its
  *     runtime API record and an NVTX push/pop of "train_step" around it;
- *   - one CUDA graph node created in build_graph() (node 77), instantiated as clone 900,
- *     and 5 graph launches from launch_graph(), each running _Z11graph_stepPf on node 900;
+ *   - one CUDA graph kernel node created in build_graph() (node 77) and a memset node
+ *     created in zero_grads() (node 78), instantiated as clones 900 and 901, and 5 graph
+ *     launches from launch_graph(), each running _Z10graph_stepPf on node 900 and a memset
+ *     of 4 KiB on node 901;
  *   - 8 HtoD copies of 1 MiB from copy_inputs(), each with its cudaMemcpyAsync record and its
  *     stack, recorded as a launch's;
  *   - a LOSS of 3 records with cause CUPTI;
@@ -192,6 +194,32 @@ static void __attribute__((noinline)) build_graph(void)
 	conv__node_cloned(conv, 900, 77); /* cudaGraphInstantiate */
 }
 
+/* A memset node of the same graph, built elsewhere: its GPU work's stack is this one. */
+static void __attribute__((noinline)) zero_grads(void)
+{
+	struct api_call call = { XPU_LAUNCH_GRAPH_NODE | 78, XPU_LAUNCH_API_GRAPH_NODE };
+
+	vendor_launch(on_api_enter, &call, 78);
+	conv__node_cloned(conv, 901, 78);
+}
+
+static void memset_record(__u32 corr, __u64 graph_node)
+{
+	CUpti_ActivityMemset4 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	m.bytes = 4096;
+	m.start = stream_start(20000);
+	m.end = m.start + 20000;
+	m.contextId = 1;
+	m.streamId = 7;
+	m.correlationId = corr;
+	m.graphId = 1;
+	m.graphNodeId = graph_node;
+	conv__activity(conv, (CUpti_Activity *)&m);
+}
+
 static void __attribute__((noinline)) launch_graph(__u32 corr)
 {
 	struct api_call call = { corr, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 };
@@ -200,6 +228,7 @@ static void __attribute__((noinline)) launch_graph(__u32 corr)
 	vendor_launch(on_api_enter, &call, corr);
 	api_record(corr, call.api, start, now_ns());
 	kernel_record(corr, "_Z10graph_stepPf", 900);
+	memset_record(corr, 901);
 }
 
 static void __attribute__((noinline)) copy_inputs(__u32 corr)
@@ -258,6 +287,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < COPIES; i++)
 		copy_inputs(corr++);
 	build_graph();
+	zero_grads();
 	for (i = 0; i < MATMULS; i++) {
 		train_step(corr++);
 		if (i % 8 == 7)

@@ -9,7 +9,8 @@
 #     the library's conversion code, launching through a vendor library's callback as CUDA
 #     does, under `xpusup record`: kernels, copies, NVTX ranges and CUPTI's LOSS reach the
 #     outputs, kernels sit under the host functions that launched them (joined by
-#     correlation id), and graph kernels under the function that created their node. Twice:
+#     correlation id), and graph kernels and memsets under the function that created their
+#     node. Twice:
 #       launch_stacks = inproc (the default): cupti_gpu_standin_nofp, no frame pointers
 #         anywhere and a vendor library that keeps data in rbp, captures in process with
 #         cupti/launch_stack.c: every matmul kernel under main, train_step, launch_matmul
@@ -154,6 +155,8 @@ mm_launch = weight(lambda f: kernel(f, "matmul") and "launch_matmul" in f)
 mm_nvtx = weight(lambda f: kernel(f, "matmul") and "[nvtx] train_step" in f)
 gs_all = weight(lambda f: kernel(f, "graph_step"))
 gs_node = weight(lambda f: kernel(f, "graph_step") and "build_graph" in f)
+ms_all = weight(lambda f: f[-1] == "[gpu] memset")
+ms_node = weight(lambda f: f[-1] == "[gpu] memset" and "zero_grads" in f and "launch_graph" not in f)
 cp_all = weight(lambda f: f[-1].startswith("[gpu] memcpy"))
 cp_launch = weight(lambda f: f[-1].startswith("[gpu] memcpy") and "copy_inputs" in f)
 print("matmul gpu ns %d, under launch_matmul %d, under [nvtx] train_step %d; graph_step %d, under build_graph %d"
@@ -161,6 +164,13 @@ print("matmul gpu ns %d, under launch_matmul %d, under [nvtx] train_step %d; gra
 if not mm_all or mm_launch < 0.9 * mm_all: problems.append("matmul kernels not under launch_matmul")
 if not mm_nvtx: problems.append("matmul kernels not under [nvtx] train_step")
 if not gs_all or gs_node < 0.9 * gs_all: problems.append("graph kernels not under build_graph")
+# a graph's memset node: the stack that built the node, not the graph launch's
+graph_ms = [e for e in ev if e.get("ph") == "X" and e.get("name") == "memset"]
+if len(graph_ms) != 5 or any(e.get("args", {}).get("graph_node") != 78 for e in graph_ms):
+    problems.append("graph memsets in trace.json: %d, want 5 with graph_node 78 (%s)"
+                    % (len(graph_ms), [e.get("args", {}).get("graph_node") for e in graph_ms][:5]))
+print("graph memset gpu ns %d, under zero_grads %d" % (ms_all, ms_node))
+if not ms_all or ms_node < 0.9 * ms_all: problems.append("graph memsets not under zero_grads")
 print("memcpy gpu ns %d, under copy_inputs %d" % (cp_all, cp_launch))
 if not cp_all or cp_launch < 0.9 * cp_all: problems.append("copies not under copy_inputs")
 if mode == "inproc":
@@ -171,6 +181,8 @@ if mode == "inproc":
     gs_chain = weight(lambda f: kernel(f, "graph_step") and in_order(f, ["main", "build_graph", "vendor_launch"]))
     cp_chain = weight(lambda f: f[-1].startswith("[gpu] memcpy") and in_order(f, ["main", "copy_inputs", "vendor_launch"]))
     if not cp_all or cp_chain != cp_all: problems.append("not every copy under main;copy_inputs;vendor_launch")
+    ms_chain = weight(lambda f: f[-1] == "[gpu] memset" and in_order(f, ["main", "zero_grads", "vendor_launch"]))
+    if not ms_all or ms_chain != ms_all: problems.append("not every graph memset under main;zero_grads;vendor_launch")
     hex_frames = sorted({x for s in folded for x in s.split(";")
                          if (x.startswith("0x") or x == "[unknown]") and "matmul" in s})
     print("inproc: matmul under main;train_step;launch_matmul;vendor_launch %d of %d, graph_step under main;build_graph;vendor_launch %d of %d, hex frames %s"
@@ -192,9 +204,9 @@ ok $rc "inproc: record succeeds (rc $rc: $(tail -c 400 rec.out))"
 # every activity but memory (0x40: off by default, docs/cupti.md)
 grep -q '^options 0x800203bf$' rec.out
 ok $? "inproc: the default options ask for in-process launch stacks and every activity but memory (0x800203bf: $(grep '^options' rec.out))"
-# 40 matmuls, 5 graph launches, 1 graph node, 8 copies: 54 records, none failed or cut short.
-grep -Eq '^launch stacks: 54 captured, 0 truncated, 0 failed, [0-9]+ frames, 0 not put$' rec.out
-ok $? "inproc: 54 launch stacks captured, to the outermost frame ($(grep '^launch stacks' rec.out))"
+# 40 matmuls, 5 graph launches, 2 graph nodes, 8 copies: 55 records, none failed or cut short.
+grep -Eq '^launch stacks: 55 captured, 0 truncated, 0 failed, [0-9]+ frames, 0 not put$' rec.out
+ok $? "inproc: 55 launch stacks captured, to the outermost frame ($(grep '^launch stacks' rec.out))"
 # The stand-in has no frame pointers and its vendor library keeps data in rbp: a
 # frame-pointer walk from the callback must be lost, or this test proves nothing.
 line=$(grep '^from the callback:' rec.out)

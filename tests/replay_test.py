@@ -40,7 +40,7 @@ def kernel(ts, pid, corr):
     return rec(5, payload, ts, pid, 0)
 
 
-HEADER = struct.pack("<QII", 0x314C504552555058, 1, 0)
+HEADER = struct.pack("<QII", 0x314C504552555058, 2, 0)
 
 
 def status(session):

@@ -212,8 +212,9 @@ def kernel(s, e, pid, corr, dev, name_id):
                               64, 1, 1, 128, 1, 1, 0, 0, 32, 0, 0), s, pid, pid)
 
 def memcpy(s, e, pid, nbytes, kind):
-    return rec(6, struct.pack("<QQQQIIIBBBB", s, e, 0, nbytes, 0, 1, 7, kind, 0, 0, 0), s,
-               pid, pid)
+    # graph node id, graph id and reserved at the end (event ABI 2): not a graph's copy
+    return rec(6, struct.pack("<QQQQIIIBBBBQII", s, e, 0, nbytes, 0, 1, 7, kind, 0, 0, 0,
+                              0, 0, 0), s, pid, pid)
 
 def loss(ts, cause, count):
     return rec(16, struct.pack("<IIQQ", cause, 0, count, ts - 1000), ts, 0, 0)
@@ -227,7 +228,7 @@ r = [string(500, 1, "gemm"), string(501, 2, "relu"), string(500, 3, b'odd\xff"\\
      kernel(T0 + 100_000, T0 + 200_000, 500, 0, 0, 3),          # inside gemm's time
      memcpy(T0 + 2_000_000, T0 + 2_100_000, 501, 1 << 20, 2),   # DtoH, unmatched
      loss(T0 + 2_200_000, 1, 7), loss(T0 + 2_300_000, 5, 3)]
-sys.stdout.buffer.write(struct.pack("<QII", 0x314C504552555058, 1, 0) + b"".join(r))
+sys.stdout.buffer.write(struct.pack("<QII", 0x314C504552555058, 2, 0) + b"".join(r))
 PYEOF
 "$PY" "$WORK/replay.py" >"$WORK/fixed.xpr"
 s="$PREFIX-replay"

@@ -132,10 +132,10 @@ void graph__drop_pid(void *graph, __u32 pid)
 }
 
 /*
- * A graph kernel joined to its graph launch: the stack that matters is the one that created
- * its node. Known: that stack, an exact join (the launched_by links stay the graph
+ * A graph kernel, copy or memset joined to its graph launch: the stack that matters is the
+ * one that created its node. Known: that stack, an exact join (the launched_by links stay the graph
  * launch's). Not known (created before we started, its LAUNCH lost, or not here yet: node
- * LAUNCHes come through another ring, and a kernel goes out with what is known when it goes
+ * LAUNCHes come through another ring, and GPU work goes out with what is known when it goes
  * out): the graph launch's stack, marked approximate.
  */
 void graph__attribute(struct graph *g, struct xpu_cevent *ev)

@@ -265,6 +265,16 @@ static void fill_gpu(struct xpu_cevent *ev, __u64 start, __u64 end, __u64 corr, 
 
 /* The correlated event for a raw record, before any join. Names travel as STRING records
  * and are resolved by the shard's string table (not here): name stays NULL. */
+/* GPU work a CUDA graph launched: a kernel, copy or memset node (event.h's graph flags). */
+static bool in_graph(const struct xpu_cevent *ev)
+{
+	if (ev->kind == XPU_REC_GPU_KERNEL)
+		return ev->flags & XPU_KERNEL_F_GRAPH;
+	if (ev->kind == XPU_REC_GPU_MEMCPY || ev->kind == XPU_REC_GPU_MEMSET)
+		return ev->flags & XPU_COPY_F_GRAPH;
+	return false;
+}
+
 static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *rec, __u64 id)
 {
 	const struct xpu_rec *h = rec;
@@ -324,6 +334,8 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 			 m->stream_id);
 		ev->bytes = m->bytes;
 		ev->sub_kind = m->copy_kind;
+		ev->graph_id = m->graph_id;
+		ev->graph_node_id = m->graph_node_id;
 		break;
 	}
 	case XPU_REC_GPU_MEMSET: {
@@ -333,6 +345,8 @@ static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *r
 			 m->stream_id);
 		ev->bytes = m->bytes;
 		ev->value = m->value;
+		ev->graph_id = m->graph_id;
+		ev->graph_node_id = m->graph_node_id;
 		break;
 	}
 	case XPU_REC_GPU_SYNC: {
@@ -447,7 +461,7 @@ static void emit_gpu(struct join *j, struct entry *e, const void *rec, __u64 id)
 				ev.stack = e->stack;
 			}
 		}
-		if (ev.kind == XPU_REC_GPU_KERNEL && (ev.flags & XPU_KERNEL_F_GRAPH))
+		if (in_graph(&ev))
 			graph__attribute(&j->graph, &ev);
 		/* kernel -> launch -> enclosing range: the user scope is the kernel's root */
 		if (e->range_id) {

@@ -22,8 +22,8 @@
  *     than the history goes out un-nested and counted (nest_too_old);
  *   - LAUNCH records of CUDA graph node creation (correlation id XPU_LAUNCH_GRAPH_NODE |
  *     node id) are no join keys: per (pid, node id) their stack is kept, and a graph kernel
- *     (XPU_KERNEL_F_GRAPH) joined to its graph launch takes the stack of its node's
- *     creation (exact); without one it keeps the graph launch's stack, corr_type
+ *     (XPU_KERNEL_F_GRAPH), copy or memset (XPU_COPY_F_GRAPH) joined to its graph launch
+ *     takes the stack of its node's creation (exact); without one it keeps the graph launch's stack, corr_type
  *     APPROXIMATE, confidence 0.5. Kept for max_graph_nodes nodes (the newest), dropped
  *     after the process's exit grace;
  *   - per (pid, device, stream), the last few activities by start time: a kernel,
@@ -99,8 +99,8 @@ struct join_stats {
 	__u64 counters_routed; /* CPU-scope readings not sent: shard 0 sends them */
 	__u64 nest_closed; /* CPU samples placed in a range that had closed when they came */
 	__u64 nest_too_old; /* ... older than their thread's range history: not nested */
-	__u64 graph_node_stacks; /* graph kernels given the stack of their node's creation */
-	__u64 graph_approximate; /* graph kernels left with the graph launch's stack */
+	__u64 graph_node_stacks; /* graph GPU work given the stack of its node's creation */
+	__u64 graph_approximate; /* graph GPU work left with the graph launch's stack */
 	__u64 graph_nodes; /* node creation stacks held now */
 	__u64 graph_nodes_evicted; /* node stacks dropped to make room (max_graph_nodes) */
 	__u64 launch_waited; /* GPU records held for their LAUNCH after their API call came */

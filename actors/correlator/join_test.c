@@ -864,8 +864,45 @@ static void test_graph(void)
 	offer(j, kernel(9, 300), 7); /* no graph flag: as before */
 	tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 3,
 	       "a kernel without the graph flag is joined as before");
+	/* a copy node and a memset node of the same graph launch */
+	{
+		struct xpu_gpu_memcpy *m = copy(9, 300, 8);
+		struct xpu_gpu_memset ms;
+
+		m->hdr.flags = XPU_COPY_F_GRAPH | XPU_COPY_F_ASYNC;
+		m->graph_node_id = 0x55;
+		m->graph_id = 2;
+		offer(j, m, 8);
+		k = last();
+		ki = out.n - 1;
+		tap_ok(k->kind == XPU_REC_GPU_MEMCPY && k->corr_type == XPU_CORR_EXACT_ID &&
+			       k->n_user == 4 && out.stack0[ki] == NODE_FRAME(0x55) &&
+			       k->graph_node_id == 0x55 && k->graph_id == 2 && l &&
+			       has_link(k, XPU_LINK_LAUNCHED_BY, l->id),
+		       "graph: a copy node's copy carries the node's creation stack, exact, "
+		       "launched_by the graph launch");
+		memset(&ms, 0, sizeof(ms));
+		xpu_rec__init(&ms, XPU_REC_GPU_MEMSET, sizeof(ms), 9, 9, 0);
+		ms.start_ns = 9;
+		ms.end_ns = 19;
+		ms.correlation_id = 300;
+		ms.hdr.flags = XPU_COPY_F_GRAPH;
+		ms.graph_node_id = 0x77; /* created before we started */
+		offer(j, &ms, 9);
+		k = last();
+		ki = out.n - 1;
+		tap_ok(k->kind == XPU_REC_GPU_MEMSET && k->corr_type == XPU_CORR_APPROXIMATE &&
+			       k->confidence == 0.5f && out.stack0[ki] == 0x400000 + 300 * 16 &&
+			       k->graph_node_id == 0x77,
+		       "graph: a memset node without a creation stack: the graph launch's, "
+		       "approximate");
+		offer(j, copy(9, 300, 10), 10); /* no graph flag: the launch's stack, exact */
+		tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 3 &&
+			       !last()->graph_node_id,
+		       "a copy without the graph flag is joined as before");
+	}
 	join__stats(j, &st);
-	tap_ok(st.graph_node_stacks == 2 && st.graph_approximate == 1 && st.matched == 4,
+	tap_ok(st.graph_node_stacks == 3 && st.graph_approximate == 2 && st.matched == 7,
 	       "graph: counted (node stacks %llu, approximate %llu)",
 	       (unsigned long long)st.graph_node_stacks, (unsigned long long)st.graph_approximate);
 

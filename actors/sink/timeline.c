@@ -1869,13 +1869,14 @@ static void gpu_event(struct timeline *t, __u32 producer, const struct xpu_ceven
 	}
 	put_dur(t, e->ts_ns, e->end_ns);
 	put_member(t, LIT(",\"args\":{\"correlation_id\":"), e->correlation_id);
-	if (e->kind == XPU_REC_GPU_KERNEL) {
+	if (e->kind == XPU_REC_GPU_KERNEL)
 		put_kconf(t, e);
-		if (e->graph_id || e->graph_node_id) {
-			put_member(t, LIT(",\"graph\":"), e->graph_id);
-			put_member(t, LIT(",\"graph_node\":"), e->graph_node_id);
-		}
-	} else {
+	/* a graph's kernel, copy or memset node */
+	if (e->graph_id || e->graph_node_id) {
+		put_member(t, LIT(",\"graph\":"), e->graph_id);
+		put_member(t, LIT(",\"graph_node\":"), e->graph_node_id);
+	}
+	if (e->kind != XPU_REC_GPU_KERNEL) {
 		put_member(t, LIT(",\"context\":"), e->context);
 		put_member(t, LIT(",\"bytes\":"), e->bytes);
 		if (e->kind == XPU_REC_GPU_MEMCPY) {

@@ -228,6 +228,9 @@ int main(void)
 	e[n].stream = 7;
 	e[n].sub_kind = XPU_COPY_HTOD;
 	e[n].bytes = 4096;
+	e[n].flags = XPU_COPY_F_GRAPH; /* a graph's copy node */
+	e[n].graph_id = 3;
+	e[n].graph_node_id = 77;
 	link_to(&e[n++], XPU_LINK_LAUNCHED_BY, 99);
 	/* a memset with counters that are not whole, joined by time with confidence 0.95 */
 	e[n] = ev(31, XPU_REC_GPU_MEMSET, 42, 42, BASE + 97 * MS, BASE + 97 * MS + 1500);
@@ -413,6 +416,11 @@ int main(void)
 	tap_ok(strstr(text, "\"ts\":1000000000.01,\"s\":\"t\",\"args\":{\"correlation_id\":0,"
 			    "\"api_id\":0},\"sf\":8}") != NULL,
 	       "a launch 10 ns into a microsecond: ts exact, without trailing zeros");
+	tap_ok(strstr(text,
+		      "\"args\":{\"correlation_id\":0,\"graph\":3,\"graph_node\":77,"
+		      "\"context\":0,\"bytes\":4096,\"copy_kind\":\"HtoD\",\"async\":false") &&
+		       occurrences(text, "\"graph_node\":") == 1,
+	       "a graph's copy node: its graph and node in args, as a graph kernel's");
 	tap_ok(strstr(text, "\"cat\":\"memset\",\"pid\":1073741824,\"tid\":8,\"ts\":1000097000,"
 			    "\"dur\":1.5,\"args\":{\"correlation_id\":0,\"context\":0,\"bytes\":0,"
 			    "\"value\":0,\"corr_type\":\"timestamp\",\"confidence\":0.95,"

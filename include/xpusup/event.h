@@ -37,8 +37,9 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a layout below changes incompatibly; rings and replay files carry it. */
-#define XPU_EVENT_ABI 1
+/* Bumped whenever a layout below changes incompatibly; rings and replay files carry it.
+ * 2: GPU_MEMCPY and GPU_MEMSET carry their CUDA graph and node (88 bytes, were 72). */
+#define XPU_EVENT_ABI 2
 
 #define XPU_REC_ALIGN 8u
 
@@ -115,7 +116,8 @@ struct xpu_cpu_sample {
  * XPU_KERNEL_F_GRAPH carries in graph_node_id the id of the node as created (the library
  * maps an instantiated graph's cloned nodes back to their originals), so the correlator can
  * attribute it to that creation stack; without one, the graph launch's stack is the best
- * available and the join says it is approximate.
+ * available and the join says it is approximate. A GPU_MEMCPY or GPU_MEMSET of a graph's
+ * copy or memset node is the same with XPU_COPY_F_GRAPH.
  */
 #define XPU_LAUNCH_GRAPH_NODE (1ull << 63)
 #define XPU_LAUNCH_API_DRIVER (1u << 16)
@@ -255,7 +257,9 @@ enum xpu_copy_kind {
 	XPU_COPY_PTOP = 10,
 };
 
+/* GPU_MEMCPY and GPU_MEMSET flags */
 #define XPU_COPY_F_ASYNC (1u << 0)
+#define XPU_COPY_F_GRAPH (1u << 1) /* a node of a CUDA graph: graph_id, graph_node_id */
 
 /* GPU_MEMCPY: one copy; hdr.ts_ns == start_ns. */
 struct xpu_gpu_memcpy {
@@ -271,6 +275,9 @@ struct xpu_gpu_memcpy {
 	__u8 src_kind; /* CUpti_ActivityMemoryKind */
 	__u8 dst_kind;
 	__u8 reserved;
+	__u64 graph_node_id; /* XPU_COPY_F_GRAPH: the node as created (as GPU_KERNEL's) */
+	__u32 graph_id;
+	__u32 reserved2;
 };
 
 /* GPU_MEMSET: one memset; hdr.ts_ns == start_ns. */
@@ -284,6 +291,9 @@ struct xpu_gpu_memset {
 	__u32 context_id;
 	__u32 stream_id;
 	__u32 value;
+	__u64 graph_node_id; /* XPU_COPY_F_GRAPH: the node as created (as GPU_KERNEL's) */
+	__u32 graph_id;
+	__u32 reserved;
 };
 
 enum xpu_sync_kind {
@@ -508,9 +518,11 @@ XPU_STATIC_OFFSET(struct xpu_gpu_kernel, device_id, 64);
 XPU_STATIC_OFFSET(struct xpu_gpu_kernel, grid, 80);
 XPU_STATIC_OFFSET(struct xpu_gpu_kernel, block, 92);
 XPU_STATIC_OFFSET(struct xpu_gpu_kernel, registers, 112);
-XPU_STATIC_LAYOUT(struct xpu_gpu_memcpy, 72);
+XPU_STATIC_LAYOUT(struct xpu_gpu_memcpy, 88);
 XPU_STATIC_OFFSET(struct xpu_gpu_memcpy, copy_kind, 68);
-XPU_STATIC_LAYOUT(struct xpu_gpu_memset, 72);
+XPU_STATIC_OFFSET(struct xpu_gpu_memcpy, graph_node_id, 72);
+XPU_STATIC_LAYOUT(struct xpu_gpu_memset, 88);
+XPU_STATIC_OFFSET(struct xpu_gpu_memset, graph_node_id, 72);
 XPU_STATIC_LAYOUT(struct xpu_gpu_sync, 64);
 XPU_STATIC_LAYOUT(struct xpu_gpu_memory, 64);
 XPU_STATIC_OFFSET(struct xpu_gpu_memory, op, 60);
