@@ -144,5 +144,17 @@ ok(r.returncode == 100 and "unable to open" in r.stderr and "nonexistent.xpr" in
    f"(exit {r.returncode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
 stop(s)
 
+s = f"replay-{os.getpid()}-abi"
+with open(os.path.join(work, "abi1.xpr"), "wb") as f:   # records of the layouts before ABI 2
+    f.write(struct.pack("<QII", 0x314C504552555058, 1, 0) + b"".join(records[:3]))
+with open(conf, "w") as f:
+    f.write("[sink out]\nkind = test\n[correlator]\nshards = 1\n"
+            "[source rp]\nkind = replay\npath = abi1.xpr\n")
+r = subprocess.run([XPUSUP, "start", conf, "--session", s], capture_output=True, text=True)
+ok(r.returncode == 100 and "event ABI 1, this xpusup reads ABI 2" in r.stderr,
+   f"a replay file of another event ABI fails the start and says which "
+   f"(exit {r.returncode}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''})")
+stop(s)
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -154,11 +154,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unable to open %s: %s\n", shown, strerror(errno));
 		goto out;
 	}
-	if (fread(&fh, sizeof(fh), 1, f) != 1 || fh.magic != XPU_REPLAY_MAGIC ||
-	    fh.event_abi != XPU_EVENT_ABI) {
+	if (fread(&fh, sizeof(fh), 1, f) != 1 || fh.magic != XPU_REPLAY_MAGIC) {
+		fprintf(stderr, PROG ": unable to replay %s: not an xpusup replay file\n", shown);
+		goto out;
+	}
+	if (fh.event_abi != XPU_EVENT_ABI) {
+		/* the layouts differ (include/xpusup/event.h says how): nothing can be read */
 		fprintf(stderr,
-			PROG ": unable to replay %s: not an xpusup replay file of event ABI %u\n",
-			shown, XPU_EVENT_ABI);
+			PROG ": unable to replay %s: its records are of event ABI %u, this xpusup "
+			     "reads ABI %u (docs/events.md)\n",
+			shown, fh.event_abi, XPU_EVENT_ABI);
 		goto out;
 	}
 	if ((err = actor__open_rings(&a, r.rings))) {
