@@ -264,6 +264,17 @@ ok $? "marker: the options ask for the marker and the API queries, nothing is ca
 check_outputs "$WORK/marker" marker >marker.check 2>&1
 ok $? "marker: kernels under their launcher (the uprobe's stacks), graph kernels under the node's creator ($(tr '\n' ' ' <marker.check | head -c 600))"
 
+# A wait for the marker's stack (drain_ms 400 + launch_slack_ms 100) past ttl_ms is cut at the
+# TTL by the join; the correlator says so at start, once, rather than in silence.
+sed -e 's/^\[correlator\]$/&\nttl_ms = 300/' "$WORK/marker/pipeline.conf" >"$WORK/marker/ttl.conf"
+grep -q '^ttl_ms = 300' "$WORK/marker/ttl.conf" &&
+	"$XPUSUP" start "$WORK/marker/ttl.conf" --session "$PREFIX-ttl" >ttl.start 2>&1
+rc=$?
+"$XPUSUP" stop --session "$PREFIX-ttl" >/dev/null 2>&1
+lines=$(grep -c 'the wait for a launch stack (the cpu source.s drain_ms + launch_slack_ms = 500 ms) is cut to ttl_ms (300 ms)' "$BASE/$PREFIX-ttl.log")
+[ $rc = 0 ] && [ "$lines" = 1 ]
+ok $? "marker: a launch-stack wait past ttl_ms is said once in the log (rc $rc, $lines lines: $(grep -m1 'cut to ttl_ms' "$BASE/$PREFIX-ttl.log"))"
+
 # ---- Python callers, in process ----------------------------------------------------------------
 # The library's capture with the Python frames it reads itself (python/self.c), through the
 # hand-off and the correlator's merge, under record: /usr/bin/python3 calls
