@@ -261,7 +261,8 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *res)
 		break;
 	case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
 		/* The stack of the code that built the node (directly or by stream capture):
-		 * what its kernels are attributed to, whenever the graph is launched. */
+		 * what its kernels, copies and memsets are attributed to, whenever the graph is
+		 * launched. */
 		if (g && launch_mode != LAUNCH_OFF &&
 		    cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS)
 			launch_stack(XPU_LAUNCH_GRAPH_NODE | node, XPU_LAUNCH_API_GRAPH_NODE);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shm/ring.h"
+#include "xpusup/event.h"
 
 static int say(char *why, size_t why_len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -160,7 +161,18 @@ int inproc__connect(__u32 kind, int timeout_ms, int *sock_out, struct ring **rin
 	}
 	ring = ring__open_fd(fd, RING_PRODUCER);
 	if (!ring) {
-		err = say(why, why_len, -errno, "unable to map the ring: %s", strerror(errno));
+		struct xpu_ring_hdr h;
+
+		err = -errno;
+		/* a library of another build than the session's: say which layouts differ */
+		if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		    h.magic == XPU_RING_MAGIC && h.event_abi != XPU_EVENT_ABI)
+			say(why, why_len, err,
+			    "the session's ring holds records of event ABI %u, this library writes "
+			    "ABI %u: use the library of the xpusup that runs the session",
+			    h.event_abi, XPU_EVENT_ABI);
+		else
+			say(why, why_len, err, "unable to map the ring: %s", strerror(-err));
 		goto err_fd;
 	}
 	close(fd); /* the handle holds its own duplicate */

@@ -85,7 +85,7 @@ ok $? "live: the actor saw the client come and go ($(json "$PREFIX-live" "(c('gp
 XPUSUP_SESSION_DIR=$SDIR timeout 30 "$STANDIN_NOFP" "$LIB" >live-standin.out 2>&1
 rc=$?
 stacks=$(sed -n 's/^stats sent: \([0-9]*\) stacks.*(ok)$/\1/p' live-standin.out)
-[ $rc = 0 ] && [ "${stacks:-0}" -ge 53 ]
+[ $rc = 0 ] && [ "${stacks:-0}" -ge 55 ]
 ok $? "live: the stand-in captured its launches' stacks and sent its counters (rc $rc: $(grep '^stats sent' live-standin.out))"
 wait_for 10 "$PREFIX-live" "c('gpu','lib_stacks') == ${stacks:-0} and c('gpu','lib_stacks_failed') == 0 and c('gpu','bad_messages') == 0 and c('gpu','clients') == 0"
 ok $? "live: xpusup status shows the library's counters (lib_stacks $(json "$PREFIX-live" "c('gpu','lib_stacks')") of ${stacks:-?}, bad_messages $(json "$PREFIX-live" "c('gpu','bad_messages')"))"

@@ -1226,8 +1226,9 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.shard = a->self->shard;
 	o.launch_wait_ns = launch_wait_ns(a->conf, c.launch_slack_ms);
 	if (o.launch_wait_ns >= o.ttl_ns && !a->self->shard)
-		/* the join lets GPU work go at its TTL, waiting or not: say so, once a session
-		 * (the config cannot: the wait sums keys of two sections, and only in marker mode) */
+		/* the join lets GPU work go at its TTL, waiting or not: say so at each start of
+		 * shard 0 (the config cannot: the wait sums keys of two sections, and counts
+		 * only in marker mode) */
 		fprintf(stderr,
 			PROG ": [%s] the wait for a launch stack (the cpu source's drain_ms + "
 			     "launch_slack_ms = %llu ms) is cut to ttl_ms (%llu ms): lower "

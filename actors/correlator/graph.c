@@ -2,8 +2,8 @@
 /*
  * CUDA graph node creation stacks. LAUNCH records of graph node creation (correlation id
  * XPU_LAUNCH_GRAPH_NODE | node id) are no join keys: per (pid, node id) their stack is kept,
- * and a graph kernel (XPU_KERNEL_F_GRAPH) joined to its graph launch takes the stack of its
- * node's creation (exact); without one it keeps the graph launch's stack, corr_type
+ * and a graph kernel (XPU_KERNEL_F_GRAPH), copy or memset (XPU_COPY_F_GRAPH) joined to its
+ * graph launch takes the stack of its node's creation (exact); without one it keeps the graph launch's stack, corr_type
  * APPROXIMATE, confidence 0.5. Tables, allocated in graph__init:
  *
  *   nodes[]     the node stacks, a ring in creation order: head is the next to fill, the

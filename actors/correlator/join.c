@@ -263,8 +263,6 @@ static void fill_gpu(struct xpu_cevent *ev, __u64 start, __u64 end, __u64 corr, 
 	ev->stream = stream;
 }
 
-/* The correlated event for a raw record, before any join. Names travel as STRING records
- * and are resolved by the shard's string table (not here): name stays NULL. */
 /* GPU work a CUDA graph launched: a kernel, copy or memset node (event.h's graph flags). */
 static bool in_graph(const struct xpu_cevent *ev)
 {
@@ -275,6 +273,8 @@ static bool in_graph(const struct xpu_cevent *ev)
 	return false;
 }
 
+/* The correlated event for a raw record, before any join. Names travel as STRING records
+ * and are resolved by the shard's string table (not here): name stays NULL. */
 static void to_cevent(const struct join *j, struct xpu_cevent *ev, const void *rec, __u64 id)
 {
 	const struct xpu_rec *h = rec;

@@ -896,13 +896,23 @@ static void test_graph(void)
 			       k->graph_node_id == 0x77,
 		       "graph: a memset node without a creation stack: the graph launch's, "
 		       "approximate");
-		offer(j, copy(9, 300, 10), 10); /* no graph flag: the launch's stack, exact */
+		/* async (bit 0, the kernels' graph bit) but no graph flag: the launch's stack */
+		m = copy(9, 300, 10);
+		m->hdr.flags = XPU_COPY_F_ASYNC;
+		offer(j, m, 10);
 		tap_ok(last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 3 &&
 			       !last()->graph_node_id,
-		       "a copy without the graph flag is joined as before");
+		       "an async copy without the graph flag is joined as before");
+		ms.hdr.flags = XPU_COPY_F_ASYNC;
+		ms.graph_node_id = 0;
+		offer(j, &ms, 11);
+		tap_ok(last()->kind == XPU_REC_GPU_MEMSET &&
+			       last()->corr_type == XPU_CORR_EXACT_ID && last()->n_user == 3 &&
+			       out.stack0[out.n - 1] == 0x400000 + 300 * 16,
+		       "an async memset without the graph flag is joined as before");
 	}
 	join__stats(j, &st);
-	tap_ok(st.graph_node_stacks == 3 && st.graph_approximate == 2 && st.matched == 7,
+	tap_ok(st.graph_node_stacks == 3 && st.graph_approximate == 2 && st.matched == 8,
 	       "graph: counted (node stacks %llu, approximate %llu)",
 	       (unsigned long long)st.graph_node_stacks, (unsigned long long)st.graph_approximate);
 
