@@ -179,7 +179,7 @@ static double run_warm(struct symbolizer *s, __u32 pid, const __u64 *ips, size_t
 				for (j = 0; j < depth; j++)
 					names[j] = symbolizer__name(s, pid, ips[i + j], kernel);
 			} else {
-				symbolizer__stack(s, pid, 0, ips + i, kernel ? (__u32)depth : 0,
+				symbolizer__stack(s, pid, ips + i, kernel ? (__u32)depth : 0,
 						  kernel ? 0 : (__u32)depth, names);
 			}
 			*sink += (uintptr_t)names[0];

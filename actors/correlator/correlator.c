@@ -518,7 +518,7 @@ static void symbols__name(struct shard *s, struct xpu_cevent *ev, bool user)
 		s->ips[k++] = ev->stack[i] - (i < exact ? 0 : 1);
 		nu += i >= ev->n_kernel;
 	}
-	symbolizer__stack(s->sym, ev->pid, ev->ts_ns, s->ips, ev->n_kernel, user ? nu : 0, names);
+	symbolizer__stack(s->sym, ev->pid, s->ips, ev->n_kernel, user ? nu : 0, names);
 	for (i = 0, k = 0; i < n; i++) {
 		if (i >= ev->n_kernel && xpu_pyframe__is(ev->stack[i]))
 			continue;

@@ -1125,8 +1125,8 @@ static struct mapping *maps_find(struct mapping *maps, __u32 n, __u64 ip)
 /* The loaded file that process pid maps at ip, and ip as that file's ELF virtual address; NULL
  * when there is none (no mapping even after a re-read, anonymous memory, a file that cannot
  * be loaded). */
-static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now, __u64 ts,
-				 __u64 *vaddr, struct mapping **map)
+static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now, __u64 *vaddr,
+				 struct mapping **map)
 {
 	struct proc *p = proc_get(s, pid);
 	struct mapping *m;
@@ -1139,12 +1139,7 @@ static struct objfile *user_file(struct symbolizer *s, __u32 pid, __u64 ip, __u6
 	if (!m && (m = maps_find(p->mods, p->n_mods, ip)))
 		s->st.module_frames++; /* what the process reported: no re-read of its maps */
 	if (!m) {
-		/* Maps read before the frame was taken may predate the mapping it is in (a
-		 * library dlopen'ed, then called at once): worth a read whatever the limit. Read
-		 * after it, they show what the frame saw; then only the limit lets a miss read
-		 * them again. A record taken after a read is read at most once: the read's time
-		 * passes every frame taken before it. */
-		if (p->read_ns && ts <= p->read_ns && now - p->read_ns < MAPS_REREAD_NS) {
+		if (p->read_ns && now - p->read_ns < MAPS_REREAD_NS) {
 			s->st.maps_throttled++;
 			return NULL;
 		}
@@ -1186,14 +1181,14 @@ static const char *module_name(struct symbolizer *s, struct objfile *f)
 	return s->names.text[id];
 }
 
-static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now, __u64 ts)
+static const char *user_name(struct symbolizer *s, __u32 pid, __u64 ip, __u64 now)
 {
 	struct mapping *m;
 	struct objfile *f;
 	struct sym *sym;
 	__u64 vaddr;
 
-	f = user_file(s, pid, ip, now, ts, &vaddr, &m);
+	f = user_file(s, pid, ip, now, &vaddr, &m);
 	if (!f)
 		return unknown(s);
 	sym = syms_find(f->syms, f->n_syms, vaddr);
@@ -1335,21 +1330,20 @@ const char *symbolizer__name(struct symbolizer *s, __u32 pid, __u64 ip, bool ker
 	const char *name;
 
 	s->st.frames++;
-	name = kernel ? kernel_name(s, ip) : user_name(s, pid, ip, t0, 0);
+	name = kernel ? kernel_name(s, ip) : user_name(s, pid, ip, t0);
 	s->st.resolve_ns += now_ns() - t0;
 	return name;
 }
 
-void symbolizer__stack(struct symbolizer *s, __u32 pid, __u64 ts_ns, const __u64 *ips,
-		       __u32 n_kernel, __u32 n_user, const char **names)
+void symbolizer__stack(struct symbolizer *s, __u32 pid, const __u64 *ips, __u32 n_kernel,
+		       __u32 n_user, const char **names)
 {
 	__u64 t0 = now_ns();
 	__u32 i;
 
 	for (i = 0; i < n_kernel + n_user; i++) {
 		s->st.frames++;
-		names[i] = i < n_kernel ? kernel_name(s, ips[i]) :
-					  user_name(s, pid, ips[i], t0, ts_ns);
+		names[i] = i < n_kernel ? kernel_name(s, ips[i]) : user_name(s, pid, ips[i], t0);
 	}
 	s->st.resolve_ns += now_ns() - t0;
 }
@@ -1563,7 +1557,7 @@ int symbolizer__rule(struct symbolizer *s, __u32 pid, __u64 addr, struct cfi_rul
 	struct objfile *f;
 	int err;
 
-	f = user_file(s, pid, addr, now, 0, &vaddr, &m);
+	f = user_file(s, pid, addr, now, &vaddr, &m);
 	if (!f)
 		return -ENOENT;
 	if (!s->rules) {

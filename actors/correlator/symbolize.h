@@ -107,14 +107,13 @@ void symbolizer__free(struct symbolizer *s);
 const char *symbolizer__name(struct symbolizer *s, __u32 pid, __u64 ip, bool kernel);
 
 /*
- * symbolizer__stack - name a whole stack taken at ts_ns (CLOCK_MONOTONIC; 0: unknown): ips
- * holds n_kernel kernel frames, then n_user user frames of process pid (the CPU_SAMPLE
- * layout); names[i] gets the name of ips[i], as symbolizer__name would give it. The same
- * lookups, timed once per stack rather than per frame. A frame no mapping holds re-reads
- * the maps within the 100 ms limit when they were read before ts_ns (a library mapped since).
+ * symbolizer__stack - name a whole stack: ips holds n_kernel kernel frames, then n_user user
+ * frames of process pid (the CPU_SAMPLE layout); names[i] gets the name of ips[i], as
+ * symbolizer__name would give it. The same lookups, timed once per stack rather than per
+ * frame.
  */
-void symbolizer__stack(struct symbolizer *s, __u32 pid, __u64 ts_ns, const __u64 *ips,
-		       __u32 n_kernel, __u32 n_user, const char **names);
+void symbolizer__stack(struct symbolizer *s, __u32 pid, const __u64 *ips, __u32 n_kernel,
+		       __u32 n_user, const char **names);
 
 /*
  * symbolizer__capture - read /proc/PID/maps now (call it when a process execs or is first
