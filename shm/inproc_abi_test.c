@@ -53,11 +53,11 @@ static int answer(int lsock, __u32 abi)
 	if (c < 0)
 		return -errno;
 	if (recv(c, &hello, sizeof(hello), 0) != (ssize_t)sizeof(hello))
-		goto out;
+		goto close_conn;
 	fd = inproc__create_ring(reply.capacity, 0);
 	if (fd < 0) {
 		err = fd;
-		goto out;
+		goto close_conn;
 	}
 	/* the header's event_abi as another build would have made it (the size is sealed,
 	 * not the bytes) */
@@ -65,14 +65,14 @@ static int answer(int lsock, __u32 abi)
 	    (ssize_t)sizeof(abi)) {
 		err = -errno;
 		close(fd);
-		goto out;
+		goto close_conn;
 	}
 	err = inproc__send_reply(c, &reply, fd);
 	close(fd);
 	/* hold the connection until the child has read the reply and decided */
 	if (!err)
 		(void)recv(c, &hello, sizeof(hello), 0);
-out:
+close_conn:
 	close(c);
 	return err;
 }

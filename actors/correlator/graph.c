@@ -3,8 +3,9 @@
  * CUDA graph node creation stacks. LAUNCH records of graph node creation (correlation id
  * XPU_LAUNCH_GRAPH_NODE | node id) are no join keys: per (pid, node id) their stack is kept,
  * and a graph kernel (XPU_KERNEL_F_GRAPH), copy or memset (XPU_COPY_F_GRAPH) joined to its
- * graph launch takes the stack of its node's creation (exact); without one it keeps the graph launch's stack, corr_type
- * APPROXIMATE, confidence 0.5. Tables, allocated in graph__init:
+ * graph launch takes the stack of its node's creation (exact); without one it keeps the
+ * graph launch's stack, corr_type APPROXIMATE, confidence 0.5. Tables, allocated in
+ * graph__init:
  *
  *   nodes[]     the node stacks, a ring in creation order: head is the next to fill, the
  *               oldest node held (or a hole left by an exited process), so when the ring is
@@ -133,10 +134,10 @@ void graph__drop_pid(void *graph, __u32 pid)
 
 /*
  * A graph kernel, copy or memset joined to its graph launch: the stack that matters is the
- * one that created its node. Known: that stack, an exact join (the launched_by links stay the graph
- * launch's). Not known (created before we started, its LAUNCH lost, or not here yet: node
- * LAUNCHes come through another ring, and GPU work goes out with what is known when it goes
- * out): the graph launch's stack, marked approximate.
+ * one that created its node. Known: that stack, an exact join (the launched_by links stay
+ * the graph launch's). Not known (created before we started, its LAUNCH lost, or not here
+ * yet: node LAUNCHes come through another ring, and GPU work goes out with what is known
+ * when it goes out): the graph launch's stack, marked approximate.
  */
 void graph__attribute(struct graph *g, struct xpu_cevent *ev)
 {

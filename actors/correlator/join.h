@@ -24,8 +24,8 @@
  *     node id) are no join keys: per (pid, node id) their stack is kept, and a graph
  *     kernel (XPU_KERNEL_F_GRAPH), copy or memset (XPU_COPY_F_GRAPH) joined to its graph
  *     launch takes the stack of its node's creation (exact); without one it keeps the
- *     graph launch's stack, corr_type APPROXIMATE, confidence 0.5. Kept for max_graph_nodes nodes (the newest), dropped
- *     after the process's exit grace;
+ *     graph launch's stack, corr_type APPROXIMATE, confidence 0.5. Kept for
+ *     max_graph_nodes nodes (the newest), dropped after the process's exit grace;
  *   - per (pid, device, stream), the last few activities by start time: a kernel,
  *     copy or memset links same_stream_prev to the one before it on its stream, whatever the
  *     arrival order within that window; overlaps on a stream are counted. Stream state is
