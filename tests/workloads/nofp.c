@@ -23,46 +23,62 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define NOFP_UNIT 100000 /* iterations of the busy loop in one unit of work */
+/* Iterations of the busy loop in one unit of work, on average: each unit draws its length
+ * from [NOFP_UNIT / 2, 3 * NOFP_UNIT / 2). A fixed length made the rounds periodic (about
+ * 0.4 ms here), and a sampler at a fixed rate (499 Hz is 5.01 rounds) then hit the same phase
+ * of a round for hundreds of samples in a row: the callers' split read 0.70 or 0.64 where it
+ * is 2/3. Random lengths keep the mean, and the phase of each sample is its own. */
+#define NOFP_UNIT 100000
 
 #define NOFP_FN __attribute__((noinline, visibility("default")))
 
-NOFP_FN uint64_t nofp_hot(uint64_t seed, long units);
-NOFP_FN uint64_t nofp_descend(int depth, uint64_t seed, long units);
+NOFP_FN uint64_t nofp_hot(uint64_t seed, long iters);
+NOFP_FN uint64_t nofp_descend(int depth, uint64_t seed, long iters);
 NOFP_FN uint64_t nofp_caller_a(int depth, uint64_t seed);
 NOFP_FN uint64_t nofp_caller_b(int depth, uint64_t seed);
 NOFP_FN uint64_t nofp_round(int depth, uint64_t seed);
 
-uint64_t nofp_hot(uint64_t seed, long units)
+/* xorshift64: the length of the next unit of work */
+static uint64_t unit_state = 0x9e3779b97f4a7c15ULL;
+
+static long unit_iters(void)
+{
+	unit_state ^= unit_state << 13;
+	unit_state ^= unit_state >> 7;
+	unit_state ^= unit_state << 17;
+	return NOFP_UNIT / 2 + (long)(unit_state % NOFP_UNIT);
+}
+
+uint64_t nofp_hot(uint64_t seed, long iters)
 {
 	volatile uint64_t x = seed;
 	long i;
 
 	__asm__ volatile("xor %%ebp, %%ebp" : : : "rbp");
-	for (i = 0; i < units * NOFP_UNIT; i++)
+	for (i = 0; i < iters; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	return x;
 }
 
-uint64_t nofp_descend(int depth, uint64_t seed, long units)
+uint64_t nofp_descend(int depth, uint64_t seed, long iters)
 {
 	uint64_t r;
 
 	if (depth <= 0)
-		return nofp_hot(seed, units);
-	r = nofp_descend(depth - 1, seed * 31 + (uint64_t)depth, units);
+		return nofp_hot(seed, iters);
+	r = nofp_descend(depth - 1, seed * 31 + (uint64_t)depth, iters);
 	/* work after the call: no tail call, so every level keeps its frame */
 	return r ^ (uint64_t)depth;
 }
 
 uint64_t nofp_caller_a(int depth, uint64_t seed)
 {
-	return nofp_descend(depth, seed, 2) + 1;
+	return nofp_descend(depth, seed, unit_iters() + unit_iters()) + 1;
 }
 
 uint64_t nofp_caller_b(int depth, uint64_t seed)
 {
-	return nofp_descend(depth, seed, 1) + 2;
+	return nofp_descend(depth, seed, unit_iters()) + 2;
 }
 
 uint64_t nofp_round(int depth, uint64_t seed)
