@@ -6,8 +6,10 @@
 #     optimizer_phase, with libtorch's native frames (at::, torch::, c10::) below them;
 #   - the phases' shares against torch.profiler's of the same loop (each phase a
 #     record_function range): within 10 points each. A fair comparison: one intra-op thread,
-#     so both measure the CPU time of each phase on the main thread, the same loop with the
-#     same seed and sizes, in two runs.
+#     so both measure the CPU time of each phase on the main thread, and one run, recorded
+#     by xpusup while torch.profiler measures it. Two runs, one for each, differed by up to 8
+#     points between themselves on this 2-core VM (a phase's speed varies from run to run),
+#     more than the sampling error of either.
 #
 # Exit 77 when PyTorch cannot be imported (scripts/install-deps installs python3-torch).
 #
@@ -23,11 +25,11 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
 fi
 cd "$WORK" || exit 1
 "$XPUSUP" record -o "$WORK/rec" -F 199 --session "$PREFIX-rec" -- "$PY" \
-	"$TESTDIR/torch_phases.py" --iterations 30 >"$WORK/rec.out" 2>"$WORK/rec.err"
+	"$TESTDIR/torch_phases.py" --iterations 30 --torch-profiler "$WORK/prof.json" \
+	>"$WORK/rec.out" 2>"$WORK/rec.err"
 ok $? "record of the PyTorch loop exits 0 ($(tail -n 3 "$WORK/rec.err" | tr '\n' ' ' | cut -c1-200))"
-"$PY" "$TESTDIR/torch_phases.py" --iterations 30 --torch-profiler "$WORK/prof.json" \
-	>"$WORK/prof.out" 2>&1
-ok $? "torch.profiler run of the same loop ($(tail -n 1 "$WORK/prof.out" | cut -c1-200))"
+[ -s "$WORK/prof.json" ]
+ok $? "torch.profiler measured the same run ($(tail -n 1 "$WORK/rec.out" | cut -c1-200))"
 "$PY" - "$WORK/rec/flame.folded" "$WORK/prof.json" >"$WORK/cmp.txt" 2>&1 <<'PYEOF'
 import json, sys
 PY = "[py] "
