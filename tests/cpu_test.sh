@@ -10,6 +10,8 @@
 #   - user stacks both ways, on the records as they left the source (a test correlator's
 #     replay file, read by cpu/stack_copies.py): the default (dwarf on x86-64) copies the
 #     stack into samples and launches, unwind = fp walks frame pointers and copies nothing;
+#   - libraries mapped after exec reach the ring as MODULE records, named, with the file's
+#     device and inode;
 #   - without CAP_BPF/CAP_PERFMON: exit 100 naming them; record goes on without CPU stacks.
 #
 #
@@ -276,6 +278,19 @@ if [ "$modes" != fp ]; then
 	"$PY" "$STACK_COPIES" launches "$WORK/launch.replay" 200 >"$WORK/ulaunch.txt" 2>&1
 	ok $? "unwind dwarf: launches carry the stack at the marker's entry: $(grep -c '^ok' "$WORK/ulaunch.txt") checks ok $(grep -v '^ok' "$WORK/ulaunch.txt" | tr '\n' ' ')"
 fi
+
+# ---- libraries mapped after exec: MODULE records (docs/cpu.md, "Libraries loaded later") ----
+# Each sleep lives 300 ms: time for the actor to name its libc (a process gone by then is
+# counted in modules_unread instead).
+printf '[source cpu]\nkind = cpu\ntarget = command\n\n[correlator]\nkind = test\ndump = %s\n' \
+	"$WORK/mods.replay" >"$WORK/mods.conf"
+sleep_bin=$(command -v sleep)
+sleep_bin=$(readlink -f "$sleep_bin")
+"$XPUSUP" record -c "$WORK/mods.conf" --session "$PREFIX-mods" -- /bin/sh -c \
+	"for i in 1 2 3 4 5; do $sleep_bin 0.3; done" >"$WORK/mods.out" 2>&1
+ok $? "modules: record of five sleeps in a row succeeds"
+"$PY" "$STACK_COPIES" modules "$WORK/mods.replay" "$sleep_bin" 5 >"$WORK/mods.txt" 2>&1
+ok $? "modules: each sleep's libc reached the ring as MODULE: $(tr '\n' ' ' <"$WORK/mods.txt")"
 
 # ---- a BPF ring buffer too small: drops counted, sent as LOSS --------------------------------
 s="$PREFIX-drop"

@@ -948,8 +948,9 @@ static void on_record(struct shard *s, struct stage *st, void *rec, __u32 size)
 		names__put(s->names, rec);
 	if (s->sym && (st->enrich & CONF_ENRICH_SYMBOLS))
 		symbols__note(s, rec);
-	/* A process's own report of a mapping (the CUPTI library's loaded images): for the
-	 * symbolizer, never an event. Without symbols there is nothing to tell. */
+	/* A mapping a process reported (the CUPTI library's loaded images) or was seen to make
+	 * (the cpu source's mmap tracepoints): for the symbolizer, never an event. Without
+	 * symbols there is nothing to tell. */
 	if (h->type == XPU_REC_MODULE) {
 		const struct xpu_module *m = rec;
 		char path[XPU_PATH_MAX + 1];

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,6 +45,11 @@
 #define MAX_CPUS 1024
 #define LOSS_EVERY_NS 1000000000ull /* BPF drop counters become LOSS records this often */
 #define ROOM_MS 250 /* a BPF ring buffer should hold this much sampling at full copies */
+/* Executable mappings named a second, at most (two syscalls each): a build starting
+ * thousands of processes a second under target = all must not turn the source into a reader
+ * of /proc. Past it they are counted (modules_skipped) and left to the correlator's reads
+ * of the maps. */
+#define MAPS_PER_S 1000
 
 _Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
 		       (int)CONF_TARGET_PIDS == (int)PROFILE_TARGET_PIDS &&
@@ -94,6 +100,9 @@ enum counter {
 	C_PY_BAD_FRAMES,
 	C_PY_NO_THREAD,
 	C_PY_THREAD_UNREAD,
+	C_MODULES,
+	C_MODULES_UNREAD,
+	C_MODULES_SKIPPED,
 	C_N,
 };
 
@@ -121,6 +130,9 @@ static const char *const counter_names[C_N] = {
 	[C_PY_BAD_FRAMES] = "py_bad_frames",
 	[C_PY_NO_THREAD] = "py_no_thread",
 	[C_PY_THREAD_UNREAD] = "py_thread_unread",
+	[C_MODULES] = "modules",
+	[C_MODULES_UNREAD] = "modules_unread",
+	[C_MODULES_SKIPPED] = "modules_skipped",
 };
 
 /* The kernel side's Python counters (enum profile_py_count), each the counter it feeds. */
@@ -135,8 +147,8 @@ struct cpu_src {
 	struct cpu_keys k;
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
-	/* the 3 sched tracepoints, the uprobe, then one per CPU's sampler */
-	struct bpf_link *links[MAX_CPUS + 4];
+	/* the 3 sched tracepoints, the 2 mmap ones, the uprobe, then one per CPU's sampler */
+	struct bpf_link *links[MAX_CPUS + 6];
 	unsigned int n_links;
 	int cgroup_fd;
 	struct ring *rings[CONF_MAX_SHARDS];
@@ -149,6 +161,9 @@ struct cpu_src {
 	__u64 stack_copy_bytes; /* the sum of the copies' len, shown in KiB */
 	const char *event_name; /* what drives sampling, for messages */
 	struct cpu_python py; /* the Python processes followed (when k.python) */
+	__u64 maps_second_ns; /* when the current second of MAPS_PER_S began */
+	__u32 maps_in_second;
+	__u64 page_bytes;
 };
 
 /*
@@ -458,12 +473,82 @@ static void count_copy(struct cpu_src *c, const struct xpu_rec *h)
 		c->count[C_STACK_COPY_SHORT]++;
 }
 
+/* Into the shard ring of the record's pid. Both kinds of drop are counted by the ring too,
+ * and reach the correlator as LOSS. */
+static void send(struct cpu_src *c, const struct xpu_rec *h, __u32 size)
+{
+	int err = ring__write(c->rings[xpu_shard_of(h->pid, c->shards)], h, size);
+
+	if (err == -E2BIG)
+		c->count[C_RING_TOO_BIG]++;
+	else if (err)
+		c->count[C_RING_FULL]++;
+	else
+		c->count[C_RECORDS_OUT]++;
+}
+
+/*
+ * A file mapped executable (PROFILE_REC_MAP) goes on as MODULE, named from
+ * /proc/PID/map_files/START-END, in the ring's order: before any sample taken in it, so the
+ * correlator knows the file before it meets its frames. Unread (counted) when the process or
+ * the mapping is gone by now, when the range is not one mapping (a library mapped whole with
+ * its code first, then mapped over in parts), or without CAP_SYS_ADMIN, which map_files asks
+ * for: the correlator then reads the maps again on a miss, as without this record.
+ */
+static void on_map(struct cpu_src *c, const struct profile_map *m)
+{
+	_Alignas(8) unsigned char rec[sizeof(struct xpu_module) + XPU_PATH_MAX + 8];
+	char link[64], path[XPU_PATH_MAX + 16];
+	struct stat st;
+	ssize_t len;
+	__u64 end;
+	int size;
+
+	if (m->hdr.ts_ns - c->maps_second_ns >= 1000000000ull) {
+		c->maps_second_ns = m->hdr.ts_ns;
+		c->maps_in_second = 0;
+	}
+	if (c->maps_in_second >= MAPS_PER_S) {
+		c->count[C_MODULES_SKIPPED]++;
+		return;
+	}
+	c->maps_in_second++;
+	end = m->start + (m->len + c->page_bytes - 1) / c->page_bytes * c->page_bytes;
+	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", m->hdr.pid,
+		 (unsigned long long)m->start, (unsigned long long)end);
+	len = readlink(link, path, sizeof(path) - 1);
+	if (len <= 0 || stat(link, &st)) {
+		c->count[C_MODULES_UNREAD]++;
+		return;
+	}
+	path[len] = '\0';
+	/* a file replaced since it was mapped (a package upgraded under a running job) */
+	if (len > 10 && !strcmp(path + len - 10, " (deleted)"))
+		path[len -= 10] = '\0';
+	size = xpu_module__build(rec, sizeof(rec), m->hdr.ts_ns, m->hdr.pid, m->hdr.tid, m->start,
+				 end, m->pgoff, (__u64)st.st_dev, (__u64)st.st_ino, path,
+				 (size_t)len);
+	if (size < 0) {
+		c->count[C_MODULES_UNREAD]++; /* longer than XPU_PATH_MAX, or not absolute */
+		return;
+	}
+	c->count[C_MODULES]++;
+	send(c, (const struct xpu_rec *)rec, (__u32)size);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct cpu_src *c = ctx;
 	const struct xpu_rec *h = data;
-	int err;
 
+	/* ours alone, not a ring kind: checked by its exact size */
+	if (size >= sizeof(*h) && h->type == PROFILE_REC_MAP) {
+		if (size == sizeof(struct profile_map) && h->size == size)
+			on_map(c, data);
+		else
+			c->count[C_CORRUPT]++;
+		return 0;
+	}
 	/* Written by our own program, but checked like any producer's: a record that is not
 	 * well formed is counted and skipped, never passed on. */
 	if (xpu_rec__check(data, size)) {
@@ -490,14 +575,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		break;
 	}
 	count_copy(c, h);
-	/* Both kinds of drop are counted by the ring too, and reach the correlator as LOSS. */
-	err = ring__write(c->rings[xpu_shard_of(h->pid, c->shards)], data, (__u32)size);
-	if (err == -E2BIG)
-		c->count[C_RING_TOO_BIG]++;
-	else if (err)
-		c->count[C_RING_FULL]++;
-	else
-		c->count[C_RECORDS_OUT]++;
+	send(c, h, (__u32)size);
 	return 0;
 }
 
@@ -636,6 +714,12 @@ static int load(struct cpu_src *c)
 	bpf_map__set_max_entries(c->skel->maps.launch_scratch, (__u32)ncpu);
 	if (!c->k.marker[0])
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
+	c->page_bytes = (__u64)sysconf(_SC_PAGESIZE);
+	/* names for user frames only */
+	if (!c->k.user_stacks) {
+		bpf_program__set_autoload(c->skel->progs.exec_map_enter, false);
+		bpf_program__set_autoload(c->skel->progs.exec_map_exit, false);
+	}
 	err = profile_bpf__load(c->skel);
 	if (err == -EPERM || err == -EACCES)
 		return actor__fail(c->a,
@@ -679,6 +763,31 @@ static void watch_python(struct cpu_src *c)
 	cpu_python__tick(&c->py, xpu_now_ns());
 }
 
+/* Optional: without the mmap tracepoints a library loaded later is named after the
+ * correlator's next read of the maps (docs/cpu.md, "Libraries loaded later"). */
+static void attach_exec_map(struct cpu_src *c)
+{
+	struct bpf_program *progs[] = { c->skel->progs.exec_map_enter,
+					c->skel->progs.exec_map_exit };
+	unsigned int i, first = c->n_links;
+
+	if (!bpf_program__autoload(progs[0]))
+		return;
+	for (i = 0; i < 2; i++) {
+		c->links[c->n_links] = bpf_program__attach(progs[i]);
+		if (!c->links[c->n_links]) {
+			fprintf(stderr,
+				PROG ": no mmap tracepoints (%s): libraries loaded later are "
+				     "named after the next read of the maps\n",
+				strerror(errno));
+			while (c->n_links > first)
+				bpf_link__destroy(c->links[--c->n_links]);
+			return;
+		}
+		c->n_links++;
+	}
+}
+
 static int attach(struct cpu_src *c)
 {
 	struct bpf_program *tracepoints[] = { c->skel->progs.proc_exec, c->skel->progs.proc_fork,
@@ -699,6 +808,7 @@ static int attach(struct cpu_src *c)
 					   strerror(errno));
 		c->n_links++;
 	}
+	attach_exec_map(c);
 	if ((code = set_target(c)))
 		return code;
 	if ((code = attach_marker(c)))

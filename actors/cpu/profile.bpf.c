@@ -8,6 +8,9 @@
  *                    CUPTI injection library calls on every launch API: user stack -> LAUNCH
  *   proc_exec/fork/exit  sched tracepoints -> PROC_EXEC (exec, or fork with XPU_PROC_F_FORK)
  *                    and PROC_EXIT; in tree mode fork adds the child to the targets
+ *   exec_map_enter/exit  the mmap syscall's tracepoints: a file mapped executable ->
+ *                    PROFILE_REC_MAP, which the actor names and sends on as MODULE
+ *                    (optional: not attached where the kernel has no syscall tracepoints)
  *
  * User stacks come in one of two ways (stack_copy_bytes): a frame-pointer walk in the kernel
  * (bpf_get_stack), or, for code built without frame pointers, a copy of the user stack and
@@ -47,6 +50,8 @@ const volatile __u32 stack_copy_bytes = 0;
 const volatile bool python_frames = false;
 
 #define PAGE_BYTES 4096u
+#define PROT_EXEC_FLAG 0x4 /* the uapi's PROT_EXEC and MAP_ANONYMOUS (vmlinux.h has no */
+#define MAP_ANON_FLAG 0x20 /* macros): the same on every architecture this builds for */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -744,6 +749,57 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	output_now(x, sizeof(*x));
 	if (target_mode == PROFILE_TARGET_TREE)
 		bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
+/*
+ * A library mapped after the correlator read the process's maps would have its frames
+ * [unknown] until the next read, which a miss may only do every 100 ms: the first launches
+ * through a library that ctypes, or CUDA's lazy loading, has just opened. ld.so maps a
+ * library's code with its own mmap(PROT_EXEC, MAP_FIXED, fd): the entry keeps the length and
+ * offset, the exit (with the address) sends PROFILE_REC_MAP. Batched like samples: it only
+ * has to come before the samples taken in the mapping, which the ring's order guarantees.
+ * Syscall tracepoints, because this kernel kind has neither kprobes nor fentry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* a thread killed inside mmap leaves its entry */
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct profile_map);
+} map_calls SEC(".maps");
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int exec_map_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct profile_map m;
+
+	/* mmap(addr, len, prot, flags, fd, off): a file mapped executable */
+	if (!(ctx->args[2] & PROT_EXEC_FLAG) || ctx->args[3] & MAP_ANON_FLAG ||
+	    (int)ctx->args[4] < 0 || !wanted(id >> 32))
+		return 0;
+	header(&m.hdr, PROFILE_REC_MAP, 0, sizeof(m), id >> 32, (__u32)id);
+	m.start = 0;
+	m.len = ctx->args[1];
+	m.pgoff = ctx->args[5];
+	bpf_map_update_elem(&map_calls, &id, &m, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int exec_map_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct profile_map *m = bpf_map_lookup_elem(&map_calls, &id);
+
+	if (!m)
+		return 0;
+	/* an error is -4095..-1 */
+	if ((unsigned long)ctx->ret < (unsigned long)-4095) {
+		m->start = (__u64)ctx->ret;
+		output(m, sizeof(*m), PROFILE_DROP_PROC);
+	}
+	bpf_map_delete_elem(&map_calls, &id);
 	return 0;
 }
 

@@ -3,10 +3,13 @@
  * Types shared by profile.bpf.c and the cpu actor (cpu.c): fixed-width, no libc.
  * The records the BPF programs emit are the ring records of include/xpusup/event.h
  * (CPU_SAMPLE, LAUNCH, PROC_EXEC, PROC_EXIT), complete and exactly sized, so the actor
- * validates and copies them into the shard rings without converting anything.
+ * validates and copies them into the shard rings without converting anything; the one
+ * exception, PROFILE_REC_MAP below, the actor turns into a MODULE record.
  */
 #ifndef XPUSUP_BPF_PROFILE_H
 #define XPUSUP_BPF_PROFILE_H
+
+#include "xpusup/event.h"
 
 /* Which processes the programs record; set in .rodata before load. */
 enum profile_target {
@@ -20,9 +23,25 @@ enum profile_target {
 enum profile_drop {
 	PROFILE_DROP_SAMPLE = 0, /* bpf_ringbuf_output failed for a CPU_SAMPLE */
 	PROFILE_DROP_LAUNCH = 1,
-	PROFILE_DROP_PROC = 2, /* PROC_EXEC / PROC_EXIT */
+	PROFILE_DROP_PROC = 2, /* PROC_EXEC / PROC_EXIT / PROFILE_REC_MAP */
 	PROFILE_DROP_TARGETS = 3, /* the targets map was full: a forked child is not followed */
 	PROFILE_DROP_MAX,
+};
+
+/*
+ * PROFILE_REC_MAP: a target mapped a file executable (a dlopen, or ld.so at start), for the
+ * actor only. A BPF program cannot name the file (bpf_d_path is not allowed on syscall
+ * tracepoints), so the actor reads the name from /proc/PID/map_files/START-END and writes a
+ * MODULE record (docs/cpu.md, "Libraries loaded later"). hdr.type is outside the ring kinds,
+ * hdr.size is sizeof(struct profile_map).
+ */
+#define PROFILE_REC_MAP 0x7f01u
+
+struct profile_map {
+	struct xpu_rec hdr;
+	__u64 start; /* where mmap put it */
+	__u64 len; /* as mmap was asked: the actor rounds it up to whole pages */
+	__u64 pgoff; /* the file offset mapped at start, in bytes */
 };
 
 /* The largest number of pids the targets map follows at once. */

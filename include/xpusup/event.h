@@ -394,10 +394,11 @@ struct xpu_proc_exec {
 /*
  * MODULE: a file mapped executable in process hdr.pid, as the process itself reports it (the
  * CUPTI library's loaded images, sent before the first launch stack that may return into
- * them and again when the loader's set of images changes). The correlator adds it to what it
- * knows of the process's maps, so the frames of a process that exited before /proc/PID/maps
- * could be read still get names (docs/symbolize.md). Never an event: the correlator consumes
- * it. path is not NUL-terminated.
+ * them and again when the loader's set of images changes) or as the CPU source saw it mapped
+ * (docs/cpu.md, "Libraries loaded later"). The correlator adds it to what it knows of the
+ * process's maps, so the frames of a process that exited before /proc/PID/maps could be
+ * read, or of a library mapped since the last read, still get names (docs/symbolize.md).
+ * Never an event: the correlator consumes it. path is not NUL-terminated.
  */
 struct xpu_module {
 	struct xpu_rec hdr;

@@ -16,12 +16,17 @@ include/xpusup/event.h's C helpers.
       with a copy taken at the marker's entry: the same ip every time, sp 8 past a
       16-byte boundary (the call pushed the return address), and as the first word one of
       the two return addresses into launcher_launch_even/odd.
+  stack_copies.py modules REPLAY PROGRAM N
+      libraries loaded after exec: each of the N or more processes that exec'd PROGRAM
+      (PROC_EXEC records) has a MODULE record of its libc, mapped executable by ld.so: an
+      absolute path, a page-aligned range, the file's device and inode as stat gives them.
 Prints what it found; exits 0 when every check holds.
 """
+import os
 import struct
 import sys
 
-REC_CPU_SAMPLE, REC_LAUNCH = 2, 3
+REC_CPU_SAMPLE, REC_LAUNCH, REC_PROC_EXEC, REC_MODULE = 2, 3, 12, 17
 STACK_F_COPY = 1 << 8
 REPLAY_MAGIC = 0x314C504552555058
 COPY_MAX = 32768
@@ -136,12 +141,43 @@ def check_launches(path, n):
     }
 
 
+def check_modules(path, program, n):
+    execs, mods = set(), {}
+    for rtype, _f, pid, rec in records(path):
+        if rtype == REC_PROC_EXEC:
+            (path_len,) = struct.unpack_from("<I", rec, 28)
+            if rec[48:48 + path_len].decode(errors="replace") == program:
+                execs.add(pid)
+        elif rtype == REC_MODULE:
+            start, end, pgoff, dev, ino, path_len = struct.unpack_from("<QQQQQI", rec, 24)
+            name = rec[72:72 + path_len].decode(errors="replace")
+            if os.path.basename(name).startswith("libc.so"):
+                mods.setdefault(pid, []).append((start, end, pgoff, dev, ino, name))
+    libc = [m for pid in execs for m in mods.get(pid, [])]
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def same_file(m):
+        st = os.stat(m[5])
+        return (m[3], m[4]) == (st.st_dev, st.st_ino)
+
+    return {
+        f"{len(execs)} processes exec'd {program}, {n} or more": len(execs) >= n,
+        f"each has a MODULE of its libc ({sum(1 for p in execs if p in mods)})":
+            all(p in mods for p in execs),
+        "page-aligned ranges, the offset too":
+            all(m[0] < m[1] and m[0] % page == m[1] % page == m[2] % page == 0 for m in libc),
+        "device and inode as stat gives them": bool(libc) and all(same_file(m) for m in libc),
+    }
+
+
 def main():
     if len(sys.argv) == 7 and sys.argv[1] == "samples":
         checks = check_samples(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5],
                                int(sys.argv[6]))
     elif len(sys.argv) == 4 and sys.argv[1] == "launches":
         checks = check_launches(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "modules":
+        checks = check_modules(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit(__doc__)
     for k, v in checks.items():
