@@ -270,10 +270,12 @@ sed -e 's/^\[correlator\]$/&\nttl_ms = 300/' "$WORK/marker/pipeline.conf" >"$WOR
 grep -q '^ttl_ms = 300' "$WORK/marker/ttl.conf" &&
 	"$XPUSUP" start "$WORK/marker/ttl.conf" --session "$PREFIX-ttl" >ttl.start 2>&1
 rc=$?
+ttl_text='launch-stack wait (drain_ms + launch_slack_ms = 500 ms) cut to ttl_ms (300 ms)'
+"$XPUSUP" status --session "$PREFIX-ttl" >ttl.status 2>&1
 "$XPUSUP" stop --session "$PREFIX-ttl" >/dev/null 2>&1
-lines=$(grep -c 'the wait for a launch stack (the cpu source.s drain_ms + launch_slack_ms = 500 ms) is cut to ttl_ms (300 ms)' "$BASE/$PREFIX-ttl.log")
-[ $rc = 0 ] && [ "$lines" = 1 ]
-ok $? "marker: a launch-stack wait past ttl_ms is said once in the log (rc $rc, $lines lines: $(grep -m1 'cut to ttl_ms' "$BASE/$PREFIX-ttl.log"))"
+lines=$(grep -cF "$ttl_text" "$BASE/$PREFIX-ttl.log")
+[ $rc = 0 ] && [ "$lines" = 1 ] && grep -qF "$ttl_text" ttl.status
+ok $? "marker: a launch-stack wait past ttl_ms is said once in the log and in status (rc $rc, $lines lines: $(grep -m1 'cut to ttl_ms' "$BASE/$PREFIX-ttl.log"))"
 
 # ---- Python callers, in process ----------------------------------------------------------------
 # The library's capture with the Python frames it reads itself (python/self.c), through the

@@ -1228,14 +1228,14 @@ static int open_shard(struct shard *s, struct actor *a)
 	o.launch_wait_ns = launch_wait_ns(a->conf, c.launch_slack_ms);
 	if (o.launch_wait_ns >= o.ttl_ns && !a->self->shard)
 		/* the join lets GPU work go at its TTL, waiting or not: say so at each start of
-		 * shard 0 (the config cannot: the wait sums keys of two sections, and counts
-		 * only in marker mode) */
-		fprintf(stderr,
-			PROG ": [%s] the wait for a launch stack (the cpu source's drain_ms + "
-			     "launch_slack_ms = %llu ms) is cut to ttl_ms (%llu ms): lower "
-			     "launch_slack_ms or raise ttl_ms\n",
-			a->self->section, (unsigned long long)(o.launch_wait_ns / 1000000),
-			(unsigned long long)c.ttl_ms);
+		 * shard 0, in the log and in `xpusup status`, which record shows (the config
+		 * cannot: the wait sums keys of two sections, and counts only in marker mode).
+		 * Within the 120 bytes a status problem has. */
+		actor__problem(a,
+			       "launch-stack wait (drain_ms + launch_slack_ms = %llu ms) cut to "
+			       "ttl_ms (%llu ms): lower the slack or raise ttl_ms",
+			       (unsigned long long)(o.launch_wait_ns / 1000000),
+			       (unsigned long long)c.ttl_ms);
 	o.no_exact = !c.strategies.exact;
 	o.time_window_ns = c.strategies.window_ms * 1000000ull;
 	for (i = 0; i < a->conf->n_actors; i++) {
