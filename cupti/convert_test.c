@@ -189,6 +189,14 @@ static void feed(struct conv *c)
 	s.graphId = 4; /* a memset node whose origin the library never heard of: its own id */
 	s.graphNodeId = 905;
 	CHECK(conv__activity(c, (CUpti_Activity *)&s) == 1);
+	/* and one outside any graph: no graph flag, no node (the same copy_graph() as copies) */
+	s.correlationId = 58;
+	s.value = 0xcd;
+	s.start = 2202000;
+	s.end = 2203000;
+	s.graphId = 0;
+	s.graphNodeId = 0;
+	CHECK(conv__activity(c, (CUpti_Activity *)&s) == 1);
 
 	/* Context 1 was seen on device 0 (the kernels); context 5 on device 3 by callback. */
 	conv__context(c, 5, 3);
@@ -332,7 +340,7 @@ static void check_fields(const struct conv *c)
 	s = string_of(k[4]->name_id);
 	CHECK(s && s->len == XPU_STRING_MAX);
 
-	CHECK(count_type(XPU_REC_GPU_MEMCPY) == 2 && count_type(XPU_REC_GPU_MEMSET) == 1);
+	CHECK(count_type(XPU_REC_GPU_MEMCPY) == 2 && count_type(XPU_REC_GPU_MEMSET) == 2);
 	CHECK(count_type(XPU_REC_GPU_SYNC) == 1 && count_type(XPU_REC_CUDA_API) == 4);
 	CHECK(count_type(XPU_REC_GPU_MEMORY) == 2 && count_type(XPU_REC_LOSS) == 1);
 	CHECK(count_type(XPU_REC_CLOCK_SYNC) == 1);
@@ -353,8 +361,12 @@ static void check_fields(const struct conv *c)
 		} else if (r->type == XPU_REC_GPU_MEMSET) {
 			const struct xpu_gpu_memset *m = (const void *)r;
 
-			CHECK((m->hdr.flags & XPU_COPY_F_GRAPH) && m->graph_node_id == 905 &&
-			      m->graph_id == 4 && m->value == 0xab);
+			CHECK(m->correlation_id == 58 ?
+				      !(m->hdr.flags & XPU_COPY_F_GRAPH) && !m->graph_node_id &&
+					      !m->graph_id && m->value == 0xcd :
+				      (m->hdr.flags & XPU_COPY_F_GRAPH) &&
+					      m->graph_node_id == 905 && m->graph_id == 4 &&
+					      m->value == 0xab);
 		} else if (r->type == XPU_REC_GPU_SYNC) {
 			const struct xpu_gpu_sync *y = (const void *)r;
 
@@ -390,7 +402,7 @@ static void check_fields(const struct conv *c)
 		}
 	}
 	conv__stats(c, &st);
-	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 1 && st.syncs == 1);
+	CHECK(st.kernels == 6 && st.copies == 2 && st.memsets == 2 && st.syncs == 1);
 	CHECK(st.api_calls == 4 && st.memory == 2 && st.overheads == 3 && st.ranges == 7);
 	CHECK(st.overheads_short == 2);
 	CHECK(st.external == 1 && st.other == 1 && st.names_cut == 1 && st.put_failed == 1);
