@@ -280,14 +280,14 @@ if [ "$modes" != fp ]; then
 fi
 
 # ---- libraries mapped after exec: MODULE records (docs/cpu.md, "Libraries loaded later") ----
-# Each sleep lives 300 ms: time for the actor to name its libc (a process gone by then is
-# counted in modules_unread instead).
+# Each sleep lives 1 s: time for the actor to name its libc, a drain_ms (50 ms) later on a
+# loaded machine (a process gone by then is counted in modules_unread instead).
 printf '[source cpu]\nkind = cpu\ntarget = command\n\n[correlator]\nkind = test\ndump = %s\n' \
 	"$WORK/mods.replay" >"$WORK/mods.conf"
 sleep_bin=$(command -v sleep)
 sleep_bin=$(readlink -f "$sleep_bin")
 "$XPUSUP" record -c "$WORK/mods.conf" --session "$PREFIX-mods" -- /bin/sh -c \
-	"for i in 1 2 3 4 5; do $sleep_bin 0.3; done" >"$WORK/mods.out" 2>&1
+	"for i in 1 2 3 4 5; do $sleep_bin 1; done" >"$WORK/mods.out" 2>&1
 ok $? "modules: record of five sleeps in a row succeeds"
 "$PY" "$STACK_COPIES" modules "$WORK/mods.replay" "$sleep_bin" 5 >"$WORK/mods.txt" 2>&1
 ok $? "modules: each sleep's libc reached the ring as MODULE: $(tr '\n' ' ' <"$WORK/mods.txt")"

@@ -474,7 +474,10 @@ static void symbols__note(struct shard *s, const struct xpu_rec *h)
 	/* a fork too: the pid may be a reused one, whose old map would name the new process */
 	bool start = h->type == XPU_REC_PROC_EXEC;
 	bool exec = start && !(h->flags & XPU_PROC_F_FORK);
-	bool again = pid_bit(s->sym_again, h->pid) && !start && h->type != XPU_REC_PROC_EXIT;
+	/* not on a MODULE: ld.so's first library after the exec would read the map at once, for
+	 * every process of a build under target = all, sampled or not; the MODULE names it */
+	bool again = pid_bit(s->sym_again, h->pid) && !start && h->type != XPU_REC_PROC_EXIT &&
+		     h->type != XPU_REC_MODULE;
 	int err;
 
 	if (!h->pid || (!start && !again && pid_bit(s->sym_tried, h->pid)))

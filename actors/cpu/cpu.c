@@ -161,8 +161,9 @@ struct cpu_src {
 	__u64 stack_copy_bytes; /* the sum of the copies' len, shown in KiB */
 	const char *event_name; /* what drives sampling, for messages */
 	struct cpu_python py; /* the Python processes followed (when k.python) */
-	__u64 maps_second_ns; /* when the current second of MAPS_PER_S began */
+	__u64 maps_second_ns; /* when the current second of MAPS_PER_S began (the actor's clock) */
 	__u32 maps_in_second;
+	bool maps_refused; /* map_files said EPERM: not tried again */
 	__u64 page_bytes;
 };
 
@@ -492,20 +493,27 @@ static void send(struct cpu_src *c, const struct xpu_rec *h, __u32 size)
  * /proc/PID/map_files/START-END, in the ring's order: before any sample taken in it, so the
  * correlator knows the file before it meets its frames. Unread (counted) when the process or
  * the mapping is gone by now, when the range is not one mapping (a library mapped whole with
- * its code first, then mapped over in parts), or without CAP_SYS_ADMIN, which map_files asks
- * for: the correlator then reads the maps again on a miss, as without this record.
+ * its code first, then mapped over in parts), when it is no regular file, or without
+ * CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), which map_files asks for: the correlator then
+ * reads the maps again on a miss, as without this record.
  */
 static void on_map(struct cpu_src *c, const struct profile_map *m)
 {
 	_Alignas(8) unsigned char rec[sizeof(struct xpu_module) + XPU_PATH_MAX + 8];
 	char link[64], path[XPU_PATH_MAX + 16];
+	__u64 end, now = xpu_now_ns();
 	struct stat st;
 	ssize_t len;
-	__u64 end;
 	int size;
 
-	if (m->hdr.ts_ns - c->maps_second_ns >= 1000000000ull) {
-		c->maps_second_ns = m->hdr.ts_ns;
+	if (c->maps_refused) {
+		c->count[C_MODULES_UNREAD]++;
+		return;
+	}
+	/* by the actor's clock: the records' times (at the mmap's entry) come in the order of
+	 * its exit, a little out of order */
+	if (now - c->maps_second_ns >= 1000000000ull) {
+		c->maps_second_ns = now;
 		c->maps_in_second = 0;
 	}
 	if (c->maps_in_second >= MAPS_PER_S) {
@@ -517,7 +525,17 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", m->hdr.pid,
 		 (unsigned long long)m->start, (unsigned long long)end);
 	len = readlink(link, path, sizeof(path) - 1);
-	if (len <= 0 || stat(link, &st)) {
+	if (len < 0 && (errno == EPERM || errno == EACCES)) {
+		/* the same for every process: say it once and stop asking */
+		fprintf(stderr,
+			PROG ": /proc/PID/map_files refused (%s: needs CAP_SYS_ADMIN or "
+			     "CAP_CHECKPOINT_RESTORE): libraries loaded later are named after the "
+			     "next read of the maps\n",
+			strerror(errno));
+		c->maps_refused = true;
+	}
+	/* a mapped file that is no ELF file (/dev/zero, a memfd of a JIT) is of no use */
+	if (len <= 0 || stat(link, &st) || !S_ISREG(st.st_mode) || !strncmp(path, "/memfd:", 7)) {
 		c->count[C_MODULES_UNREAD]++;
 		return;
 	}

@@ -762,7 +762,9 @@ int BPF_PROG(proc_exit, struct task_struct *p)
  * Syscall tracepoints, because this kernel kind has neither kprobes nor fentry.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH); /* a thread killed inside mmap leaves its entry */
+	/* LRU: an entry can be left behind (a call whose entry was seen before exec_map_exit
+	 * was attached, then the actor stopped), and must not fill the map for good */
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64); /* pid_tgid */
 	__type(value, struct profile_map);
