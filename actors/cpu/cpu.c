@@ -525,8 +525,9 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", m->hdr.pid,
 		 (unsigned long long)m->start, (unsigned long long)end);
 	len = readlink(link, path, sizeof(path) - 1);
-	if (len < 0 && (errno == EPERM || errno == EACCES)) {
-		/* the same for every process: say it once and stop asking */
+	if (len < 0 && errno == EPERM) {
+		/* the capability check, the same for every process: say it once and stop asking
+		 * (EACCES is one process's ptrace check: that one stays unread, the others not) */
 		fprintf(stderr,
 			PROG ": /proc/PID/map_files refused (%s: needs CAP_SYS_ADMIN or "
 			     "CAP_CHECKPOINT_RESTORE): libraries loaded later are named after the "
