@@ -12,7 +12,8 @@
  * whole batch into the ring under `lock`, then publishes it with one ring__flush: when the
  * batch is full, when the thread's outermost range ends (so a finished top-level scope is in
  * the session at once), when a mark or counter is taken outside every range, when the batch
- * is older than BATCH_AGE_NS, and when the thread or the process exits. Records of one
+ * is older than BATCH_AGE_NS, at the thread's first record (so the session knows early that
+ * it has ranges), and when the thread or the process exits. Records of one
  * thread stay in order; records of different threads may reach the ring up to a batch apart,
  * which the correlator's per-thread nesting does not mind.
  *
@@ -51,6 +52,7 @@ struct tstate {
 	__u32 depth; /* open ranges, also beyond NAME_STACK */
 	__u32 used; /* bytes of batch in use */
 	__u32 unbalanced; /* pops without a push, ignored */
+	bool flushed; /* a batch of it went out: its first one goes at once (annotate) */
 	__u64 first_ns; /* when the oldest record in batch was taken */
 	const char *names[NAME_STACK];
 	__u64 sent_ids[STRING_CACHE]; /* direct-mapped by id */
@@ -244,8 +246,13 @@ static void annotate(int phase, const char *name, __s64 value)
 		record_counter(t, name, value, ts);
 	else
 		record_range(t, (__u32)phase, name, ts);
-	if (!t->depth || ts - t->first_ns > BATCH_AGE_NS)
+	/* A thread's first record goes out at once: the correlator then knows its process has
+	 * ranges and holds its CPU samples until its range records reach their time (they
+	 * come a batch late); samples that came before would miss the ranges around them. */
+	if (!t->depth || ts - t->first_ns > BATCH_AGE_NS || !t->flushed) {
+		t->flushed = true;
 		batch__flush(t);
+	}
 }
 
 void xpu_range_push(const char *name)

@@ -10,8 +10,9 @@
  *   - a checkpoint is written before each wire batch is sent and carries the wire sequence
  *     number (counted in events) of the next batch: a batch lost between the checkpoint and
  *     the sink shows at the sink as a sequence gap of exactly its events;
- *   - GPU records the join holds (waiting for their launch) at a checkpoint have been read
- *     past and are not re-read: a kill loses them, and the checkpoint says how many.
+ *   - GPU records the join holds (waiting for their launch) and CPU samples it holds (for
+ *     their thread's ranges) at a checkpoint have been read past and are not re-read: a
+ *     kill loses them, and the checkpoint says how many.
  *
  * Fixed-width little-endian layout, no pointers. Two slots: a commit writes the slot that
  * is not current, then publishes it by storing gen + 1 (release); a reader loads gen
@@ -31,7 +32,7 @@
 struct xpu_ckpt_slot {
 	__u64 seq_next; /* wire sequence number of the next batch: events sent so far */
 	__u64 next_id; /* the next event id */
-	__u64 held; /* records read past and held by the join (waiting GPU records) */
+	__u64 held; /* records read past and held by the join (GPU records, CPU samples) */
 	__u64 held_keys; /* pending join keys (launch sides) */
 	__u64 lost; /* records lost with join state by earlier incarnations, in total */
 	__u64 lost_keys; /* keys lost likewise */

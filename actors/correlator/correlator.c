@@ -77,6 +77,7 @@
 
 #define PROG "xpusup-correlator"
 #define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
+#define RING_TURN_NS 2000000ull /* and time per ring per turn, about (turn) */
 #define BATCH_EVENTS 4096 /* events per wire batch */
 #define SEND_QUEUE 8 /* batches nng may hold per sink (each at most about 1 MiB) */
 /* An idle shard's sleep on a ring: the status is published every 10 ms (main's loop) */
@@ -134,6 +135,9 @@ enum counter {
 	C_GRAPH_NODES_EVICTED,
 	C_LAUNCH_WAITED,
 	C_LAUNCH_WAIT_EXPIRED,
+	C_RANGE_WAITED,
+	C_RANGE_WAIT_EXPIRED,
+	C_RANGE_WAIT_FULL,
 	C_UNWOUND,
 	C_UNWIND_COMPLETE,
 	C_UNWIND_TRUNCATED,
@@ -213,6 +217,9 @@ static const char *const counter_names[C_N] = {
 	[C_GRAPH_NODES_EVICTED] = "graph_nodes_evicted",
 	[C_LAUNCH_WAITED] = "launch_waited",
 	[C_LAUNCH_WAIT_EXPIRED] = "launch_wait_expired",
+	[C_RANGE_WAITED] = "range_waited",
+	[C_RANGE_WAIT_EXPIRED] = "range_wait_expired",
+	[C_RANGE_WAIT_FULL] = "range_wait_full",
 	[C_UNWOUND] = "unwind_stacks",
 	[C_UNWIND_COMPLETE] = "unwind_ok",
 	[C_UNWIND_TRUNCATED] = "unwind_truncated",
@@ -733,7 +740,7 @@ static void checkpoint(struct shard *s, __u64 seq_next)
 	join__stats(s->join, &st);
 	c.seq_next = seq_next;
 	c.next_id = join__next_id(s->join);
-	c.held = st.waiting;
+	c.held = st.waiting + st.range_held; /* GPU records and CPU samples the join holds */
 	c.held_keys = st.pending;
 	c.held_names = s->names->n;
 	c.lost = s->lost;
@@ -1097,6 +1104,9 @@ static void publish(struct shard *s)
 	v[C_GRAPH_NODES_EVICTED] = st.graph_nodes_evicted;
 	v[C_LAUNCH_WAITED] = st.launch_waited;
 	v[C_LAUNCH_WAIT_EXPIRED] = st.launch_wait_expired;
+	v[C_RANGE_WAITED] = st.range_waited;
+	v[C_RANGE_WAIT_EXPIRED] = st.range_wait_expired;
+	v[C_RANGE_WAIT_FULL] = st.range_wait_full;
 	v[C_FRAMES] = v[C_FRAMES_UNKNOWN] = v[C_SYMBOLIZE_NS] = 0;
 	if (s->sym) {
 		struct symbolizer_stats ss;
@@ -1239,6 +1249,7 @@ static int open_shard(struct shard *s, struct actor *a)
 			       "ttl_ms (%llu ms): lower the slack or raise ttl_ms",
 			       (unsigned long long)(o.launch_wait_ns / 1000000),
 			       (unsigned long long)c.ttl_ms);
+	o.range_wait_ns = c.range_wait_ms * 1000000ull;
 	o.no_exact = !c.strategies.exact;
 	o.time_window_ns = c.strategies.window_ms * 1000000ull;
 	for (i = 0; i < a->conf->n_actors; i++) {
@@ -1326,15 +1337,20 @@ static void shard__close(struct shard *s)
 	free(s->names);
 }
 
-/* One turn over every ring, up to CONSUME_MAX records from each; returns the records read. */
+/* One turn over every ring, up to CONSUME_MAX records from each, and for at most about
+ * RING_TURN_NS on each: a source whose records are slow to take (the first samples of a
+ * process load its symbols and unwind tables: milliseconds each) must not keep the others'
+ * waiting, which the join may need first (a program's range pushes, before the samples taken
+ * inside them). Returns the records read. */
 static __u64 turn(struct shard *s)
 {
-	__u64 total = 0;
+	__u64 total = 0, until;
 	unsigned int i, n;
 	int size;
 
 	s->now = xpu_now_ns();
 	for (i = 0; i < s->n_rings; i++) {
+		until = s->now + RING_TURN_NS;
 		for (n = 0; n < CONSUME_MAX; n++) {
 			size = ring__read(s->rings[i], s->scratch, s->scratch_len);
 			if (size <= 0)
@@ -1343,6 +1359,11 @@ static __u64 turn(struct shard *s)
 			/* Held space must go back before the producer runs short of it. */
 			if (ring__unreleased(s->rings[i]) > s->ring_quarter[i])
 				finish_batch(s);
+			/* the clock every few records: a vDSO call, not a syscall */
+			if (n % 16 == 15 && (s->now = xpu_now_ns()) > until) {
+				n++;
+				break;
+			}
 		}
 		total += n;
 	}

@@ -112,6 +112,14 @@ static const struct conf_key correlator_keys[] = {
 	  .def = "100",
 	  .doc = "launch_stacks = marker: how long past the cpu source's drain_ms GPU work "
 		 "waits for its stack" },
+	{ .key = "range_wait_ms",
+	  CONF_MEMBER(struct correlator_options, range_wait_ms),
+	  .type = CONF_T_UINT,
+	  .roles = CONF_CORRELATOR,
+	  .max = 10000,
+	  .def = "200",
+	  .doc = "how long a CPU sample of a process with annotate ranges waits for its thread's "
+		 "range records (0: not at all)" },
 	{ .key = NULL },
 };
 

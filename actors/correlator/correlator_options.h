@@ -24,6 +24,7 @@ struct correlator_options {
 	unsigned long long max_streams;
 	unsigned long long stream_idle_ms;
 	unsigned long long launch_slack_ms;
+	unsigned long long range_wait_ms;
 };
 
 /*

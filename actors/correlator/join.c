@@ -84,6 +84,26 @@ struct waiting {
 	__u16 enrich; /* its source's enrich stages */
 };
 
+/*
+ * A CPU sample held back (join_opts.range_wait_ns). A program's range records come in its
+ * batches (annotate/annotate.c: flushed at the next call past 10 ms, or when its outermost
+ * range ends), often after the samples taken inside them, which the CPU source sends within
+ * its drain_ms: placed at once, such a sample would miss the range around it. So a sample of
+ * a process with ranges whose thread's records have not reached its time waits, until they
+ * have or for range_wait_ns at most, a copy of its record (after the unwind and Python
+ * stages) with the id it got at arrival.
+ */
+#define HOLD_MAX 8192u
+
+struct held_sample {
+	__u64 id;
+	__u64 call; /* the CUDA API call it was taken in, as known at its arrival (recent.c) */
+	__u64 deadline; /* the shard's clock */
+	__u32 size;
+	__u32 enrich;
+	_Alignas(8) unsigned char rec[];
+};
+
 struct pidstate {
 	__u32 pid; /* 0: empty slot */
 	__u32 head; /* first entry of this process */
@@ -112,6 +132,10 @@ struct join {
 	struct counters counters;
 	struct graph graph;
 	struct exits exits;
+	/* CPU samples waiting for their thread's range records (range_wait_ns): a ring of
+	 * HOLD_MAX, oldest at hold_head; a slot emptied out of turn (its process exited) is NULL */
+	struct held_sample **hold;
+	__u32 hold_head, hold_n, hold_live;
 };
 
 size_t join__entry_size(void)
@@ -829,6 +853,102 @@ static void on_range(struct join *j, struct xpu_cevent *ev)
 		counters__range_end(&j->counters, ev);
 }
 
+/* A CPU sample's event: placed among its thread's ranges by its time, inside the CUDA call it
+ * was taken in, remembered for the timestamp strategy, out. */
+static void sample_out(struct join *j, const void *rec, __u64 id, __u64 call)
+{
+	struct xpu_cevent ev;
+
+	to_cevent(j, &ev, rec, id);
+	ranges__place(&j->ranges, &ev);
+	recent__annotate_sample(&j->recent, &ev, call);
+	if (j->opts.time_window_ns)
+		recent__remember_sample(&j->recent, &ev);
+	j->emit(&ev, j->env.ctx);
+}
+
+static void held__out(struct join *j, struct held_sample *h)
+{
+	unsigned int enrich = j->env.enrich;
+
+	j->env.enrich = h->enrich; /* its source's stages, not the record's being read */
+	sample_out(j, h->rec, h->id, h->call);
+	j->env.enrich = enrich;
+	free(h);
+	j->hold_live--;
+}
+
+/* Let the held samples go, oldest first, while the oldest may go: its thread's ranges are
+ * known up to its time, its wait is over (counted when they were not), or all. */
+static void hold__release(struct join *j, __u64 now_ns, bool all)
+{
+	while (j->hold_n) {
+		struct held_sample *h = j->hold[j->hold_head];
+		const struct xpu_rec *r = h ? (const struct xpu_rec *)h->rec : NULL;
+
+		if (h && !all && !ranges__known(&j->ranges, r->pid, r->tid, r->ts_ns)) {
+			if (h->deadline > now_ns)
+				break;
+			j->env.st.range_wait_expired++;
+		}
+		j->hold[j->hold_head] = NULL;
+		j->hold_head = (j->hold_head + 1) % HOLD_MAX;
+		j->hold_n--;
+		if (h)
+			held__out(j, h);
+	}
+}
+
+/* pid exits: its held samples go out before its exit does (a sink may close its tracks). */
+static void hold__release_pid(struct join *j, __u32 pid)
+{
+	__u32 k, i;
+
+	for (k = 0; k < j->hold_n && j->hold_live; k++) {
+		i = (j->hold_head + k) % HOLD_MAX;
+		if (j->hold[i] && ((const struct xpu_rec *)j->hold[i]->rec)->pid == pid) {
+			held__out(j, j->hold[i]);
+			j->hold[i] = NULL;
+		}
+	}
+	hold__release(j, j->env.now_ns, false); /* the empty slots at the head */
+}
+
+/* Whether the CPU sample rec waits (true: it is held, and out later). */
+static bool hold__sample(struct join *j, const void *rec, __u32 size, __u64 id, __u64 now_ns)
+{
+	const struct xpu_rec *r = rec;
+	struct held_sample *h;
+
+	if (!j->hold || !ranges__may_have(&j->ranges, r->pid) ||
+	    ranges__known(&j->ranges, r->pid, r->tid, r->ts_ns))
+		return false;
+	if (j->hold_n == HOLD_MAX) { /* full: the oldest goes now, its wait cut short */
+		struct held_sample *old = j->hold[j->hold_head];
+
+		j->hold[j->hold_head] = NULL;
+		j->hold_head = (j->hold_head + 1) % HOLD_MAX;
+		j->hold_n--;
+		if (old) {
+			j->env.st.range_wait_full++;
+			held__out(j, old);
+		}
+	}
+	h = malloc(sizeof(*h) + size);
+	if (!h)
+		return false; /* placed now, as without the wait */
+	*h = (struct held_sample){ .id = id,
+				   .call = recent__call_at(&j->recent, r->pid, r->tid, r->ts_ns),
+				   .deadline = now_ns + j->opts.range_wait_ns,
+				   .size = size,
+				   .enrich = j->env.enrich };
+	memcpy(h->rec, rec, size);
+	j->hold[(j->hold_head + j->hold_n++) % HOLD_MAX] = h;
+	j->hold_live++;
+	j->env.st.range_waited++;
+	return true;
+}
+
 int join__record(struct join *j, const void *rec, __u32 size, __u64 now_ns)
 {
 	return join__record_enrich(j, rec, size, now_ns, CONF_ENRICH_ALL);
@@ -862,18 +982,18 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 	case XPU_REC_GPU_SYNC:
 		on_gpu(j, rec, size, id, now_ns);
 		break;
+	case XPU_REC_CPU_SAMPLE:
+		if (!hold__sample(j, rec, size, id, now_ns))
+			sample_out(j, rec, id, 0);
+		break;
 	default:
 		to_cevent(j, &ev, rec, id);
 		if (h->type == XPU_REC_PMU_COUNTER)
 			counters__reading(&j->counters, rec);
 		if (h->type == XPU_REC_RANGE)
 			on_range(j, &ev);
-		else if (h->type == XPU_REC_CPU_SAMPLE) {
-			ranges__place(&j->ranges, &ev);
-			recent__annotate_sample(&j->recent, &ev);
-			if (j->opts.time_window_ns)
-				recent__remember_sample(&j->recent, &ev);
-		}
+		if (h->type == XPU_REC_PROC_EXIT && h->pid == h->tid && j->hold_live)
+			hold__release_pid(j, h->pid);
 		j->emit(&ev, j->env.ctx);
 		if (h->type == XPU_REC_PROC_EXIT) {
 			/* the thread is gone: its open ranges end with it */
@@ -881,6 +1001,9 @@ int join__record_enrich(struct join *j, const void *rec, __u32 size, __u64 now_n
 			if (h->pid == h->tid)
 				on_process_exit(j, h->pid, now_ns);
 		}
+		/* a range record or an exit may have made the oldest held samples placeable */
+		if (j->hold_live && (h->type == XPU_REC_RANGE || h->type == XPU_REC_PROC_EXIT))
+			hold__release(j, now_ns, false);
 		break;
 	}
 	return 0;
@@ -903,6 +1026,8 @@ static void expire_queue(struct join *j, struct fifo *q, __u64 now_ns)
 
 void join__expire(struct join *j, __u64 now_ns)
 {
+	/* first: a held sample's process may be about to be forgotten */
+	hold__release(j, now_ns, now_ns == ~0ull);
 	expire_queue(j, &j->ttl_q, now_ns);
 	expire_queue(j, &j->exit_q, now_ns);
 	expire_queue(j, &j->linger_q, now_ns);
@@ -935,6 +1060,7 @@ __u64 join__next_id(const struct join *j)
 void join__stats(const struct join *j, struct join_stats *st)
 {
 	*st = j->env.st;
+	st->range_held = j->hold_live;
 }
 
 /* The last drop hook: the shard forgets what it keeps per process (names). */
@@ -992,6 +1118,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->exit_q.items = queue_items(qcap);
 	j->linger_q.items = queue_items(qcap);
 	j->launch_q.items = opts->launch_wait_ns ? queue_items(qcap) : NULL;
+	j->hold = opts->range_wait_ns ? calloc(HOLD_MAX, sizeof(*j->hold)) : NULL;
 	/* each engine's own state (0 or -ENOMEM; __fini frees a half-made one) */
 	if (ranges__init(&j->ranges, &j->env) ||
 	    recent__init(&j->recent, &j->env, opts->time_window_ns) ||
@@ -1007,7 +1134,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	    exits__add_hook(&j->exits, graph__drop_pid, &j->graph) ||
 	    exits__add_hook(&j->exits, gone_notify, j) || !j->entries || !j->keys.slot ||
 	    !j->pids || !j->waiting || !j->ttl_q.items || !j->exit_q.items || !j->linger_q.items ||
-	    (opts->launch_wait_ns && !j->launch_q.items)) {
+	    (opts->launch_wait_ns && !j->launch_q.items) || (opts->range_wait_ns && !j->hold)) {
 		join__free(j);
 		errno = ENOMEM;
 		return NULL;
@@ -1035,6 +1162,10 @@ void join__free(struct join *j)
 	free(j->exit_q.items);
 	free(j->linger_q.items);
 	free(j->launch_q.items);
+	if (j->hold)
+		for (i = 0; i < HOLD_MAX; i++)
+			free(j->hold[i]);
+	free(j->hold);
 	ranges__fini(&j->ranges);
 	recent__fini(&j->recent);
 	streams__fini(&j->streams);

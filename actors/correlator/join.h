@@ -69,6 +69,9 @@ struct join_opts {
 	__u32 max_graph_nodes; /* CUDA graph node creation stacks held at once; 0: 65536 */
 	__u64 launch_wait_ns; /* 0: a GPU record goes out once either launch side is known; else
 			       * a kernel whose CUDA_API came waits this long for its LAUNCH */
+	__u64 range_wait_ns; /* 0: a CPU sample goes out at once; else a sample of a process
+			      * with ranges waits up to this long for its thread's range records
+			      * to reach its time (they come in the program's batches) */
 };
 
 struct join_stats {
@@ -105,6 +108,10 @@ struct join_stats {
 	__u64 graph_nodes_evicted; /* node stacks dropped to make room (max_graph_nodes) */
 	__u64 launch_waited; /* GPU records held for their LAUNCH after their API call came */
 	__u64 launch_wait_expired; /* keys whose LAUNCH did not come within launch_wait_ns */
+	__u64 range_waited; /* CPU samples held for their thread's range records */
+	__u64 range_wait_expired; /* ... let go at range_wait_ns, the records not there yet */
+	__u64 range_wait_full; /* ... let go early: HOLD_MAX samples were held */
+	__u64 range_held; /* CPU samples held now */
 };
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);

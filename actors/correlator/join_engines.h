@@ -181,6 +181,7 @@ struct ranges {
 	__u64 (*stack_ts)[NEST_MAX]; /* when each of stacks[] began */
 	struct hist **hist; /* by thread slot: its closed ranges, NULL: none yet */
 	__u64 *horizon; /* by thread slot: the newest pop ts no history holds any more */
+	__u64 *seen; /* by thread slot: the newest ts of its range records, ~0 once it ended */
 	__u32 n_threads, n_hist;
 	__u64 *pids; /* pid set: may have threads */
 };
@@ -196,6 +197,11 @@ bool ranges__range(struct ranges *r, struct xpu_cevent *ev, __u64 *push_ts);
 void ranges__place(struct ranges *r, struct xpu_cevent *ev);
 /* Thread tid of pid ended at ts: its open ranges close there. */
 void ranges__thread_exit(struct ranges *r, __u32 pid, __u32 tid, __u64 ts);
+/* Whether every range record of the thread up to ts has come (one at or after ts has: a
+ * thread's range records come in order), so that a CPU sample taken at ts can be placed. */
+bool ranges__known(const struct ranges *r, __u32 pid, __u32 tid, __u64 ts);
+/* Whether pid may have threads with ranges (a set bit may be stale). */
+bool ranges__may_have(const struct ranges *r, __u32 pid);
 void ranges__drop_pid(void *ranges, __u32 pid);
 
 /* ---- recent.c: recent API calls and CPU samples per process ---- */
@@ -222,8 +228,11 @@ void recent__fini(struct recent_calls *rc);
 void recent__add_call(struct recent_calls *rc, const struct xpu_cevent *api);
 /* The event id of the latest call of pid that began no later than ts, within the window. */
 __u64 recent__find_call(struct recent_calls *rc, __u32 pid, __u64 ts);
-/* A CPU sample inside a CUDA API call of its thread: sampled_in link, parent the call. */
-void recent__annotate_sample(struct recent_calls *rc, struct xpu_cevent *ev);
+/* The event id of the call of tid in pid around ts, 0: none (of those kept). */
+__u64 recent__call_at(struct recent_calls *rc, __u32 pid, __u32 tid, __u64 ts);
+/* A CPU sample inside a CUDA API call of its thread: sampled_in link, parent the call; call:
+ * the one it was found in before (when it was held), taken when none is found now. */
+void recent__annotate_sample(struct recent_calls *rc, struct xpu_cevent *ev, __u64 call);
 void recent__remember_sample(struct recent_calls *rc, const struct xpu_cevent *ev);
 /* The latest remembered sample of pid (of tid, when not 0) no later than ts, within the
  * window (valid until the next record), NULL: none. */

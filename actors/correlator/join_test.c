@@ -793,6 +793,80 @@ static void test_nest_by_ts(void)
 	join__free(j);
 }
 
+/*
+ * A program's range records come in its batches (the annotate library's), often after the CPU
+ * samples taken inside them: with range_wait_ns, a sample of a process with ranges waits until
+ * its thread's range records reach its time, or range_wait_ns at most.
+ */
+static void test_range_wait(void)
+{
+	struct join_opts o = { .ttl_ns = 1000000,
+			       .exit_grace_ns = 100000,
+			       .linger_ns = 100,
+			       .max_pending = 64,
+			       .max_waiting = 64,
+			       .range_wait_ns = 1000 };
+	__u64 epoch, fwd, n0;
+	struct join_stats st;
+	struct join *j;
+	unsigned int i, n;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	offer(j, sample_at(8, 80, 50), 1);
+	tap_ok(out.n == 1 && not_nested(last()), "range wait: a process without ranges: at once");
+	epoch = push_at(j, 8, 80, "epoch", 100); /* the program's first record, flushed at once */
+	n = out.n;
+	offer(j, sample_at(8, 80, 120), 2);
+	offer(j, sample_at(8, 80, 130), 3);
+	offer(j, sample_at(8, 81, 125), 3); /* a thread of it that never pushes */
+	tap_ok(out.n == n, "range wait: samples past its thread's range records are held");
+	fwd = push_at(j, 8, 80, "fwd", 110); /* the batch: fwd [110, 140] */
+	tap_ok(out.n == n + 1, "range wait: a push before them lets none go");
+	offer(j, range_at(8, 80, XPU_RANGE_POP, NULL, 140), 5);
+	tap_ok(out.n == n + 4 && out.ev[n + 2].kind == XPU_REC_CPU_SAMPLE &&
+		       out.ev[n + 2].ts_ns == 120 && nested_in(&out.ev[n + 2], fwd, epoch) &&
+		       out.ev[n + 3].ts_ns == 130 && nested_in(&out.ev[n + 3], fwd, epoch),
+	       "range wait: the pop past them lets them go, inside the range they missed");
+	join__stats(j, &st);
+	tap_ok(st.range_waited == 3 && st.range_held == 1 && st.range_wait_expired == 0,
+	       "range wait: counted: 3 held, 1 still held");
+	join__expire(j, 3 + 999);
+	tap_ok(out.n == n + 4, "range wait: the other thread's waits its time");
+	join__expire(j, 3 + 1000);
+	join__stats(j, &st);
+	tap_ok(out.n == n + 5 && out.ev[n + 4].tid == 81 && not_nested(&out.ev[n + 4]) &&
+		       st.range_wait_expired == 1 && st.range_held == 0,
+	       "range wait: then goes as it is, counted as expired");
+	offer(j, sample_at(8, 80, 135), 10);
+	tap_ok(out.n == n + 6 && nested_in(last(), fwd, epoch),
+	       "range wait: a sample the records have passed goes at once");
+
+	/* a process's exit: its held samples go out before the exit does */
+	n0 = out.n;
+	offer(j, sample_at(8, 80, 150), 20);
+	offer(j, thread_exit(8, 8, 160), 21);
+	tap_ok(out.n == n0 + 2 && out.ev[n0].kind == XPU_REC_CPU_SAMPLE &&
+		       nested_in(&out.ev[n0], epoch, epoch) &&
+		       out.ev[n0 + 1].kind == XPU_REC_PROC_EXIT,
+	       "range wait: an exit lets its process's samples go first, nested");
+
+	/* bounded: past HOLD_MAX (8192) the oldest goes early, counted */
+	push_at(j, 9, 90, "epoch", 100);
+	for (i = 0; i <= 8192; i++)
+		offer(j, sample_at(9, 90, 200 + i), 30);
+	join__stats(j, &st);
+	tap_ok(st.range_wait_full == 1 && st.range_held == 8192,
+	       "range wait: at most 8192 held, the oldest let go early and counted (%llu, %llu)",
+	       (unsigned long long)st.range_wait_full, (unsigned long long)st.range_held);
+	join__flush(j);
+	join__stats(j, &st);
+	tap_ok(st.range_held == 0, "range wait: a flush lets every held sample go");
+	for (i = 0; i < 4; i++) /* held at the end: join__free frees them (ASan) */
+		offer(j, sample_at(9, 90, 20000 + i), 40);
+	join__free(j);
+}
+
 /* ---- CUDA graphs ---- */
 
 #define NODE_FRAME(node) (0x700000 + (node)*16)
@@ -1394,6 +1468,7 @@ int main(void)
 	test_streams();
 	test_samples();
 	test_nest_by_ts();
+	test_range_wait();
 	test_graph();
 	test_launch_wait();
 	test_counters();

@@ -13,7 +13,9 @@
  *               by its timestamp
  *   hist[]      by thread slot, for a thread that has closed ranges, the last HIST_N of them
  *               (allocated at its first pop, at most HIST_THREADS at once); horizon[] the
- *               newest end that no history holds any more
+ *               newest end that no history holds any more; seen[] the newest time its range
+ *               records have reached, up to which a CPU sample of it can be placed (the join
+ *               holds the others a while: join.c, range_wait_ns)
  *   pids        pid set: processes that may have threads, so an exit scans only for them
  *
  * A thread's PROC_EXIT closes its open ranges; its slot goes when its process's exit grace
@@ -106,6 +108,7 @@ static void thread_move(void *tab, uint32_t to, uint32_t from)
 	       r->threads[from].depth * sizeof(r->stack_ts[0][0]));
 	r->hist[to] = r->hist[from];
 	r->horizon[to] = r->horizon[from];
+	r->seen[to] = r->seen[from];
 }
 
 static void thread_clear(void *tab, uint32_t slot)
@@ -115,6 +118,7 @@ static void thread_clear(void *tab, uint32_t slot)
 	r->threads[slot].pid = 0;
 	r->hist[slot] = NULL;
 	r->horizon[slot] = 0;
+	r->seen[slot] = 0;
 }
 
 static const struct oatab_ops thread_ops = {
@@ -262,11 +266,33 @@ void ranges__thread_exit(struct ranges *r, __u32 pid, __u32 tid, __u64 ts)
 	if (!t)
 		return;
 	i = (__u32)(t - r->threads);
+	r->seen[i] = ~0ull; /* nothing more comes from it */
 	while (t->depth) {
 		t->depth--;
 		hist_add(r, i, r->stacks[i][t->depth], r->stacks[i][0], r->stack_ts[i][t->depth],
 			 ts);
 	}
+}
+
+/* A range record of the thread at ts came: its ranges are known up to there. */
+static void seen(struct ranges *r, const struct nest *t, __u64 ts)
+{
+	__u64 *s = &r->seen[t - r->threads];
+
+	if (ts > *s)
+		*s = ts;
+}
+
+bool ranges__known(const struct ranges *r, __u32 pid, __u32 tid, __u64 ts)
+{
+	const struct nest *t = thread_get((struct ranges *)r, pid, tid, false);
+
+	return t && r->seen[t - r->threads] >= ts;
+}
+
+bool ranges__may_have(const struct ranges *r, __u32 pid)
+{
+	return pidset__may_have(r->pids, pid);
 }
 
 /* RANGE push/pop move the thread's stack; start/end ranges and marks do not nest. */
@@ -282,6 +308,7 @@ bool ranges__range(struct ranges *r, struct xpu_cevent *ev, __u64 *push_ts)
 			return false;
 		}
 		ranges__annotate(r, ev);
+		seen(r, t, ev->ts_ns);
 		if (!ev->root_id)
 			ev->root_id = ev->id; /* an outermost range is its own root */
 		if (t->depth < NEST_MAX) {
@@ -292,11 +319,13 @@ bool ranges__range(struct ranges *r, struct xpu_cevent *ev, __u64 *push_ts)
 		}
 		return false;
 	}
+	t = thread_get(r, ev->pid, ev->tid, false);
+	if (t)
+		seen(r, t, ev->ts_ns);
 	if (ev->sub_kind != XPU_RANGE_POP) {
 		ranges__annotate(r, ev);
 		return false;
 	}
-	t = thread_get(r, ev->pid, ev->tid, false);
 	if (!t || !t->depth) {
 		r->env->st.nest_lost++; /* a pop without its push (dropped, or before we started) */
 		return false;
@@ -320,8 +349,10 @@ int ranges__init(struct ranges *r, struct join_env *env)
 	r->stack_ts = calloc(2 * THREADS_MAX, sizeof(*r->stack_ts));
 	r->hist = calloc(2 * THREADS_MAX, sizeof(*r->hist));
 	r->horizon = calloc(2 * THREADS_MAX, sizeof(*r->horizon));
+	r->seen = calloc(2 * THREADS_MAX, sizeof(*r->seen));
 	r->pids = calloc(PIDSET_WORDS, sizeof(*r->pids));
-	if (!r->threads || !r->stacks || !r->stack_ts || !r->hist || !r->horizon || !r->pids)
+	if (!r->threads || !r->stacks || !r->stack_ts || !r->hist || !r->horizon || !r->seen ||
+	    !r->pids)
 		return -ENOMEM;
 	return 0;
 }
@@ -338,5 +369,6 @@ void ranges__fini(struct ranges *r)
 	free(r->stacks);
 	free(r->stack_ts);
 	free(r->horizon);
+	free(r->seen);
 	free(r->pids);
 }

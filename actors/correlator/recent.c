@@ -86,26 +86,38 @@ __u64 recent__find_call(struct recent_calls *rc, __u32 pid, __u64 ts)
  * A CPU sample taken inside a CUDA API call of its thread (the API call's enter/exit
  * interval: its entry and exit) is that call's child: sampled_in link, parent the call.
  * Only calls whose record has already arrived can be found; CUPTI sends a call at its exit,
- * so a sample read before it stays without the link.
+ * so a sample read before it stays without the link. A sample the join held (for its
+ * thread's ranges) brings the call it was in when it arrived: the calls after it may have
+ * pushed that one out of the few kept since.
  */
-void recent__annotate_sample(struct recent_calls *rc, struct xpu_cevent *ev)
+__u64 recent__call_at(struct recent_calls *rc, __u32 pid, __u32 tid, __u64 ts)
 {
-	struct recent *r = recent_get(rc, ev->pid, false);
+	struct recent *r = recent_get(rc, pid, false);
 	__u32 i;
 
 	for (i = 0; r && i < r->n; i++)
-		if (r->tid[i] == ev->tid && r->ts[i] <= ev->ts_ns && ev->ts_ns <= r->end[i]) {
-			add_link(ev, XPU_LINK_SAMPLED_IN, r->id[i]);
-			ev->parent_id = r->id[i];
-			if (!ev->root_id)
-				ev->root_id = r->id[i];
-			if (ev->corr_type == XPU_CORR_NONE) {
-				ev->corr_type = XPU_CORR_NESTING;
-				ev->confidence = 1.0f;
-			}
-			rc->env->st.sampled_in++;
-			return;
-		}
+		if (r->tid[i] == tid && r->ts[i] <= ts && ts <= r->end[i])
+			return r->id[i];
+	return 0;
+}
+
+void recent__annotate_sample(struct recent_calls *rc, struct xpu_cevent *ev, __u64 call)
+{
+	__u64 id = recent__call_at(rc, ev->pid, ev->tid, ev->ts_ns);
+
+	if (!id)
+		id = call;
+	if (!id)
+		return;
+	add_link(ev, XPU_LINK_SAMPLED_IN, id);
+	ev->parent_id = id;
+	if (!ev->root_id)
+		ev->root_id = id;
+	if (ev->corr_type == XPU_CORR_NONE) {
+		ev->corr_type = XPU_CORR_NESTING;
+		ev->confidence = 1.0f;
+	}
+	rc->env->st.sampled_in++;
 }
 
 /* Remember a CPU sample and its user stack for the timestamp strategy. */
