@@ -12,6 +12,8 @@
 # 3. One format that cannot write: the group's problem names it and stays shown while the
 #    other format writes; it clears when the format can write again.
 # 4. A bad group is refused by `xpusup start` with FILE:LINE (config_test has every case).
+# 5. A metrics format in a group with a stats format reads its accumulator: its page says what
+#    stats.json says (SM-active to the ns), and what a separate metrics sink says.
 #
 # Usage: sink_group_test.sh XPUSUP_BINARY
 set -u
@@ -183,6 +185,63 @@ ok $? "one format cannot write: once it can, the problem clears and its file is 
 log_clean "$s" "one format cannot write"
 [ -s "$WORK/notadir/flame.folded" ] && [ -s "$WORK/ok/stats.json" ]
 ok $? "one format cannot write: both formats' final files are there after stop"
+
+# ---- 5. a metrics format reads the group's stats format's accumulator -----------------------
+# One accumulation for both (docs/fleet.md): the group's page says what its stats.json says,
+# to the nanosecond, SM-active included; a separate metrics sink, which accumulates on its own,
+# says the same counts. top_kernels = 2 of the synthetic source's kernel names: the rest of
+# the stats format's bigger table goes under "[other kernels]".
+s="$PREFIX-metrics"
+mkdir -p "$WORK/m"
+GPORT=$(free_port)
+MPORT=$(free_port)
+{ printf '[sink all]\nkind = group\nformats = prom, stats\n'
+  printf '[format prom]\nkind = metrics\nlisten = 127.0.0.1:%s\ntop_kernels = 2\n' "$GPORT"
+  printf '[format stats]\nkind = stats\npath = m/stats.json\n'
+  printf '[sink m1]\nkind = metrics\nlisten = 127.0.0.1:%s\ntop_kernels = 2\n' "$MPORT"
+  synthetic 20000; } >"$WORK/metrics.conf"
+"$XPUSUP" start "$WORK/metrics.conf" --session "$s" >/dev/null 2>&1
+ok $? "metrics in a group: a group of a metrics and a stats format, and a metrics sink, start"
+wait_for 60 "$s" "c('syn', 'launches') == 20000 and all(c(x, 'events_in') == c('syn', 'records_out') for x in ('all', 'm1'))"
+ok $? "metrics in a group: the group and the metrics sink received every event"
+[ "$(json "$s" "c('all', 'prom.stats_shared'), c('m1', 'stats_shared')")" = "1 0" ] &&
+	grep -q "xpusup-metrics: reads the accumulator of the group's stats format" "$BASE/$s.log"
+ok $? "metrics in a group: it reads the stats format's accumulator (stats_shared 1, the log says so); the sink, its own (0) ($(json "$s" "c('all', 'prom.stats_shared'), c('m1', 'stats_shared')"))"
+sleep 0.5 # a tick renders the pages with every event
+curl -sf "http://127.0.0.1:$GPORT/metrics" >"$WORK/m/group.prom" &&
+	curl -sf "http://127.0.0.1:$MPORT/metrics" >"$WORK/m/sink.prom"
+ok $? "metrics in a group: both pages served"
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+log_clean "$s" "metrics in a group"
+got=$("$PY" - "$WORK/m/group.prom" "$WORK/m/sink.prom" "$WORK/m/stats.json" <<'PYEOF'
+import json, re, sys
+def page(path):
+    rows = {}
+    for line in open(path):
+        if line.startswith('#') or not line.strip():
+            continue
+        key, value = line.rsplit(' ', 1)
+        rows[key] = float(value)
+    return rows
+g, m, j = page(sys.argv[1]), page(sys.argv[2]), json.load(open(sys.argv[3]))
+# what the events say, not when: the families of the events' numbers
+ev = re.compile(r'xpusup_(events_total|gpu_kernel|gpu_memcpy|gpu_memset|cpu_samp)')
+gk = {k: v for k, v in g.items() if ev.match(k)}
+mk = {k: v for k, v in m.items() if ev.match(k)}
+assert gk == mk and len(gk) > 10, ('group and sink differ', sorted(set(gk.items()) ^ set(mk.items()))[:6])
+named = [k for k in g if k.startswith('xpusup_gpu_kernels_total{kernel="') and 'other' not in k]
+assert len(named) == 2 and g['xpusup_gpu_kernels_total{kernel="[other kernels]"}'] == j['kernels']['count'] - sum(g[k] for k in named), named
+for e in j['sm_active']['devices']:
+    got = g['xpusup_gpu_sm_busy_seconds_total{device="%d"}' % e['device']]
+    assert abs(got - e['busy_ns'] / 1e9) <= 1e-12 * max(1, got), (got, e['busy_ns'])
+for e in j['sm_active']['processes']:
+    got = g['xpusup_process_sm_busy_seconds_total{pid="%d"}' % e['pid']]
+    assert abs(got - e['busy_ns'] / 1e9) <= 1e-12 * max(1, got), (got, e['busy_ns'])
+print(True, len(gk), 'event rows equal;', len(j['sm_active']['devices']), 'devices,', len(j['sm_active']['processes']), 'processes')
+PYEOF
+)
+[ "${got%% *}" = True ]
+ok $? "metrics in a group: its page equals the metrics sink's in every event count, \"[other kernels]\" the rest of stats.json's kernels, SM busy time stats.json's to the ns (${got:0:300})"
 
 # ---- 4. a bad group is refused before anything starts ----------------------------------------
 { group bad 0 | sed 's/^formats = .*/formats = flame, trace, stats, nope/'; synthetic 10; } >"$WORK/bad.conf"

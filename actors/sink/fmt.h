@@ -40,6 +40,8 @@ struct fmt_origins {
 	struct fmt_origin row[FMT_ORIGINS_MAX];
 };
 
+struct fmt_ops;
+
 /* Where a format reads its options: the sink's section of pipeline.conf, or the command line
  * of `xpusup subscribe`. */
 struct fmt_env {
@@ -64,6 +66,10 @@ struct fmt_env {
 	/* a collector's per-origin counts (above); NULL but in `xpusup subscribe` with several
 	 * URLs */
 	const struct fmt_origins *origins;
+	/* in a group: the state of a format of that kind opened before this one in the same
+	 * group (the group opens its stats formats first), or NULL; NULL outside a group. Valid
+	 * for the life of the format (the group frees its formats together) */
+	void *(*sibling)(void *ctx, const struct fmt_ops *kind);
 };
 
 /* Counters a format may show: the sink's status slot holds XPU_STATUS_MAX_COUNTERS, of which

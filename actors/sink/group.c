@@ -36,12 +36,16 @@
 
 #define LANE_MIN_EVENTS 256
 
+struct group;
+
 struct group_format {
+	const struct group *group;
 	const struct fmt_ops *ops;
 	unsigned int lane; /* 0 the caller's thread, 1 the helper's */
 	const struct conf *conf;
 	const struct conf_actor *sec; /* its [format NAME] section */
 	void *st;
+	bool open; /* st is made: free it */
 	__u64 covered; /* events received (this run) when its output was last complete */
 	bool failing; /* its last write failed, and none has worked since */
 };
@@ -84,6 +88,19 @@ static int format_path(void *ctx, const char *key, char *buf, size_t size)
 	const struct group_format *f = ctx;
 
 	return conf_actor__path(f->conf, f->sec, key, buf, size);
+}
+
+/* fmt_env.sibling: the first format of that kind opened so far in f's group. */
+static void *format_sibling(void *ctx, const struct fmt_ops *kind)
+{
+	const struct group_format *f = ctx;
+	const struct group *g = f->group;
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->f[i].open && g->f[i].ops == kind)
+			return g->f[i].st;
+	return NULL;
 }
 
 static void lane__run(struct group *g, unsigned int lane, const struct xpu_wire_batch *b,
@@ -225,23 +242,21 @@ static void group_free(void *st)
 
 	helper__stop(g);
 	for (i = 0; i < g->n; i++)
-		g->f[i].ops->free(g->f[i].st);
+		if (g->f[i].open)
+			g->f[i].ops->free(g->f[i].st);
 	free(g);
 }
 
-/* Open the format named name (the loader checked that it is a [format] section) as g->f[n]. */
+/* Open the format named name (the loader checked that it is a [format] section) as g->f[i]. */
 static int group__open_format(struct group *g, const struct fmt_env *env, const char *name,
-			      char *why, size_t why_len)
+			      unsigned int i, char *why, size_t why_len)
 {
-	struct group_format *f = &g->f[g->n];
+	struct group_format *f = &g->f[i];
 	char inner[512] = "";
 	struct fmt_env fenv;
 	int err;
 
-	if (g->n == CONF_GROUP_FORMATS_MAX) {
-		snprintf(why, why_len, "more than %d formats", CONF_GROUP_FORMATS_MAX);
-		return -EINVAL;
-	}
+	f->group = g;
 	f->conf = env->conf;
 	f->sec = conf__find_format(env->conf, name);
 	f->ops = f->sec ? fmt__find(f->sec->kind) : NULL;
@@ -256,22 +271,25 @@ static int group__open_format(struct group *g, const struct fmt_env *env, const 
 				 .resume = env->resume,
 				 .status = env->status,
 				 .session_dir = env->session_dir,
-				 .conf = env->conf };
+				 .conf = env->conf,
+				 .sibling = format_sibling };
 	err = f->ops->open(&f->st, &fenv, inner, sizeof(inner));
 	if (err) {
 		snprintf(why, why_len, "format '%s': %s", name, inner);
 		return err;
 	}
-	g->n++;
+	f->open = true;
 	return 0;
 }
 
 static int group_open(void **out, const struct fmt_env *env, char *why, size_t why_len)
 {
 	const char *list = env->get(env->ctx, "formats");
+	const struct conf_actor *sec;
 	struct group *g;
 	char name[CONF_NAME_MAX];
-	int r, err = 0;
+	unsigned int i;
+	int r = 0, err = 0, pass;
 
 	if (!env->conf || !list) {
 		snprintf(why, why_len,
@@ -284,8 +302,25 @@ static int group_open(void **out, const struct fmt_env *env, char *why, size_t w
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	while (!err && (r = conf_list_next(&list, name, sizeof(name))) > 0)
-		err = group__open_format(g, env, name, why, why_len);
+	/* Two passes: the stats formats first, whose accumulator a metrics format of the group
+	 * reads (fmt_env.sibling), whatever the list's order; then the others. Each keeps its
+	 * place in the list (the order of ticks and of the counters in status). */
+	for (pass = 0; !err && pass < 2; pass++) {
+		list = env->get(env->ctx, "formats");
+		for (i = 0; !err && (r = conf_list_next(&list, name, sizeof(name))) > 0; i++) {
+			if (i == CONF_GROUP_FORMATS_MAX) {
+				snprintf(why, why_len, "more than %d formats",
+					 CONF_GROUP_FORMATS_MAX);
+				err = -EINVAL;
+				break;
+			}
+			if (i >= g->n)
+				g->n = i + 1;
+			sec = conf__find_format(env->conf, name);
+			if ((sec && !strcmp(sec->kind, "stats")) == !pass)
+				err = group__open_format(g, env, name, i, why, why_len);
+		}
+	}
 	if (!err && (r < 0 || !g->n)) {
 		snprintf(why, why_len, "bad formats: expected a list of [format] section names");
 		err = -EINVAL;

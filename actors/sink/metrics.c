@@ -86,7 +86,8 @@ struct pid_set {
 };
 
 struct metrics {
-	struct stats *st; /* the stats format's accumulator */
+	struct stats *st; /* the stats format's accumulator: its own, or a stats format's */
+	bool shared; /* st is a stats format's of the same group: not fed nor freed here */
 	const struct xpu_status_block *status; /* NULL outside a session */
 	const struct fmt_origins *origins; /* a collector's hosts (fmt_env.origins); NULL */
 	int dirfd; /* the session's folder, for its rings; -1 without */
@@ -102,9 +103,9 @@ struct metrics {
 };
 
 static const char *const counter_names[] = {
-	"scrapes",   "bad_requests",	  "not_found",	      "bad_methods",
-	"too_large", "clients_timed_out", "clients_evicted",  "connections",
-	"series",    "kernels_folded",	  "processes_folded", "pages_failed"
+	"scrapes",	     "bad_requests",	"not_found",   "bad_methods", "too_large",
+	"clients_timed_out", "clients_evicted", "connections", "series",      "kernels_folded",
+	"processes_folded",  "pages_failed",	"stats_shared"
 };
 
 /* ---- the exposition format ----------------------------------------------------------- */
@@ -488,11 +489,27 @@ static bool pid_set__admit(struct pid_set *s, __u32 pid)
 	return true;
 }
 
+/* The kernels past the first top_kernels names, which go under "[other kernels]": none in the
+ * format's own accumulator (its table is top_kernels big), the rest of a stats format's. */
+static void kernels_past_top(const struct metrics *m, __u64 *count, __u64 *ns)
+{
+	const struct stats *st = m->st;
+	__u32 i;
+
+	*count = st->other.run.count;
+	*ns = st->other.run.sum;
+	for (i = m->top_kernels; i < st->n_kernels; i++) {
+		*count += st->kernels[i]->run.count;
+		*ns += st->kernels[i]->run.sum;
+	}
+}
+
 static void put_kernels(struct metrics *m)
 {
 	const struct stats *st = m->st;
 	struct text *t = &m->page;
-	__u32 i;
+	__u32 i, n = st->n_kernels < m->top_kernels ? st->n_kernels : m->top_kernels;
+	__u64 other, other_ns;
 	int f;
 
 	for (f = 0; f < 2; f++) {
@@ -504,10 +521,11 @@ static void put_kernels(struct metrics *m)
 			put_family(t, "xpusup_gpu_kernels_total", "counter",
 				   "kernels run, by name (the first top_kernels names, the rest "
 				   "as [other kernels])");
-		for (i = 0; i <= st->n_kernels; i++) {
-			const struct kstat *k = i < st->n_kernels ? st->kernels[i] : &st->other;
+		kernels_past_top(m, &other, &other_ns);
+		for (i = 0; i <= n; i++) {
+			const struct kstat *k = i < n ? st->kernels[i] : &st->other;
 
-			if (k == &st->other && !k->run.count)
+			if (k == &st->other && !other)
 				continue;
 			text__put(t, "%s{kernel=\"",
 				  f ? "xpusup_gpu_kernel_seconds_total" :
@@ -521,9 +539,9 @@ static void put_kernels(struct metrics *m)
 			text__put(t, "\"}");
 			m->series++;
 			if (f)
-				put_seconds(t, k->run.sum);
+				put_seconds(t, k == &st->other ? other_ns : k->run.sum);
 			else
-				put_u64(t, k->run.count);
+				put_u64(t, k == &st->other ? other : k->run.count);
 		}
 	}
 }
@@ -729,7 +747,8 @@ static void metrics_batch(void *state, const struct xpu_wire_batch *b, const str
 {
 	struct metrics *m = state;
 
-	stats__batch(m->st, b, ev);
+	if (!m->shared) /* else the stats format takes them, into the same accumulator */
+		stats__batch(m->st, b, ev);
 }
 
 static int metrics_tick(void *state, __u64 now_ns, char *why, size_t why_len)
@@ -765,7 +784,8 @@ static void metrics_free(void *state)
 	if (!m)
 		return;
 	metrics_http__stop(m->http);
-	stats__free(m->st);
+	if (!m->shared)
+		stats__free(m->st);
 	for (i = 0; m->rings && i < RINGS_MAX; i++)
 		ring_watch__close(&m->rings[i]);
 	free(m->rings);
@@ -783,7 +803,7 @@ static unsigned int metrics_counters(void *state, const char **names, __u64 *val
 	struct metrics *m = state;
 	struct metrics_http_counts c;
 	__u64 v[sizeof(counter_names) / sizeof(counter_names[0])];
-	const struct stats *st = m->st;
+	__u64 other, other_ns;
 	unsigned int i;
 
 	metrics_http__counts(m->http, &c);
@@ -796,11 +816,12 @@ static unsigned int metrics_counters(void *state, const char **names, __u64 *val
 	v[6] = c.evicted;
 	v[7] = c.accepted;
 	v[8] = m->series_last;
-	/* kernels that arrived once the top_kernels names were taken (each one, not names:
-	 * the accumulator keeps no names past its table) */
-	v[9] = st->other_names;
+	/* kernels counted under "[other kernels]" (each one, not names), as of the last merge */
+	kernels_past_top(m, &other, &other_ns);
+	v[9] = other;
 	v[10] = m->procs_folded;
 	v[11] = m->pages_failed;
+	v[12] = m->shared;
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];
@@ -831,21 +852,33 @@ static int metrics_open(void **out, const struct fmt_env *env, char *why, size_t
 		;
 	m->procs.pid = calloc(m->procs.mask--, sizeof(*m->procs.pid));
 	m->gen = calloc(GEN_ROWS_MAX, sizeof(*m->gen));
-	m->st = calloc(1, sizeof(*m->st));
+	/* In a group with a stats format of the same windows, its accumulator is read: the
+	 * same numbers (stats.json's), accumulated once (docs/fleet.md) */
+	m->st = env->sibling ? env->sibling(env->ctx, &fmt_stats) : NULL;
+	m->shared = m->st &&
+		    stats__can_share(m->st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull);
+	if (!m->shared)
+		m->st = calloc(1, sizeof(*m->st));
 	if (!m->procs.pid || !m->gen || !m->st) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "out of memory");
 		goto fail;
 	}
-	m->st->status = env->status;
-	/* the kernel table is the top_kernels: a name past it is counted in other */
-	/* no quantiles nor queue delays on the page: counts and sums only, no launch map */
-	m->st->counts_only = true;
-	err = stats__init(m->st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull,
-			  m->top_kernels, 0);
-	if (err) {
-		snprintf(why, why_len, "out of memory");
-		goto fail;
+	if (!m->shared) {
+		m->st->status = env->status;
+		/* the kernel table is the top_kernels: a name past it is counted in other */
+		/* no quantiles nor queue delays on the page: counts and sums only, no launch map */
+		m->st->counts_only = true;
+		err = stats__init(m->st, o.window_ms * 1000000ull, o.lateness_ms * 1000000ull,
+				  m->top_kernels, 0);
+		if (err) {
+			snprintf(why, why_len, "out of memory");
+			goto fail;
+		}
+	} else {
+		fprintf(stderr,
+			"xpusup-metrics: reads the accumulator of the group's stats format (the same "
+			"windows): its numbers, accumulated once\n");
 	}
 	if (env->session_dir)
 		m->dirfd = open(env->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -399,6 +399,12 @@ int stats__init(struct stats *st, __u64 window_ns, __u64 lateness_ns, __u32 max_
 	return 0;
 }
 
+bool stats__can_share(const struct stats *st, __u64 window_ns, __u64 lateness_ns)
+{
+	return !st->counts_only && !st->interval_ns && st->window_ns == window_ns &&
+	       st->lateness_ns == lateness_ns;
+}
+
 const struct fmt_ops fmt_stats = {
 	.kind = "stats",
 	.open = stats_open,

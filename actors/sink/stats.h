@@ -228,6 +228,11 @@ void text__free(struct text *t);
  * was made). */
 int stats__init(struct stats *st, __u64 window_ns, __u64 lateness_ns, __u32 max_kernels,
 		__u32 max_functions);
+/* stats__can_share - whether a metrics format of those windows may read the stats format's
+ * st rather than accumulate the same events again (kind group): the same SM-active windows
+ * and lateness, a full accumulator, and no intervals (the metrics format merges each interval
+ * into the run at its ticks, which would take the interval lines' numbers). */
+bool stats__can_share(const struct stats *st, __u64 window_ns, __u64 lateness_ns);
 /* stats__free - everything of st and st itself; NULL is fine. */
 void stats__free(struct stats *st);
 
