@@ -209,7 +209,7 @@ for line in open(sys.argv[1]):
 # ranges come in batches, a push with the pop that follows it, 20 to 40 ms later) waits for
 # its thread's range records (range_wait_ms). Only the samples before the process's first
 # range record came miss. Measured: 94 to 100 % of the time under range frames, 58 to 68 %
-# under forward (8 runs, release); 91 to 93 % and 58 to 62 % under ASan, also with two CPU
+# under forward (8 runs, release); 91 to 96 % and 58 to 64 % under ASan, also with two CPU
 # hogs running (before the wait: 42 to 87 % and 16 to 48 %, which failed this check's older
 # bar of 10 % under forward once in CI; before timestamp nesting: 10 to 26 %, never forward).
 print(f"{inside}/{total} ns under range frames, {fwd} under forward")
