@@ -1396,6 +1396,32 @@ void symbolizer__exec(struct symbolizer *s, __u32 pid, __u64 ts_ns)
 		proc_drop_mods(s, p);
 }
 
+/*
+ * A file reported mapped at [start, end) where the maps read before the mapping show another
+ * file, or nothing to name: they are stale there (dlclose, then a dlopen at the same address), and
+ * would answer first (user_file). Those entries go, so that the report answers for the range;
+ * what an entry had outside it goes too, and a frame there reads the maps again (at most
+ * every 100 ms).
+ */
+static void maps_supersede(struct symbolizer *s, struct proc *p, __u64 start, __u64 end, __u64 dev,
+			   __u64 ino)
+{
+	__u32 i, k = 0;
+
+	for (i = 0; i < p->n_maps; i++) {
+		struct mapping *m = &p->maps[i];
+
+		if (m->start < end && start < m->end &&
+		    !(m->file && m->file->dev == dev && m->file->ino == ino)) {
+			objfile_put(s, m->file);
+			s->st.maps_superseded++;
+			continue;
+		}
+		p->maps[k++] = *m;
+	}
+	p->n_maps = k;
+}
+
 int symbolizer__module(struct symbolizer *s, __u32 pid, __u64 ts_ns, __u64 start, __u64 end,
 		       __u64 pgoff, __u64 dev, __u64 ino, const char *path)
 {
@@ -1448,6 +1474,8 @@ int symbolizer__module(struct symbolizer *s, __u32 pid, __u64 ts_ns, __u64 start
 	p->mods[i] = (struct mapping){ .start = start, .end = end, .pgoff = pgoff, .file = f };
 	p->n_mods++;
 	s->st.modules++;
+	if (ts_ns >= p->read_ns) /* else the maps were read after the mmap: they know better */
+		maps_supersede(s, p, start, end, dev, ino);
 	return 0;
 }
 

@@ -71,6 +71,8 @@ struct symbolizer_stats {
 	__u64 modules; /* mappings taken */
 	__u64 modules_known; /* ... reported again, unchanged */
 	__u64 modules_dropped; /* ... not kept: the process had SYMBOLIZER_MODULES_MAX already */
+	__u64 maps_superseded; /* maps entries dropped: a report newer than the read put another
+				* file where they were (not in status: the counters are full) */
 	__u64 module_frames; /* frames found in them where the maps read had nothing */
 };
 

@@ -613,6 +613,14 @@ static void test_garbage_and_stats(void)
 /* 9. A process gone before its maps were read: the mappings it reported of itself (MODULE
  * records: the CUPTI library's loaded images) name its frames and give its CFI. This
  * process's own executable mappings stand in, reported for a pid that cannot exist. */
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
 static void test_modules(void)
 {
 	struct symbolizer *s = symbolizer__new();
@@ -668,6 +676,46 @@ static void test_modules(void)
 	       "modules: 2 taken, 1 known again (%llu, %llu)",
 	       (unsigned long long)(st1.modules - st0.modules),
 	       (unsigned long long)(st1.modules_known - st0.modules_known));
+	/* A live process's maps, read, show libc where a later report puts another file (a
+	 * dlclose, then a dlopen at that address): the report answers there, not the stale maps */
+	{
+		__u64 exe_start = 0, exe_pgoff = 0, exe_dev = 0, exe_ino = 0, lc_start = 0, fn_off;
+		__u64 fn = (__u64)(uintptr_t)test_static_fn, page, ip;
+		char exe[4096] = "";
+
+		f = fopen("/proc/self/maps", "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &start, &end,
+				   perms, &pgoff, &major, &minor, &ino, path) == 8 &&
+			    perms[2] == 'x') {
+				if (start <= fn && fn < end) {
+					exe_start = start;
+					exe_pgoff = pgoff;
+					exe_dev = makedev(major, minor);
+					exe_ino = ino;
+					snprintf(exe, sizeof(exe), "%s", path);
+				}
+				if (start <= libc_fn && libc_fn < end)
+					lc_start = start;
+			}
+		if (f)
+			fclose(f);
+		fn_off = fn - exe_start + exe_pgoff; /* test_static_fn's offset in its file */
+		page = libc_fn & ~4095ull; /* a page of libc's text, taken by the test binary */
+		ip = page + (fn_off & 4095);
+		a = symbolizer__name(s, self, ip, false); /* reads self's maps: libc there */
+		symbolizer__stats(s, &st0);
+		tap_ok(lc_start && exe[0] == '/' &&
+			       !symbolizer__module(s, self, now_ns() + 1, page, page + 4096,
+						   fn_off & ~4095ull, exe_dev, exe_ino, exe),
+		       "modules: another file reported over a range the maps show libc at");
+		b = symbolizer__name(s, self, ip, false);
+		symbolizer__stats(s, &st1);
+		tap_ok(!strcmp(b, "test_static_fn") && strcmp(a, b) &&
+			       st1.maps_superseded - st0.maps_superseded == 1,
+		       "modules: named from the report, not the stale maps: %s, was %s", b, a);
+		symbolizer__forget(s, self);
+	}
 	symbolizer__exec(s, gone, 50);
 	a = symbolizer__name(s, gone, (__u64)(uintptr_t)test_static_fn, false);
 	tap_ok(!strcmp(a, "test_static_fn"),
