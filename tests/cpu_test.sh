@@ -291,6 +291,22 @@ sleep_bin=$(readlink -f "$sleep_bin")
 ok $? "modules: record of five sleeps in a row succeeds"
 "$PY" "$STACK_COPIES" modules "$WORK/mods.replay" "$sleep_bin" 5 >"$WORK/mods.txt" 2>&1
 ok $? "modules: each sleep's libc reached the ring as MODULE: $(tr '\n' ' ' <"$WORK/mods.txt")"
+# Without CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE (a source given CAP_BPF and CAP_PERFMON
+# only) map_files' links can be read but not followed: the file is taken by its name.
+if command -v setpriv >/dev/null; then
+	sed "s|mods.replay|mods_nocap.replay|" "$WORK/mods.conf" >"$WORK/mods_nocap.conf"
+	setpriv --bounding-set=-sys_admin,-checkpoint_restore "$XPUSUP" record -c \
+		"$WORK/mods_nocap.conf" --session "$PREFIX-modsnc" -- /bin/sh -c \
+		"for i in 1 2 3 4 5; do $sleep_bin 1; done" >"$WORK/mods_nocap.out" 2>&1
+	rc=$?
+	"$PY" "$STACK_COPIES" modules "$WORK/mods_nocap.replay" "$sleep_bin" 5 \
+		>"$WORK/mods_nocap.txt" 2>&1
+	pyrc=$?
+	ok $([ $rc = 0 ] && [ $pyrc = 0 ] && echo 0 || echo 1) \
+		"modules without CAP_SYS_ADMIN: each sleep's libc still reached the ring, by name (rc $rc): $(tr '\n' ' ' <"$WORK/mods_nocap.txt")"
+else
+	ok 1 "setpriv (util-linux) is missing"
+fi
 
 # ---- a BPF ring buffer too small: drops counted, sent as LOSS --------------------------------
 s="$PREFIX-drop"

@@ -103,6 +103,7 @@ enum counter {
 	C_MODULES,
 	C_MODULES_UNREAD,
 	C_MODULES_SKIPPED,
+	C_MODULES_BY_NAME,
 	C_N,
 };
 
@@ -133,6 +134,7 @@ static const char *const counter_names[C_N] = {
 	[C_MODULES] = "modules",
 	[C_MODULES_UNREAD] = "modules_unread",
 	[C_MODULES_SKIPPED] = "modules_skipped",
+	[C_MODULES_BY_NAME] = "modules_by_name",
 };
 
 /* The kernel side's Python counters (enum profile_py_count), each the counter it feeds. */
@@ -503,6 +505,7 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 	char link[64], path[XPU_PATH_MAX + 16];
 	__u64 end, now = xpu_now_ns();
 	struct stat st;
+	bool deleted;
 	ssize_t len;
 	int size;
 
@@ -535,15 +538,37 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 			strerror(errno));
 		c->maps_refused = true;
 	}
-	/* a mapped file that is no ELF file (/dev/zero, a memfd of a JIT) is of no use */
-	if (len <= 0 || stat(link, &st) || !S_ISREG(st.st_mode) || !strncmp(path, "/memfd:", 7)) {
+	if (len <= 0) {
 		c->count[C_MODULES_UNREAD]++;
 		return;
 	}
 	path[len] = '\0';
 	/* a file replaced since it was mapped (a package upgraded under a running job) */
-	if (len > 10 && !strcmp(path + len - 10, " (deleted)"))
+	deleted = len > 10 && !strcmp(path + len - 10, " (deleted)");
+	if (deleted)
 		path[len -= 10] = '\0';
+	/* a memfd (a JIT's code) is no file of use */
+	if (!strncmp(path, "/memfd:", 7)) {
+		c->count[C_MODULES_UNREAD]++;
+		return;
+	}
+	if (stat(link, &st)) {
+		/* Following the link (the mapped file itself, even if replaced) needs
+		 * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, where reading it does not (this
+		 * kernel: a source with CAP_BPF and CAP_PERFMON only). Without, the file by its
+		 * name, unless it was replaced since: the symbolizer checks device and inode
+		 * against the file it opens by that name. */
+		if (errno != EPERM || deleted || stat(path, &st)) {
+			c->count[C_MODULES_UNREAD]++;
+			return;
+		}
+		c->count[C_MODULES_BY_NAME]++;
+	}
+	/* a mapped file that is no ELF file (/dev/zero, a device) is of no use */
+	if (!S_ISREG(st.st_mode)) {
+		c->count[C_MODULES_UNREAD]++;
+		return;
+	}
 	size = xpu_module__build(rec, sizeof(rec), m->hdr.ts_ns, m->hdr.pid, m->hdr.tid, m->start,
 				 end, m->pgoff, (__u64)st.st_dev, (__u64)st.st_ino, path,
 				 (size_t)len);
