@@ -7,7 +7,8 @@
 # default user stacks; one correlator; a counting sink) of each build given, ROUNDS times, the
 # builds in turn. For each build the medians of:
 #   wall       the workload's wall time (the loop, from its start to its end)
-#   actors     CPU time of the cpu actor and the correlator during the workload (/proc)
+#   actors     CPU time of the session's actors (cpu source, correlator, sink) during the
+#              workload (/proc)
 #   modules    MODULE records the cpu source sent (its `modules` counter), and unread
 # The baseline's wall is measured the same way, without a session.
 #
@@ -36,13 +37,13 @@ print(f"{time.monotonic() - t0:.3f}")
 PYEOF
 }
 
-cpu_of() { # user + system seconds of the session's cpu actor and correlator
+cpu_of() { # user + system seconds of the session's actors
 	"$1" status --session "$2" --json | /usr/bin/python3 -c '
 import json, os, sys
 j = json.load(sys.stdin)
 t = 0
 for a in j["actors"]:
-    if a["role"] in ("source", "correlator") and a.get("pid"):
+    if a.get("pid"):
         st = open("/proc/%d/stat" % a["pid"]).read().rsplit(")", 1)[1].split()
         t += (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
 print(t)'

@@ -78,6 +78,7 @@
 #define PROG "xpusup-correlator"
 #define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
 #define RING_TURN_NS 2000000ull /* and time per ring per turn, about (turn) */
+#define BATCH_LINGER_NS 5000000ull /* the longest a partial batch waits for more (main) */
 #define BATCH_EVENTS 4096 /* events per wire batch */
 #define SEND_QUEUE 8 /* batches nng may hold per sink (each at most about 1 MiB) */
 /* An idle shard's sleep on a ring: the status is published every 10 ms (main's loop) */
@@ -399,6 +400,7 @@ struct shard {
 	__u64 stop_by; /* stopping: past this, a sink that cannot take a batch is given up */
 	__u64 unsent; /* events a given-up sink was not sent, summed over sinks */
 	__u64 seq, events, batches, send_waits, encode_errors, now;
+	__u64 batch_since; /* s->now when the batch being encoded got its first event */
 	int counters[C_N];
 	/* The `symbols` stage: NULL when no source of this shard asks for it. Frames are named
 	 * only for processes whose memory map was read (live processes of a source with
@@ -823,6 +825,8 @@ static void on_event(const struct xpu_cevent *ev, void *ctx)
 		s->events++;
 	else
 		s->encode_errors++; /* an event the format cannot carry: lost, counted */
+	if (xpu_wire_enc__count(s->enc) == 1)
+		s->batch_since = s->now;
 	if (xpu_wire_enc__count(s->enc) >= BATCH_EVENTS)
 		finish_batch(s);
 }
@@ -1391,16 +1395,26 @@ int main(int argc, char **argv)
 	actor__ready(&a);
 	while (!actor__stopping(&a)) {
 		if (!turn(&s)) {
-			/* Nothing anywhere: a partial batch goes out rather than waiting, and we
-			 * sleep on one ring at a time (a producer's flush wakes us). With one ring
-			 * that wake is all there is to wait for: the sleep is as long as the status
-			 * may wait (IDLE_ONE_RING_NS); with more, a ring not slept on waits for the
-			 * turn, so turns are short (IDLE_RINGS_NS). An idle shard woke 500 times a
-			 * second, 1.7 % of a CPU here (docs/performance.md). */
-			finish_batch(&s);
+			/* Nothing anywhere: a partial batch goes out once its first event has
+			 * waited BATCH_LINGER_NS, rather than waiting to fill (a trickle of records,
+			 * a storm of short processes under target = all, made a message, and the
+			 * sink's and nng's wake-ups, about every record), and we sleep on one ring
+			 * at a time (a producer's flush wakes us). With one ring that wake is all
+			 * there is to wait for: the sleep is as long as the status may wait
+			 * (IDLE_ONE_RING_NS); with more, a ring not slept on waits for the turn, so
+			 * turns are short (IDLE_RINGS_NS); either way no longer than the partial
+			 * batch may still wait. An idle shard woke 500 times a second, 1.7 % of a
+			 * CPU here (docs/performance.md). */
+			__u64 wait = s.n_rings == 1 ? IDLE_ONE_RING_NS : IDLE_RINGS_NS;
+
+			if (xpu_wire_enc__count(s.enc) && s.now - s.batch_since < BATCH_LINGER_NS) {
+				if (BATCH_LINGER_NS - (s.now - s.batch_since) < wait)
+					wait = BATCH_LINGER_NS - (s.now - s.batch_since);
+			} else {
+				finish_batch(&s);
+			}
 			if (s.n_rings)
-				ring__wait(s.rings[idle_ring++ % s.n_rings],
-					   s.n_rings == 1 ? IDLE_ONE_RING_NS : IDLE_RINGS_NS);
+				ring__wait(s.rings[idle_ring++ % s.n_rings], wait);
 			else
 				actor__sleep_ms(&a, 10);
 		}
