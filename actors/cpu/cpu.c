@@ -165,7 +165,7 @@ struct cpu_src {
 	struct cpu_python py; /* the Python processes followed (when k.python) */
 	__u64 maps_second_ns; /* when the current second of MAPS_PER_S began (the actor's clock) */
 	__u32 maps_in_second;
-	bool maps_refused; /* map_files said EPERM: not tried again */
+	bool maps_by_name; /* map_files links cannot be followed here: files by their name */
 	__u64 page_bytes;
 };
 
@@ -495,9 +495,9 @@ static void send(struct cpu_src *c, const struct xpu_rec *h, __u32 size)
  * /proc/PID/map_files/START-END, in the ring's order: before any sample taken in it, so the
  * correlator knows the file before it meets its frames. Unread (counted) when the process or
  * the mapping is gone by now, when the range is not one mapping (a library mapped whole with
- * its code first, then mapped over in parts), when it is no regular file, or without
- * CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), which map_files asks for: the correlator then
- * reads the maps again on a miss, as without this record.
+ * its code first, then mapped over in parts), when it is no regular file, or, without
+ * CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), when the file was replaced since (below): the
+ * correlator then reads the maps again on a miss, as without this record.
  */
 static void on_map(struct cpu_src *c, const struct profile_map *m)
 {
@@ -509,10 +509,6 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 	ssize_t len;
 	int size;
 
-	if (c->maps_refused) {
-		c->count[C_MODULES_UNREAD]++;
-		return;
-	}
 	/* by the actor's clock: the records' times (at the mmap's entry) come in the order of
 	 * its exit, a little out of order */
 	if (now - c->maps_second_ns >= 1000000000ull) {
@@ -527,17 +523,9 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 	end = m->start + (m->len + c->page_bytes - 1) / c->page_bytes * c->page_bytes;
 	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", m->hdr.pid,
 		 (unsigned long long)m->start, (unsigned long long)end);
+	/* reading the link asks only the ptrace check of the process (EACCES for one we may
+	 * not look into: that one stays unread) */
 	len = readlink(link, path, sizeof(path) - 1);
-	if (len < 0 && errno == EPERM) {
-		/* the capability check, the same for every process: say it once and stop asking
-		 * (EACCES is one process's ptrace check: that one stays unread, the others not) */
-		fprintf(stderr,
-			PROG ": /proc/PID/map_files refused (%s: needs CAP_SYS_ADMIN or "
-			     "CAP_CHECKPOINT_RESTORE): libraries loaded later are named after the "
-			     "next read of the maps\n",
-			strerror(errno));
-		c->maps_refused = true;
-	}
 	if (len <= 0) {
 		c->count[C_MODULES_UNREAD]++;
 		return;
@@ -552,13 +540,25 @@ static void on_map(struct cpu_src *c, const struct profile_map *m)
 		c->count[C_MODULES_UNREAD]++;
 		return;
 	}
-	if (stat(link, &st)) {
-		/* Following the link (the mapped file itself, even if replaced) needs
-		 * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, where reading it does not (this
-		 * kernel: a source with CAP_BPF and CAP_PERFMON only). Without, the file by its
-		 * name, unless it was replaced since: the symbolizer checks device and inode
-		 * against the file it opens by that name. */
-		if (errno != EPERM || deleted || stat(path, &st)) {
+	/* Following the link (the mapped file itself, even if replaced) needs CAP_SYS_ADMIN or
+	 * CAP_CHECKPOINT_RESTORE, where reading it does not: a source given CAP_BPF and
+	 * CAP_PERFMON only. That check is the same for every process: once refused, the file
+	 * is taken by its name, unless it was replaced since (the symbolizer checks device and
+	 * inode against the file it opens by that name anyway). Said once. */
+	if (!c->maps_by_name && stat(link, &st)) {
+		if (errno != EPERM) {
+			c->count[C_MODULES_UNREAD]++;
+			return;
+		}
+		fprintf(stderr,
+			PROG ": /proc/PID/map_files cannot be followed (%s: needs CAP_SYS_ADMIN or "
+			     "CAP_CHECKPOINT_RESTORE): libraries loaded later are found by their "
+			     "name, and not at all once replaced on disk\n",
+			strerror(errno));
+		c->maps_by_name = true;
+	}
+	if (c->maps_by_name) {
+		if (deleted || stat(path, &st)) {
 			c->count[C_MODULES_UNREAD]++;
 			return;
 		}
