@@ -78,7 +78,8 @@
 #define PROG "xpusup-correlator"
 #define CONSUME_MAX 1024 /* records per ring per turn: fairness between sources */
 #define RING_TURN_NS 2000000ull /* and time per ring per turn, about (turn) */
-#define BATCH_LINGER_NS 5000000ull /* the longest a partial batch waits for more (main) */
+#define BATCH_LINGER_NS 5000000ull /* the longest a small partial batch waits for more (main) */
+#define BATCH_LINGER_MAX 64 /* events: a partial batch of this many goes at once (main) */
 #define BATCH_EVENTS 4096 /* events per wire batch */
 #define SEND_QUEUE 8 /* batches nng may hold per sink (each at most about 1 MiB) */
 /* An idle shard's sleep on a ring: the status is published every 10 ms (main's loop) */
@@ -1395,11 +1396,12 @@ int main(int argc, char **argv)
 	actor__ready(&a);
 	while (!actor__stopping(&a)) {
 		if (!turn(&s)) {
-			/* Nothing anywhere: a partial batch goes out once its first event has
-			 * waited BATCH_LINGER_NS, rather than waiting to fill (a trickle of records,
-			 * a storm of short processes under target = all, made a message, and the
-			 * sink's and nng's wake-ups, about every record), and we sleep on one ring
-			 * at a time (a producer's flush wakes us). With one ring that wake is all
+			/* Nothing anywhere: a partial batch goes out, but a small one (a trickle of
+			 * records, a storm of short processes under target = all, made a message,
+			 * and the sink's and nng's wake-ups, about every record) only once its first
+			 * event has waited BATCH_LINGER_NS: a shard that catches up under load still
+			 * sends at once (latency, and the ring space the batch holds). We sleep on
+			 * one ring at a time (a producer's flush wakes us). With one ring that wake is all
 			 * there is to wait for: the sleep is as long as the status may wait
 			 * (IDLE_ONE_RING_NS); with more, a ring not slept on waits for the turn, so
 			 * turns are short (IDLE_RINGS_NS); either way no longer than the partial
@@ -1407,7 +1409,9 @@ int main(int argc, char **argv)
 			 * CPU here (docs/performance.md). */
 			__u64 wait = s.n_rings == 1 ? IDLE_ONE_RING_NS : IDLE_RINGS_NS;
 
-			if (xpu_wire_enc__count(s.enc) && s.now - s.batch_since < BATCH_LINGER_NS) {
+			if (xpu_wire_enc__count(s.enc) &&
+			    xpu_wire_enc__count(s.enc) < BATCH_LINGER_MAX &&
+			    s.now - s.batch_since < BATCH_LINGER_NS) {
 				if (BATCH_LINGER_NS - (s.now - s.batch_since) < wait)
 					wait = BATCH_LINGER_NS - (s.now - s.batch_since);
 			} else {
