@@ -193,7 +193,8 @@ int xpu_module__build(void *buf, size_t cap, __u64 ts_ns, __u32 pid, __u32 tid, 
 	struct xpu_module *m = buf;
 	__u32 size;
 
-	if (!path_len || path_len > XPU_PATH_MAX || path[0] != '/' || start >= end)
+	if (!path_len || path_len > XPU_PATH_MAX || !xpu_module__path_ok(path, (__u32)path_len) ||
+	    start >= end)
 		return -EINVAL;
 	size = xpu_module__size((__u32)path_len);
 	if (cap < size)

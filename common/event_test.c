@@ -77,6 +77,16 @@ static void test_builders_validate(void)
 	tap_ok(xpu_rec__validate(buf, 88) == -EBADMSG, "module whose path outruns the record");
 	tap_eq_u64(xpu_module__build(buf, sizeof(buf), 5, 6, 6, 1, 2, 0, 0, 0, "rel", 3),
 		   (__u64)(__s64)-EINVAL, "module with a relative path is EINVAL");
+	n = xpu_module__build(buf, sizeof(buf), 5, 6, 6, 0x7fff0000, 0x7fff2000, 0, 0, 0, "[vdso]",
+			      6);
+	tap_ok(n == 80 && xpu_rec__validate(buf, 80) == 0, "module: the vDSO, \"[vdso]\"");
+	((struct xpu_module *)buf)->path[1] = 'h';
+	tap_ok(xpu_rec__validate(buf, 80) == -EBADMSG, "module: another bracketed name is invalid");
+	((struct xpu_module *)buf)->path[1] = 'v';
+	((struct xpu_module *)buf)->path_len = 5;
+	tap_ok(xpu_rec__validate(buf, 80) == -EBADMSG, "module: \"[vdso\" is invalid");
+	tap_eq_u64(xpu_module__build(buf, sizeof(buf), 5, 6, 6, 1, 2, 0, 0, 0, "[vdso]x", 7),
+		   (__u64)(__s64)-EINVAL, "module: \"[vdso]x\" is EINVAL");
 	n = xpu_loss__build(buf, sizeof(buf), 5, 6, XPU_LOSS_RING_FULL, 42, 4);
 	tap_ok(n == 48 && xpu_rec__validate(buf, 48) == 0, "loss record");
 	tap_eq_u64(xpu_loss__build(buf, sizeof(buf), 5, 6, 0, 42, 4), (__u64)(__s64)-EINVAL,

@@ -67,6 +67,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +217,7 @@ struct module_list {
 	unsigned char *buf;
 	size_t len, cap;
 	__u64 ts_ns, page;
+	__u64 vdso; /* where the vDSO's ELF header is mapped (AT_SYSINFO_EHDR); 0: none */
 	__u32 pid, tid;
 	bool failed; /* out of memory: what was gathered still goes */
 	char exe[XPU_PATH_MAX + 1]; /* /proc/self/exe: the program's entry has no name */
@@ -246,8 +248,10 @@ static void module_add(struct module_list *l, __u64 start, __u64 end, __u64 pgof
 		l->len += size;
 }
 
-/* dl_iterate_phdr: each executable PT_LOAD of each image with a file behind it, as
- * /proc/PID/maps would show it (page-aligned, with its file offset). */
+/* dl_iterate_phdr: each executable PT_LOAD of each image with a file behind it, and of the
+ * vDSO as "[vdso]", as /proc/PID/maps would show them (page-aligned, with the file offset).
+ * The vDSO sits at an address of this process's own (ASLR): a process gone before its maps
+ * are read would otherwise have "[unknown]" where it read the clock. */
 static int module_each(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct module_list *l = data;
@@ -259,12 +263,14 @@ static int module_each(struct dl_phdr_info *info, size_t size, void *data)
 	int i;
 
 	(void)size;
-	if (!path || !path[0])
+	if (l->vdso && (uintptr_t)info->dlpi_phdr - l->vdso < l->page)
+		path = "[vdso]"; /* its program headers follow its ELF header */
+	else if (!path || !path[0])
 		path = l->exe; /* the program itself */
 	path_len = strlen(path);
-	if (path[0] != '/' || path_len > XPU_PATH_MAX)
-		return 0; /* the vDSO ("linux-vdso.so.1"): the correlator knows it */
-	have_st = !stat(path, &st);
+	if (path_len > XPU_PATH_MAX || !xpu_module__path_ok(path, (__u32)path_len))
+		return 0; /* a name that is no path ("linux-vdso.so.1" where auxv had none) */
+	have_st = path[0] == '/' && !stat(path, &st);
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -299,6 +305,7 @@ static void modules_send(const struct launch_thread *t, __u64 epoch, launch_stac
 	l.exe[n > 0 ? n : 0] = '\0';
 	if (n > 10 && !strcmp(l.exe + n - 10, " (deleted)"))
 		l.exe[n - 10] = '\0';
+	l.vdso = getauxval(AT_SYSINFO_EHDR);
 	dl_iterate_phdr(module_each, &l);
 	for (off = 0; off < l.len; off += size) {
 		size = ((const struct xpu_rec *)(l.buf + off))->size;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,6 +167,21 @@ static unsigned int covered(const __u64 *ips, unsigned int n)
 	return hit;
 }
 
+/* Whether a MODULE "[vdso]" covers the vDSO's ELF header, and no other MODULE does. */
+static bool vdso_module(void)
+{
+	__u64 ehdr = getauxval(AT_SYSINFO_EHDR);
+	unsigned int k, named = 0, over = 0;
+
+	for (k = 0; k < n_mods; k++) {
+		bool holds = ehdr >= mods[k].start && ehdr < mods[k].end;
+
+		over += holds;
+		named += holds && !strcmp(mods[k].path, "[vdso]");
+	}
+	return ehdr && named == 1 && over == 1;
+}
+
 struct record_call {
 	struct probe p;
 	int put_ret, ret;
@@ -217,6 +233,8 @@ static void test_record(void)
 	       "record: the first LAUNCH comes after the process's executable mappings as MODULE "
 	       "records (%u, %u bad), which hold every frame (%u of %u)",
 	       n_mods, n_mods_bad, covered(l->ips, l->n_user), l->n_user);
+	tap_ok(vdso_module(), "record: the vDSO is a MODULE \"[vdso]\" over its ELF header (%#lx)",
+	       getauxval(AT_SYSINFO_EHDR));
 	n_mods = 0;
 	c.ret = launch_stack__record(43, 211, keep, &c.put_ret);
 	tap_ok(n_mods == 0, "record: mappings go once per loader epoch, not with every LAUNCH");

@@ -183,10 +183,17 @@ if mode == "inproc":
     if not cp_all or cp_chain != cp_all: problems.append("not every copy under main;copy_inputs;vendor_launch")
     ms_chain = weight(lambda f: f[-1] == "[gpu] memset" and in_order(f, ["main", "zero_grads", "vendor_launch"]))
     if not ms_all or ms_chain != ms_all: problems.append("not every graph memset under main;zero_grads;vendor_launch")
-    hex_frames = sorted({x for s in folded for x in s.split(";")
-                         if (x.startswith("0x") or x == "[unknown]") and "matmul" in s})
+    # The launch stacks of the matmul kernels, not CPU samples that pass through
+    # launch_matmul: a sample may stop in a frame no record names (the vDSO of a process
+    # gone before its maps were read), and that says nothing of the launch stacks.
+    hex_stacks = [s for s in folded if kernel(s.split(";"), "matmul") and
+                  any(x.startswith("0x") or x == "[unknown]" for x in s.split(";")[:-1])]
+    hex_frames = sorted({x for s in hex_stacks for x in s.split(";")
+                         if x.startswith("0x") or x == "[unknown]"})
     print("inproc: matmul under main;train_step;launch_matmul;vendor_launch %d of %d, graph_step under main;build_graph;vendor_launch %d of %d, hex frames %s"
           % (mm_chain, mm_all, gs_chain, gs_all, hex_frames[:3]))
+    for s in hex_stacks[:3]:
+        print("stack with an unnamed frame: " + s)
     if not mm_all or mm_chain != mm_all: problems.append("not every matmul kernel under " + ";".join(chain))
     if not gs_all or gs_chain != gs_all: problems.append("not every graph kernel under main;build_graph;vendor_launch")
     if hex_frames: problems.append("unnamed frames in matmul stacks: %s" % hex_frames[:3])
@@ -215,7 +222,9 @@ cfi=$(echo "$line" | sed -n 's/.*CFI \([0-9]*\) frames (outermost).*/\1/p')
 [ -n "$fp" ] && [ -n "$cfi" ] && [ "$fp" -lt 4 ] && [ "$cfi" -ge 6 ]
 ok $? "inproc: from the callback a frame-pointer walk is lost, the CFI walk is not ($line)"
 check_outputs "$WORK/rec" inproc >rec.check 2>&1
-ok $? "inproc: kernels, copies, NVTX in trace.json; every matmul kernel under main, train_step, launch_matmul, vendor_launch ($(tr '\n' ' ' <rec.check | head -c 700))"
+rc=$?
+ok $rc "inproc: kernels, copies, NVTX in trace.json; every matmul kernel under main, train_step, launch_matmul, vendor_launch ($(tr '\n' ' ' <rec.check | head -c 700))"
+[ $rc = 0 ] || sed "s/^/# /" rec.check
 "$XPUSUP" check "$WORK/rec/trace.json" >check.out 2>&1
 ok $? "inproc: xpusup check trace.json is clean ($(tail -c 300 check.out))"
 
@@ -235,7 +244,9 @@ XPUSUP_CUPTI_LIB=$LIB "$XPUSUP" record -c "$WORK/short/pipeline.conf" --session 
 rc=$?
 ok $rc "short-lived: record succeeds with the correlator stopped while the program lives (rc $rc: $(tail -c 300 short.out))"
 check_outputs "$WORK/short" inproc >short.check 2>&1
-ok $? "short-lived: every matmul kernel under main, train_step, launch_matmul, vendor_launch, named from the process's MODULE records ($(tr '\n' ' ' <short.check | head -c 600))"
+rc=$?
+ok $rc "short-lived: every matmul kernel under main, train_step, launch_matmul, vendor_launch, named from the process's MODULE records ($(tr '\n' ' ' <short.check | head -c 600))"
+[ $rc = 0 ] || sed "s/^/# /" short.check
 "$PY" - "$WORK/short/stats.json" >short.unwind 2>&1 <<'PYEOF'
 import json, sys
 u = json.load(open(sys.argv[1])).get("unwind", {})

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "xpusup/event.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI one); this file is C, so declared here. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -1433,7 +1434,7 @@ int symbolizer__module(struct symbolizer *s, __u32 pid, __u64 ts_ns, __u64 start
 
 	if (!p)
 		return -ENOMEM;
-	if (start >= end || path[0] != '/')
+	if (start >= end || !xpu_module__path_ok(path, (__u32)strnlen(path, XPU_PATH_MAX + 1)))
 		return -EINVAL;
 	if (ts_ns > p->mods_ts)
 		p->mods_ts = ts_ns;

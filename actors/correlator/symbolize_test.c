@@ -727,6 +727,49 @@ static void test_modules(void)
 	symbolizer__free(s);
 }
 
+/* 10. The vDSO of a process gone before its maps were read: reported as "[vdso]" (the CUPTI
+ * library finds it through AT_SYSINFO_EHDR), read from our own. This process's vDSO stands
+ * in, found through the loader, which lists it as linux-vdso.so.1. */
+static void test_modules_vdso(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	__u32 self = (__u32)getpid(), gone = 0x7ffffff2;
+	unsigned long long start = 0, end = 0, a0, a1;
+	void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	__u64 fn = h ? (__u64)(uintptr_t)dlsym(h, "__vdso_clock_gettime") : 0;
+	char line[4400];
+	const char *before, *after, *live;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!s || !f)
+		tap_bail("symbolizer__new or /proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " [vdso]") && sscanf(line, "%llx-%llx", &a0, &a1) == 2) {
+			start = a0;
+			end = a1;
+		}
+	fclose(f);
+	tap_ok(fn && start && fn >= start && fn < end,
+	       "modules: this process's vDSO [%#llx, %#llx) holds __vdso_clock_gettime (%#llx)",
+	       start, end, (unsigned long long)fn);
+	if (!fn || !start || fn < start || fn >= end) {
+		symbolizer__free(s);
+		return;
+	}
+	before = symbolizer__name(s, gone, fn, false);
+	tap_eq_u64(symbolizer__module(s, gone, 100, start, end, 0, 0, 0, "[vdso]"), 0,
+		   "modules: \"[vdso]\" is taken");
+	after = symbolizer__name(s, gone, fn, false);
+	live = symbolizer__name(s, self, fn, false);
+	tap_ok(!strcmp(before, UNKNOWN), "modules: the vDSO of a gone process unreported: %s",
+	       before);
+	tap_ok(strstr(after, "clock_gettime") && after == live,
+	       "modules: reported, named as a live process's: %s, %s", after, live);
+	tap_eq_u64(symbolizer__module(s, gone, 101, start, end, 0, 0, 0, "[heap]"), (__u64)-EINVAL,
+		   "modules: another bracketed name is -EINVAL");
+	symbolizer__free(s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
@@ -744,5 +787,6 @@ int main(int argc, char **argv)
 	test_kernel();
 	test_garbage_and_stats();
 	test_modules();
+	test_modules_vdso();
 	return tap_done();
 }

@@ -398,6 +398,7 @@ struct xpu_proc_exec {
  * (docs/cpu.md, "Libraries loaded later"). The correlator adds it to what it knows of the
  * process's maps, so the frames of a process that exited before /proc/PID/maps could be
  * read, or of a library mapped since the last read, still get names (docs/symbolize.md).
+ * The vDSO has no file: its path is "[vdso]" (as /proc/PID/maps names it), dev and ino 0.
  * Never an event: the correlator consumes it. path is not NUL-terminated.
  */
 struct xpu_module {
@@ -406,7 +407,7 @@ struct xpu_module {
 	__u64 pgoff; /* the file offset mapped at start */
 	__u64 dev; /* the file's st_dev (Linux's encoding, as stat gives it); 0: unknown */
 	__u64 ino; /* its st_ino; 0: unknown */
-	__u32 path_len; /* 1..XPU_PATH_MAX bytes of an absolute path */
+	__u32 path_len; /* 1..XPU_PATH_MAX bytes of an absolute path, or "[vdso]" */
 	__u32 reserved;
 	char path[];
 };
@@ -619,6 +620,22 @@ static inline __u32 xpu_module__size(__u32 path_len)
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_module) + path_len);
 }
 
+/* A MODULE's path: absolute, or the vDSO's "[vdso]" (len bytes, checked by the caller). */
+static inline int xpu_module__path_ok(const char *path, __u32 len)
+{
+	static const char vdso[] = "[vdso]";
+	__u32 i;
+
+	if (len && path[0] == '/')
+		return 1;
+	if (len != sizeof(vdso) - 1)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (path[i] != vdso[i])
+			return 0;
+	return 1;
+}
+
 static inline __u32 xpu_string__size(__u32 len)
 {
 	return XPU_ROUND_UP8((__u32)sizeof(struct xpu_string) + len);
@@ -780,7 +797,7 @@ static inline int xpu_rec__check(const void *buf, size_t len)
 		if (!m->path_len || m->path_len > XPU_PATH_MAX || m->start >= m->end)
 			return -EBADMSG;
 		want = xpu_module__size(m->path_len);
-		if (want == size && m->path[0] != '/')
+		if (want == size && !xpu_module__path_ok(m->path, m->path_len))
 			return -EBADMSG;
 		break;
 	}
