@@ -20,10 +20,17 @@
  * (pid, code, line) gives the same pointer each time; the names of an entry that is evicted,
  * dropped or read again are retired, not freed, until py_codes__collect, because the
  * correlator holds them in a batch it has not sent yet.
+ *
+ * Each process's entries are also linked in a list of their own, found by pid in a small
+ * open-addressed table: a process's exit drops its entries without a pass over every slot
+ * (megabytes at the default size, read at each exit of any process, Python or not: most of a
+ * millisecond a process in an exec storm, docs/performance.md).
  */
 #include "python/python.h"
 #include "python/internal.h"
 
+#include "common/mix.h"
+#include "common/oatab.h"
 #include "xpusup/event.h"
 
 #include <errno.h>
@@ -66,7 +73,14 @@ struct code_entry {
 	struct code_name *names;
 	__u32 n_names, cap_names;
 	__s32 next; /* the hash chain, or the free list; -1 ends either */
+	__s32 pid_prev, pid_next; /* the process's list, newest first; -1 ends it */
 	bool used, referenced;
+};
+
+/* A process with entries: the newest of them. */
+struct pid_slot {
+	__u32 pid;
+	__s32 head; /* -1: an empty slot */
 };
 
 struct py_codes {
@@ -75,6 +89,7 @@ struct py_codes {
 	__s32 free_head;
 	__s32 *buckets;
 	__u32 bucket_mask;
+	struct pid_slot *pids; /* bucket_mask + 1 slots: at most max_codes processes, half full */
 	char **retired; /* names waiting for py_codes__collect */
 	size_t n_retired, cap_retired;
 	struct py_codes_stats stats;
@@ -135,15 +150,19 @@ struct py_codes *py_codes__new(__u32 max_codes)
 		return NULL;
 	c->slots = calloc(max_codes, sizeof(*c->slots));
 	c->buckets = malloc(n_buckets * sizeof(*c->buckets));
-	if (!c->slots || !c->buckets) {
+	c->pids = malloc(n_buckets * sizeof(*c->pids));
+	if (!c->slots || !c->buckets || !c->pids) {
 		free(c->slots);
 		free(c->buckets);
+		free(c->pids);
 		free(c);
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (i = 0; i < n_buckets; i++)
+	for (i = 0; i < n_buckets; i++) {
 		c->buckets[i] = -1;
+		c->pids[i].head = -1;
+	}
 	for (i = 0; i < max_codes; i++)
 		c->slots[i].next = i + 1 < max_codes ? (__s32)(i + 1) : -1;
 	c->free_head = 0;
@@ -164,6 +183,80 @@ static __u32 bucket_of(const struct py_codes *c, __u32 pid, __u64 code)
 
 	return (__u32)(h >> 32) & c->bucket_mask;
 }
+
+/* ---- the processes' lists ---- */
+
+static __u32 pid_home(__u32 pid)
+{
+	return (__u32)xpu_mix64(pid);
+}
+
+/* pid's slot, or the empty slot where it would go (the table is at most half full). */
+static __u32 pid_find(const struct py_codes *c, __u32 pid)
+{
+	__u32 i = pid_home(pid) & c->bucket_mask;
+
+	while (c->pids[i].head >= 0 && c->pids[i].pid != pid)
+		i = (i + 1) & c->bucket_mask;
+	return i;
+}
+
+static bool pids_empty(const void *tab, uint32_t slot)
+{
+	return ((const struct py_codes *)tab)->pids[slot].head < 0;
+}
+
+static uint32_t pids_home(const void *tab, uint32_t slot)
+{
+	return pid_home(((const struct py_codes *)tab)->pids[slot].pid);
+}
+
+static void pids_move(void *tab, uint32_t to, uint32_t from)
+{
+	struct py_codes *c = tab;
+
+	c->pids[to] = c->pids[from];
+}
+
+static void pids_clear(void *tab, uint32_t slot)
+{
+	((struct py_codes *)tab)->pids[slot].head = -1;
+}
+
+static const struct oatab_ops pids_ops = { pids_empty, pids_home, pids_move, pids_clear };
+
+/* Put a new entry at the head of its process's list. */
+static void pid_link(struct py_codes *c, struct code_entry *e)
+{
+	__u32 s = pid_find(c, e->pid);
+	__s32 idx = (__s32)(e - c->slots);
+
+	e->pid_prev = -1;
+	e->pid_next = c->pids[s].head; /* -1 for a process new to the table */
+	if (e->pid_next >= 0)
+		c->slots[e->pid_next].pid_prev = idx;
+	c->pids[s] = (struct pid_slot){ .pid = e->pid, .head = idx };
+}
+
+/* Take an entry out of its process's list; the process's slot goes with its last entry. */
+static void pid_unlink(struct py_codes *c, struct code_entry *e)
+{
+	__u32 s;
+
+	if (e->pid_next >= 0)
+		c->slots[e->pid_next].pid_prev = e->pid_prev;
+	if (e->pid_prev >= 0) {
+		c->slots[e->pid_prev].pid_next = e->pid_next;
+		return;
+	}
+	s = pid_find(c, e->pid);
+	if (e->pid_next >= 0)
+		c->pids[s].head = e->pid_next;
+	else
+		oatab__delete(c, c->bucket_mask, s, &pids_ops);
+}
+
+/* ---- the entries ---- */
 
 static struct code_entry *lookup(struct py_codes *c, __u32 pid, __u64 code)
 {
@@ -225,6 +318,7 @@ static void entry__remove(struct py_codes *c, struct code_entry *e)
 		p = &c->slots[*p].next;
 	if (*p == idx)
 		*p = e->next;
+	pid_unlink(c, e);
 	entry__retire(c, e);
 	e->used = false;
 	e->next = c->free_head;
@@ -534,6 +628,7 @@ int py_codes__line(struct py_codes *c, __u32 pid, const struct py_layout *layout
 			.used = true,
 		};
 		c->buckets[bucket_of(c, pid, code)] = (__s32)(e - c->slots);
+		pid_link(c, e);
 		c->n_used++;
 		c->stats.resolved++;
 	}
@@ -579,11 +674,13 @@ const char *py_codes__name(struct py_codes *c, __u32 pid, __u64 code, __u32 line
 
 void py_codes__drop_pid(struct py_codes *c, __u32 pid)
 {
-	__u32 i;
+	__s32 i, next;
 
-	for (i = 0; i < c->max_codes; i++)
-		if (c->slots[i].used && c->slots[i].pid == pid)
-			entry__remove(c, &c->slots[i]);
+	/* each removal takes the head off the list (and, the last, the process's slot) */
+	for (i = c->pids[pid_find(c, pid)].head; i >= 0; i = next) {
+		next = c->slots[i].pid_next;
+		entry__remove(c, &c->slots[i]);
+	}
 }
 
 void py_codes__collect(struct py_codes *c)
@@ -614,5 +711,6 @@ void py_codes__free(struct py_codes *c)
 	free(c->retired);
 	free(c->slots);
 	free(c->buckets);
+	free(c->pids);
 	free(c);
 }

@@ -5,6 +5,8 @@
  * table decoder on every entry form, str decoding (ASCII, latin-1, UCS2, UCS4, bad code
  * points, the length caps), the type check, interning, eviction, revalidation after a
  * second (with a test clock), drop_pid and collect (under ASan a name freed too early fails).
+ * Several processes: forked children, whose memory holds the same objects at the same
+ * addresses, each dropped on its own, with and without eviction among them.
  */
 #include "python/python.h"
 #include "python/internal.h"
@@ -16,10 +18,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct py_layout layout;
+
+#define KIDS 5
 static __u64 fake_code_type[52]; /* stands for PyCode_Type: only its address matters */
 static __u64 fake_now;
 
@@ -189,6 +196,74 @@ static void test_strings(struct py_codes *c, __u32 pid, const unsigned char *fil
 	free(s);
 }
 
+/* Whether pid's entry for code is cached (py_codes__name of a line read before). */
+static bool cached(struct py_codes *c, __u32 pid, __u64 code)
+{
+	return py_codes__name(c, pid, code, 11) != NULL;
+}
+
+/* KIDS processes (children paused, the same memory) with 2 code objects each in a cache of
+ * max slots; drop_pid of one leaves the others' entries, and dropping a process with none
+ * (or one dropped already) is harmless. max < 2 * KIDS: entries evicted meanwhile. */
+static void test_processes(__u32 max, __u64 co, __u64 co2)
+{
+	pid_t kid[KIDS];
+	struct py_codes *c = py_codes__new(max);
+	struct py_codes_stats st;
+	__u32 line, i, ok = 0, left = 0;
+
+	for (i = 0; i < KIDS; i++) {
+		kid[i] = fork();
+		if (!kid[i]) {
+			pause();
+			_exit(0);
+		}
+	}
+	for (i = 0; i < KIDS; i++)
+		if (kid[i] > 0 && !py_codes__line(c, (__u32)kid[i], &layout, co, 0, &line) &&
+		    !py_codes__line(c, (__u32)kid[i], &layout, co2, 0, &line) &&
+		    py_codes__name(c, (__u32)kid[i], co, 11) &&
+		    py_codes__name(c, (__u32)kid[i], co2, 11))
+			ok++;
+	tap_ok(ok == KIDS, "max %u: %u processes' code objects read", max, ok);
+	py_codes__stats(c, &st);
+	tap_ok(st.cached == (max < 2 * KIDS ? max : 2 * KIDS), "max %u: cached %llu", max,
+	       (unsigned long long)st.cached);
+	/* the middle one goes; the rest stay as they were */
+	for (i = 0; i < KIDS; i++)
+		left += i != KIDS / 2 &&
+			cached(c, (__u32)kid[i], co) + cached(c, (__u32)kid[i], co2);
+	py_codes__drop_pid(c, (__u32)kid[KIDS / 2]);
+	py_codes__drop_pid(c, (__u32)kid[KIDS / 2]);
+	py_codes__drop_pid(c, 0x7ffffff0u); /* no entries at all */
+	tap_ok(!cached(c, (__u32)kid[KIDS / 2], co) && !cached(c, (__u32)kid[KIDS / 2], co2),
+	       "max %u: the dropped process's entries are gone", max);
+	for (i = 0; i < KIDS; i++)
+		left -= i != KIDS / 2 &&
+			cached(c, (__u32)kid[i], co) + cached(c, (__u32)kid[i], co2);
+	tap_ok(!left, "max %u: the other processes' entries stay", max);
+	/* each of the others, then: nothing left, and the slots come back for reuse */
+	for (i = 0; i < KIDS; i++)
+		py_codes__drop_pid(c, (__u32)kid[i]);
+	py_codes__stats(c, &st);
+	tap_ok(st.cached == 0, "max %u: every process dropped, cached %llu", max,
+	       (unsigned long long)st.cached);
+	tap_ok(!py_codes__line(c, (__u32)kid[0], &layout, co, 0, &line) &&
+		       cached(c, (__u32)kid[0], co),
+	       "max %u: read again after the drops", max);
+	py_codes__drop_pid(c, (__u32)kid[0]);
+	py_codes__stats(c, &st);
+	tap_ok(st.cached == 0, "max %u: and dropped again", max);
+	for (i = 0; i < KIDS; i++) {
+		if (kid[i] > 0) {
+			kill(kid[i], SIGKILL);
+			waitpid(kid[i], NULL, 0);
+		}
+	}
+	py_codes__collect(c);
+	py_codes__free(c);
+}
+
 int main(void)
 {
 	unsigned char *qual, *qual2, *file, *tab, *co, *co2, *co3, *not_code;
@@ -282,6 +357,28 @@ int main(void)
 	py_codes__collect(c);
 	py_codes__free(c);
 	py_codes__free(NULL);
+
+	test_processes(1000, addr(co), addr(co2));
+	test_processes(7, addr(co), addr(co2)); /* 10 entries wanted: 3 evicted */
+
+	/* A process's newest entry removed on its own (its code object freed): the older one
+	 * stays in the process's list, and the drop finds it. */
+	c = py_codes__new(16);
+	py_codes__set_clock(c, test_clock);
+	tap_ok(!py_codes__line(c, pid, &layout, addr(co), 0, &line) &&
+		       !py_codes__line(c, pid, &layout, addr(co2), 0, &line),
+	       "two code objects of one process");
+	put64(co2, layout.object_type, 0);
+	fake_now += 2000000000ull;
+	tap_ok(py_codes__line(c, pid, &layout, addr(co2), 0, &line) == -EINVAL,
+	       "the newer one freed: -EINVAL");
+	put64(co2, layout.object_type, addr(fake_code_type));
+	py_codes__drop_pid(c, pid);
+	py_codes__stats(c, &st);
+	tap_ok(st.cached == 0 && !cached(c, pid, addr(co)), "the drop finds the older: cached %llu",
+	       (unsigned long long)st.cached);
+	py_codes__collect(c);
+	py_codes__free(c);
 
 	tap_ok(!py_codes__new(0) && errno == EINVAL, "py_codes__new(0): EINVAL");
 
