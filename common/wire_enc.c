@@ -84,6 +84,25 @@ struct xpu_wire_enc {
 	msgpack_packer pk;     \
 	msgpack_packer_init(&pk, &(enc)->sbuf, write)
 
+/*
+ * add()'s packer writes through a cursor of its own, on add()'s stack: a store through the
+ * buffer's char pointer may alias the sbuffer's size field as far as the compiler knows, so
+ * with write_reserved it loaded and stored the size around every 1..9-byte write; a local
+ * whose address never leaves add() stays in a register. add() sets the size once, at the end.
+ */
+struct cursor {
+	char *p;
+};
+
+static inline int write_cursor(void *data, const char *buf, size_t len)
+{
+	struct cursor *c = data;
+
+	memcpy(c->p, buf, len);
+	c->p += len;
+	return 0;
+}
+
 /* Keys are string literals, so their fixstr header is a constant. */
 #define PACK_KEY(pk, lit) msgpack_pack_str_with_body(pk, lit, sizeof(lit) - 1)
 
@@ -554,9 +573,9 @@ static void pack_frames(msgpack_packer *pk, const struct xpu_cevent *ev, const _
 __attribute__((flatten)) int xpu_wire_enc__add(struct xpu_wire_enc *enc,
 					       const struct xpu_cevent *ev)
 {
-	PACKER(pk, enc, write_reserved);
 	__u32 entries, idx[XPU_WIRE_STACK_MAX];
-	size_t start;
+	struct cursor cur;
+	msgpack_packer pk;
 	int named = 0;
 
 	if (!enc->open || !cevent__encodable(ev))
@@ -577,12 +596,13 @@ __attribute__((flatten)) int xpu_wire_enc__add(struct xpu_wire_enc *enc,
 			return named;
 	}
 
-	start = enc->sbuf.size;
+	cur.p = enc->sbuf.data + enc->sbuf.size;
+	msgpack_packer_init(&pk, &cur, write_cursor);
 	entries = 0 XPU_WIRE_EVENT_FIELDS(ENC_COUNT);
 	msgpack_pack_map(&pk, entries);
 	XPU_WIRE_EVENT_FIELDS(ENC_WRITE)
-	assert(enc->sbuf.size - start <= event_bound(ev));
-	(void)start;
+	assert((size_t)(cur.p - enc->sbuf.data) - enc->sbuf.size <= event_bound(ev));
+	enc->sbuf.size = (size_t)(cur.p - enc->sbuf.data);
 	enc->count++;
 	return 0;
 }
