@@ -871,6 +871,7 @@ void ring__stats(const struct ring *r, struct ring_stats *st)
 	st->produced_bytes = load_relaxed(&hdr->produced_bytes);
 	st->lost_full = load_relaxed(&hdr->lost_full);
 	st->lost_too_big = load_relaxed(&hdr->lost_too_big);
+	st->reported = load_relaxed(&hdr->reported_full) + load_relaxed(&hdr->reported_too_big);
 	st->loss_records = load_relaxed(&hdr->loss_records);
 	st->wakeups = load_relaxed(&hdr->wakeups);
 	st->consumed = load_relaxed(&hdr->consumed);

@@ -51,6 +51,7 @@ struct ring_stats {
 	__u64 produced_bytes;
 	__u64 lost_full;
 	__u64 lost_too_big;
+	__u64 reported; /* of lost_full + lost_too_big, how many LOSS records have told */
 	__u64 loss_records;
 	__u64 wakeups;
 	__u64 consumed;

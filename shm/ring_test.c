@@ -157,6 +157,10 @@ static void test_exact_fit(void)
 	tap_ok(ring__write(p, rec, TR_MIN_SIZE) == -ENOBUFS,
 	       "one more record does not fit: ENOBUFS");
 	ring__flush(p);
+	ring__stats(c, &st);
+	tap_ok(st.lost_full == 1 && st.reported == 0,
+	       "the flush of a full ring shows the loss, not yet reported (lost %llu, reported %llu)",
+	       (unsigned long long)st.lost_full, (unsigned long long)st.reported);
 	drain(c, &d);
 	tap_eq_u64(d.records, 8, "the full ring drains completely");
 	ring__flush(p); /* room again: the LOSS record goes out */
@@ -165,6 +169,7 @@ static void test_exact_fit(void)
 	ring__stats(c, &st);
 	tap_eq_u64(st.head, CAP + 48, "head counts the full lap and the LOSS record");
 	tap_eq_u64(st.tail, st.head, "and the consumer has read everything");
+	tap_eq_u64(st.reported, 1, "the loss is reported");
 	ring__close(p);
 	ring__close(c);
 	ring__unlink(dirfd_, "exact");

@@ -12,6 +12,11 @@
 #	wait_for SECONDS SESSION EXPR    until EXPR prints True
 #	log_clean SESSION TEXT           the session log has no sanitizer report and no actor
 #					 stopped with a non-zero exit
+#	settled SINK                     an expression for wait_for: nothing held in the shards,
+#					 every record in the rings read and every drop told (a
+#					 ring full at its source's end owes a LOSS record until its
+#					 next flush), and each record read an event SINK received
+#					 or counted missing (every synthetic record is one event)
 #	free_port                        a TCP port free on 127.0.0.1 now (another process may
 #					 take it before the caller binds: retry)
 #	synthetic COUNT                  a [correlator] and a synthetic [source syn] section:
@@ -57,6 +62,10 @@ c = lambda name, k: a[name]['counters'].get(k, 0)
 sum_ = lambda k: sum(x['counters'].get(k, 0) for x in j['actors'] if x['role'] == 'correlator')
 rings = j.get('rings', [])
 print($2)"
+}
+
+settled() { # SINK
+	echo "sum_('pending') == 0 and all(r['used'] == 0 and r['lost_unreported'] == 0 for r in rings) and c('$1', 'events_in') + c('$1', 'events_missed') == sum_('events_out') == sum(r['consumed'] for r in rings)"
 }
 
 wait_for() {

@@ -135,7 +135,7 @@ wait_for 10 "$s" "c('all', 'flame.files_written') >= 1 and c('all', 'events_in')
 kill -9 "$(json "$s" "a['all']['pid']")"
 wait_for 10 "$s" "a['all']['restarts'] == 1 and a['all']['state'] == 'running'"
 ok $? "kill -9: the group killed mid-run is restarted"
-wait_for 30 "$s" "c('syn', 'launches') == 90000 and sum_('pending') == 0 and c('all', 'events_in') + c('all', 'events_missed') == sum_('events_out')"
+wait_for 30 "$s" "c('syn', 'launches') == 90000 and $(settled all)"
 rc=$?
 got=$(json "$s" "c('all', 'events_in'), c('all', 'state_lost'), c('all', 'events_missed')")
 ok $rc "kill -9: sent by the correlators = received + missed, over both runs (received, state lost, missed: $got)"
