@@ -5,7 +5,8 @@
  *
  *   entries[]   pending state per key, a free list through `next`
  *   keys        open-addressing hash (linear probing, deletion through common/oatab.h) ->
- *               entry index
+ *               entry index, with the key's hash beside it; a process's neighbouring
+ *               correlation ids share a cache line of it (key_home)
  *   pids[]      open-addressing hash of processes -> a doubly linked list of their entries,
  *               so PROC_EXIT touches only that process's state
  *   waiting[]   copies of GPU records that arrived before their launch side, listed per entry
@@ -44,6 +45,7 @@
 #include <string.h>
 
 #include "actors/correlator/join_engines.h"
+#include "common/big_alloc.h"
 #include "common/config.h"
 
 #define WAIT_REC_MAX 120 /* the largest GPU activity record: GPU_KERNEL */
@@ -59,6 +61,15 @@ enum {
 	F_AWAIT = 1 << 6, /* its CUDA_API came, its kernels wait for the LAUNCH: on launch_q */
 	F_GAVE_UP = 1 << 7, /* the LAUNCH did not come within launch_wait_ns */
 };
+
+#define STACK_CLASSES 5 /* LAUNCH stacks of up to 8, 16, 32, 64, 128 frames (stack_get) */
+
+/* The key table (an idx_slots): each slot an entry's index + 1 (0: empty) in its low
+ * KEY_IDX_BITS, and above them the top bits of its key's home (key_home), so a probe compares
+ * the entry only where those match (idx_slots__at does not apply: key_slot_idx). max_pending
+ * is at most 1 << 24: the index + 1 fits in 25 bits. */
+#define KEY_IDX_BITS 25
+#define KEY_IDX_MASK ((1u << KEY_IDX_BITS) - 1)
 
 struct entry {
 	__u64 corr;
@@ -124,6 +135,10 @@ struct join {
 	__u32 n_pids;
 	struct waiting *waiting;
 	__u32 free_wait, hw_wait;
+	__u64 *stack_free[STACK_CLASSES]; /* LAUNCH stacks to reuse, by class (stack_get) */
+	__u32 stack_n_free[STACK_CLASSES]; /* blocks on each list */
+	__u32 stack_low[STACK_CLASSES]; /* the fewest on each list since the last trim */
+	__u64 stack_trim_at; /* when the lists were last trimmed (stacks__trim) */
 	struct fifo ttl_q, exit_q, linger_q, launch_q;
 	__u64 next_id;
 	struct ranges ranges;
@@ -143,6 +158,82 @@ size_t join__entry_size(void)
 	/* the entry, its hash slots (load <= 1/2), its share of the three queues (twice
 	 * max_pending each); the process table is fixed (at most 2 MiB) */
 	return sizeof(struct entry) + 2 * sizeof(__u32) + 6 * sizeof(struct qitem);
+}
+
+/* ---- LAUNCH stacks ---- */
+
+/*
+ * Each pending key with a LAUNCH keeps a copy of its stack, from the LAUNCH until the key
+ * goes: thousands live at a time under load, freed in a different order than allocated,
+ * which kept glibc's malloc off its fast path (about 7 % of a shard's time in malloc, free
+ * and consolidation). Stacks of up to 8 << (STACK_CLASSES - 1) frames are blocks of 8 << c
+ * frames, reused through a list per class. Longer stacks go to malloc.
+ *
+ * A burst (a GPU that stalls while launches go on) can leave hundreds of thousands of blocks
+ * on the lists, up to max_pending of them: a list's low-water mark over a second is what that
+ * second never needed, and half of it goes back to malloc at each trim, so a shard returns
+ * to its steady size within seconds without freeing what it reuses.
+ */
+#define STACK_TRIM_NS 1000000000ull
+static int stack_class(__u32 frames)
+{
+	int c = 0;
+
+	while (c < STACK_CLASSES && (8u << c) < frames)
+		c++;
+	return c < STACK_CLASSES ? c : -1;
+}
+
+static __u64 *stack_get(struct join *j, __u32 frames)
+{
+	int c = stack_class(frames);
+	__u64 *p;
+
+	if (c < 0)
+		return malloc(8u * frames);
+	p = j->stack_free[c];
+	if (!p)
+		return malloc(8u * (8u << c));
+	j->stack_free[c] = (__u64 *)(uintptr_t)p[0]; /* a free block's first word: the next */
+	if (--j->stack_n_free[c] < j->stack_low[c])
+		j->stack_low[c] = j->stack_n_free[c];
+	return p;
+}
+
+static void stack_put(struct join *j, __u64 *p, __u32 frames)
+{
+	int c = stack_class(frames);
+
+	if (!p)
+		return;
+	if (c < 0) {
+		free(p);
+		return;
+	}
+	p[0] = (__u64)(uintptr_t)j->stack_free[c];
+	j->stack_free[c] = p;
+	j->stack_n_free[c]++;
+}
+
+/* Every STACK_TRIM_NS: half of what each list kept unused since the last trim goes. */
+static void stacks__trim(struct join *j, __u64 now_ns)
+{
+	__u32 c, k;
+
+	if (now_ns < j->stack_trim_at + STACK_TRIM_NS)
+		return;
+	j->stack_trim_at = now_ns;
+	for (c = 0; c < STACK_CLASSES; c++) {
+		for (k = (j->stack_low[c] + 1) / 2; k; k--) {
+			__u64 *p = j->stack_free[c];
+
+			j->stack_free[c] = (__u64 *)(uintptr_t)p[0];
+			free(p);
+			j->stack_n_free[c]--;
+			j->env.st.stacks_trimmed++;
+		}
+		j->stack_low[c] = j->stack_n_free[c];
+	}
 }
 
 /* ---- slot allocation: the free list, else the next never-used slot ---- */
@@ -171,12 +262,39 @@ static __u32 wait_take(struct join *j)
 
 /* ---- the key hash ---- */
 
+/*
+ * A key's home slot. CUPTI numbers a process's API calls in order, and the keys pending at a
+ * time are a window of the latest: keys of one process whose correlation ids differ only in
+ * their low bits share a block of KEY_BLOCK slots (a 64-byte line of the table), and the
+ * blocks are spread by the hash. A shard then touches a few lines of a table of megabytes,
+ * not one line (and one TLB entry) a key: with a random home the first load of a slot was a
+ * cache miss, a fifth of a shard's time (docs/performance.md). Full blocks make longer probe
+ * runs than random homes would: the tag in each slot keeps a probe from reading the entries
+ * it passes.
+ */
+#define KEY_BLOCK 16u
+
+static __u32 key_home(__u32 pid, __u64 corr)
+{
+	return (__u32)pid_id_hash(pid, corr / KEY_BLOCK) * KEY_BLOCK + (__u32)(corr % KEY_BLOCK);
+}
+
+static __u32 key_slot_value(__u32 idx, __u32 home)
+{
+	return (home & ~KEY_IDX_MASK) | (idx + 1);
+}
+
+static __u32 key_slot_idx(const struct idx_slots *t, __u32 slot)
+{
+	return (t->slot[slot] & KEY_IDX_MASK) - 1;
+}
+
 static uint32_t key_slot_home(const void *tab, uint32_t slot)
 {
 	const struct join *j = container_of(tab, const struct join, keys);
-	const struct entry *e = &j->entries[idx_slots__at(&j->keys, slot)];
+	const struct entry *e = &j->entries[key_slot_idx(&j->keys, slot)];
 
-	return (__u32)pid_id_hash(e->pid, e->corr);
+	return key_home(e->pid, e->corr);
 }
 
 static const struct oatab_ops key_ops = {
@@ -186,17 +304,30 @@ static const struct oatab_ops key_ops = {
 	.clear = idx_slots__clear,
 };
 
-static __u32 key_find(const struct join *j, __u32 pid, __u64 corr, __u32 *slot)
+/* The entry of (pid, corr), whose key_home is home, or NIL; *slot: where it is, or the empty
+ * slot where it goes. */
+static __u32 key_find_at(const struct join *j, __u32 home, __u32 pid, __u64 corr, __u32 *slot)
 {
-	__u32 i = (__u32)pid_id_hash(pid, corr) & j->keys.mask, e;
+	__u32 i = home & j->keys.mask, v, e;
 
 	for (;; i = (i + 1) & j->keys.mask) {
-		e = idx_slots__at(&j->keys, i);
-		if (e == NIL || (j->entries[e].corr == corr && j->entries[e].pid == pid)) {
+		v = j->keys.slot[i];
+		if (!v) {
+			*slot = i;
+			return NIL;
+		}
+		e = (v & KEY_IDX_MASK) - 1;
+		if (!((v ^ home) & ~KEY_IDX_MASK) && j->entries[e].corr == corr &&
+		    j->entries[e].pid == pid) {
 			*slot = i;
 			return e;
 		}
 	}
+}
+
+static __u32 key_find(const struct join *j, __u32 pid, __u64 corr, __u32 *slot)
+{
+	return key_find_at(j, key_home(pid, corr), pid, corr, slot);
 }
 
 /* ---- processes ---- */
@@ -574,7 +705,7 @@ static void entry_remove(struct join *j, __u32 idx)
 		j->entries[e->pid_next].pid_prev = e->pid_prev;
 	if (!--p->n)
 		pid_delete(j, ps);
-	free(e->stack);
+	stack_put(j, e->stack, e->n_stack);
 	e->stack = NULL;
 	e->flags = 0;
 	e->gen++;
@@ -602,10 +733,10 @@ static void evict_oldest(struct join *j)
 
 static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_ns)
 {
-	__u32 slot, idx, ps;
+	__u32 home = key_home(pid, corr), slot, idx, ps;
 	struct entry *e;
 
-	idx = key_find(j, pid, corr, &slot);
+	idx = key_find_at(j, home, pid, corr, &slot);
 	if (idx != NIL)
 		return &j->entries[idx];
 	if ((j->free_entry == NIL && j->hw_entry == j->opts.max_pending) ||
@@ -613,7 +744,7 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 		evict_oldest(j);
 		while ((j->n_pids + 1) * 4 > (j->pid_mask + 1) * 3 && j->env.st.pending)
 			evict_oldest(j);
-		key_find(j, pid, corr, &slot); /* the table changed */
+		key_find_at(j, home, pid, corr, &slot); /* the table changed */
 	}
 	idx = entry_take(j);
 	e = &j->entries[idx];
@@ -631,7 +762,7 @@ static struct entry *entry_get(struct join *j, __u32 pid, __u64 corr, __u64 now_
 		j->entries[j->pids[ps].head].pid_prev = idx;
 	j->pids[ps].head = idx;
 	j->pids[ps].n++;
-	j->keys.slot[slot] = idx + 1;
+	j->keys.slot[slot] = key_slot_value(idx, home);
 	fifo_push(&j->ttl_q, now_ns + j->opts.ttl_ns, idx, e->gen);
 	j->env.st.pending++;
 	return e;
@@ -751,7 +882,7 @@ static void on_launch_side(struct join *j, const void *rec, __u64 id, __u64 now_
 			e->launch_id = id;
 			e->flags |= F_LAUNCH;
 			if (l->n_user) {
-				e->stack = malloc(8u * l->n_user);
+				e->stack = stack_get(j, l->n_user);
 				if (e->stack) {
 					memcpy(e->stack, l->ips, 8u * l->n_user);
 					e->n_stack = l->n_user;
@@ -1035,6 +1166,7 @@ void join__expire(struct join *j, __u64 now_ns)
 	/* after the keys: a process's last GPU records have gone out, with their stream links */
 	exits__expire(&j->exits, now_ns);
 	streams__expire(&j->streams, now_ns);
+	stacks__trim(j, now_ns);
 }
 
 void join__flush(struct join *j)
@@ -1059,8 +1191,13 @@ __u64 join__next_id(const struct join *j)
 
 void join__stats(const struct join *j, struct join_stats *st)
 {
+	__u32 c;
+
 	*st = j->env.st;
 	st->range_held = j->hold_live;
+	st->stacks_kept = 0;
+	for (c = 0; c < STACK_CLASSES; c++)
+		st->stacks_kept += j->stack_n_free[c];
 }
 
 /* The last drop hook: the shard forgets what it keeps per process (names). */
@@ -1070,6 +1207,17 @@ static void gone_notify(void *join, __u32 pid)
 
 	if (j->gone_fn)
 		j->gone_fn(pid, j->env.ctx);
+}
+
+/* The sizes of the two big arrays, for xpu_big_alloc and xpu_big_free */
+static size_t entries_len(const struct join *j)
+{
+	return (size_t)j->opts.max_pending * sizeof(*j->entries);
+}
+
+static size_t key_slots_len(const struct join *j)
+{
+	return ((size_t)j->keys.mask + 1) * sizeof(*j->keys.slot);
 }
 
 static void *queue_items(__u32 cap)
@@ -1082,7 +1230,7 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	__u32 qcap = 2 * opts->max_pending;
 	struct join *j;
 
-	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 30) ||
+	if (!opts->max_pending || !opts->max_waiting || !emit || opts->max_pending > (1u << 24) ||
 	    opts->max_streams > (1u << 24) || opts->max_graph_nodes > (1u << 24)) {
 		errno = EINVAL;
 		return NULL;
@@ -1107,8 +1255,10 @@ struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ct
 	j->pid_mask = pow2_at_least(2ull * opts->max_pending < PIDS_MAX ? 2ull * opts->max_pending :
 									  PIDS_MAX) -
 		      1;
-	j->entries = calloc(opts->max_pending, sizeof(*j->entries));
-	j->keys.slot = calloc((size_t)j->keys.mask + 1, sizeof(*j->keys.slot));
+	/* Looked up at random once or twice a record: in huge pages where the kernel has them,
+	 * so that the lookup's cache miss is not also a TLB miss (common/big_alloc.h) */
+	j->entries = xpu_big_alloc(entries_len(j));
+	j->keys.slot = xpu_big_alloc(key_slots_len(j));
 	j->pids = calloc((size_t)j->pid_mask + 1, sizeof(*j->pids));
 	j->waiting = calloc(opts->max_waiting, sizeof(*j->waiting));
 	j->ttl_q = (struct fifo){
@@ -1154,8 +1304,16 @@ void join__free(struct join *j)
 	if (j->entries)
 		for (i = 0; i < j->hw_entry; i++)
 			free(j->entries[i].stack);
-	free(j->entries);
-	free(j->keys.slot);
+	for (i = 0; i < STACK_CLASSES; i++) {
+		while (j->stack_free[i]) {
+			__u64 *p = j->stack_free[i];
+
+			j->stack_free[i] = (__u64 *)(uintptr_t)p[0];
+			free(p);
+		}
+	}
+	xpu_big_free(j->entries, entries_len(j));
+	xpu_big_free(j->keys.slot, key_slots_len(j));
 	free(j->pids);
 	free(j->waiting);
 	free(j->ttl_q.items);

@@ -112,6 +112,8 @@ struct join_stats {
 	__u64 range_wait_expired; /* ... let go at range_wait_ns, the records not there yet */
 	__u64 range_wait_full; /* ... let go early: HOLD_MAX samples were held */
 	__u64 range_held; /* CPU samples held now */
+	__u64 stacks_kept; /* LAUNCH stack blocks kept for reuse now */
+	__u64 stacks_trimmed; /* ... given back to malloc, unused for a second or more */
 };
 
 typedef void (*join_emit_fn)(const struct xpu_cevent *ev, void *ctx);
@@ -133,7 +135,8 @@ typedef const char *(*join_name_fn)(__u32 pid, __u64 id, __u32 kind, __u32 *len,
  * through fn (optional; without it counters are never attached: they travel by name). */
 void join__set_names(struct join *j, join_name_fn fn);
 
-/* join__new - NULL + errno (EINVAL for a zero limit, ENOMEM). Memory is reserved up front
+/* join__new - NULL + errno (EINVAL for a zero limit or max_pending over 1 << 24, ENOMEM).
+ * Memory is reserved up front
  * (about sizeof(pending entry) * max_pending + a GPU record copy per max_waiting) and
  * touched as it is first used, so a new shard is ready at once. */
 struct join *join__new(const struct join_opts *opts, join_emit_fn emit, void *ctx);

@@ -187,8 +187,11 @@ static void test_orders(void)
 }
 
 /* N keys over P processes, each with LAUNCH, CUDA_API and 1-3 kernels (graph launches),
- * offered in a random order: every kernel joins its own key, none another. */
-static void test_shuffled(void)
+ * offered in a random order: every kernel joins its own key, none another. run: how many
+ * consecutive correlation ids each process takes in turn; 1 spreads a process's keys out,
+ * longer runs are what CUPTI makes (a process numbers its calls in order), and fill the key
+ * table's blocks (join.c, key_home) at up to 38 % load. */
+static void test_shuffled(unsigned int run, const char *what)
 {
 	enum { KEYS = 50000, PROCS = 7 };
 	struct rec_ref {
@@ -203,7 +206,7 @@ static void test_shuffled(void)
 	struct join *j = fresh(KEYS, KEYS, ~0ull / 2);
 
 	for (i = 1; i <= KEYS; i++) {
-		__u32 pid = 100 + i % PROCS, k, nk = 1 + i % 3;
+		__u32 pid = 100 + (i / run) % PROCS, k, nk = 1 + i % 3;
 
 		refs[n++] = (struct rec_ref){ pid, i, 0 };
 		refs[n++] = (struct rec_ref){ pid, i, 1 };
@@ -254,20 +257,76 @@ static void test_shuffled(void)
 			stacks++;
 	}
 	join__stats(j, &st);
-	tap_eq_u64(out.n, n, "shuffled: every one of %u records went out exactly once", n);
-	tap_eq_u64(good, kernels, "shuffled: all %u kernels joined to their own key", kernels);
-	tap_eq_u64(wrong, 0, "shuffled: zero false joins");
-	tap_eq_u64(exact, kernels, "shuffled: all by exact id");
-	tap_ok(stacks > kernels / 3, "shuffled: kernels after their LAUNCH carry its stack (%u)",
+	tap_eq_u64(out.n, n, "%s: every one of %u records went out exactly once", what, n);
+	tap_eq_u64(good, kernels, "%s: all %u kernels joined to their own key", what, kernels);
+	tap_eq_u64(wrong, 0, "%s: zero false joins", what);
+	tap_eq_u64(exact, kernels, "%s: all by exact id", what);
+	tap_ok(stacks > kernels / 3, "%s: kernels after their LAUNCH carry its stack (%u)", what,
 	       stacks);
-	tap_ok(st.waited > 0, "shuffled: some kernels waited for their launch side (%llu)",
+	tap_ok(st.waited > 0, "%s: some kernels waited for their launch side (%llu)", what,
 	       (unsigned long long)st.waited);
-	tap_eq_u64(st.pending, 0, "shuffled: nothing pending after flush");
-	tap_eq_u64(st.waiting, 0, "shuffled: nothing waiting after flush");
+	tap_eq_u64(st.pending, 0, "%s: nothing pending after flush", what);
+	tap_eq_u64(st.waiting, 0, "%s: nothing waiting after flush", what);
 	join__free(j);
 	free(refs);
 	free(launch_id);
 	free(api_id);
+}
+
+/* What a pipeline does to the key table: each process numbers its calls in order, each
+ * call's kernel comes W calls later, and a matched key goes linger_ns after (join__expire):
+ * inserts, finds and deletions (backward shifts through the table's full blocks, join.c's
+ * key_home) interleaved at a steady 37 % load. Every kernel joins its own call. */
+static void test_window(void)
+{
+	enum { PROCS = 4, CALLS = 20000, W = 3000 };
+	struct join_opts o = { .ttl_ns = 1ull << 40,
+			       .exit_grace_ns = 100,
+			       .linger_ns = 50,
+			       .max_pending = PROCS * (W + 64),
+			       .max_waiting = 1024 };
+	static __u64 api_id[PROCS][CALLS + 1];
+	unsigned int i, p, good = 0, kernels = 0;
+	struct join_stats st;
+	struct join *j;
+	__u64 now = 0;
+
+	out.n = 0;
+	j = join__new(&o, collect, &out);
+	for (i = 0; i < CALLS + W; i++) {
+		for (p = 0; p < PROCS; p++) {
+			if (i < CALLS)
+				offer(j, api(200 + p, i + 1), now);
+			if (i >= W)
+				offer(j, kernel(200 + p, i - W + 1), now);
+		}
+		now += 10;
+		join__expire(j, now);
+	}
+	for (i = 0; i < out.n; i++)
+		if (out.ev[i].kind == XPU_REC_CUDA_API && out.ev[i].pid - 200 < PROCS &&
+		    out.ev[i].correlation_id <= CALLS)
+			api_id[out.ev[i].pid - 200][out.ev[i].correlation_id] = out.ev[i].id;
+	for (i = 0; i < out.n; i++) {
+		const struct xpu_cevent *e = &out.ev[i];
+
+		if (e->kind != XPU_REC_GPU_KERNEL)
+			continue;
+		kernels++;
+		good += e->corr_type == XPU_CORR_EXACT_ID && e->n_links &&
+			e->links[0].type == XPU_LINK_LAUNCHED_BY && e->pid - 200 < PROCS &&
+			e->correlation_id <= CALLS &&
+			e->links[0].target == api_id[e->pid - 200][e->correlation_id];
+	}
+	join__stats(j, &st);
+	tap_eq_u64(kernels, PROCS * CALLS, "window: every kernel went out");
+	tap_eq_u64(good, PROCS * CALLS, "window: each joined to its own call, by exact id");
+	tap_eq_u64(st.evicted, 0, "window: nothing evicted (the load stays under the bound)");
+	tap_ok(st.expired >= PROCS * (CALLS - 10),
+	       "window: matched keys removed as they lingered "
+	       "out (%llu)",
+	       (unsigned long long)st.expired);
+	join__free(j);
 }
 
 static void test_ttl(void)
@@ -323,6 +382,47 @@ static void test_bounds(void)
 		   (unsigned long long)st.in);
 	tap_ok(join__entry_size() < 256, "state per pending key: %zu bytes plus its stack",
 	       join__entry_size());
+	join__free(j);
+}
+
+/* LAUNCH stack blocks a burst left on the free lists go back to malloc, half of what a second
+ * did not use at each trim; blocks in use again within the second stay. */
+static void stacks_are(struct join *j, __u64 kept, __u64 trimmed, const char *what)
+{
+	struct join_stats st;
+
+	join__stats(j, &st);
+	tap_ok(st.pending == 0 && st.stacks_kept == kept && st.stacks_trimmed == trimmed,
+	       "%s (kept %llu, trimmed %llu)", what, (unsigned long long)st.stacks_kept,
+	       (unsigned long long)st.stacks_trimmed);
+}
+
+static void test_stack_trim(void)
+{
+	struct join *j = fresh(100000, 10, 1000000);
+	__u64 t = 1000000000ull, trim;
+	unsigned int i;
+
+	for (i = 1; i <= 1000; i++)
+		offer(j, launch(1, i, 4), t);
+	trim = t + 2000000;
+	join__expire(j, trim); /* the keys expire; the first trim has no second behind it */
+	stacks_are(j, 1000, 0, "a burst's 1000 stacks are kept for reuse");
+	trim += 1000000000ull;
+	join__expire(j, trim);
+	stacks_are(j, 500, 500, "a second later half of them go");
+	for (i = 1001; i <= 1400; i++)
+		offer(j, launch(1, i, 4), trim + 1);
+	join__expire(j, trim + 3000000);
+	stacks_are(j, 500, 500, "400 of them reused and back within the second: none trimmed yet");
+	trim += 1000000000ull;
+	join__expire(j, trim);
+	stacks_are(j, 450, 550, "then half of the 100 that second never needed go");
+	for (i = 0; i < 20; i++) {
+		trim += 1000000000ull;
+		join__expire(j, trim);
+	}
+	stacks_are(j, 0, 1000, "an idle shard gives back every block within 20 seconds");
 	join__free(j);
 }
 
@@ -1458,9 +1558,12 @@ int main(void)
 
 	tap_ok(!join__new(&bad, collect, &out), "zero limits are refused");
 	test_orders();
-	test_shuffled();
+	test_shuffled(1, "shuffled");
+	test_shuffled(4096, "shuffled, runs of 4096 ids a process");
+	test_window();
 	test_ttl();
 	test_bounds();
+	test_stack_trim();
 	test_exit();
 	test_linger();
 	test_nesting();
