@@ -67,6 +67,7 @@
 #include "actors/correlator/unwind.h"
 #include "actors/cpu/cpu_options.h"
 #include "actors/inproc/inproc_options.h"
+#include "actors/sink/close.h"
 #include "common/mix.h"
 #include "common/oatab.h"
 #include "common/pyframe.h"
@@ -136,6 +137,8 @@ enum counter {
 	C_GRAPH_NODES,
 	C_GRAPH_NODES_EVICTED,
 	C_LAUNCH_WAITED,
+	C_STACKS_KEPT,
+	C_STACKS_TRIMMED,
 	C_LAUNCH_WAIT_EXPIRED,
 	C_RANGE_WAITED,
 	C_RANGE_WAIT_EXPIRED,
@@ -218,6 +221,8 @@ static const char *const counter_names[C_N] = {
 	[C_GRAPH_NODES] = "graph_nodes",
 	[C_GRAPH_NODES_EVICTED] = "graph_nodes_evicted",
 	[C_LAUNCH_WAITED] = "launch_waited",
+	[C_STACKS_KEPT] = "stacks_kept",
+	[C_STACKS_TRIMMED] = "stacks_trimmed",
 	[C_LAUNCH_WAIT_EXPIRED] = "launch_wait_expired",
 	[C_RANGE_WAITED] = "range_waited",
 	[C_RANGE_WAIT_EXPIRED] = "range_wait_expired",
@@ -1108,6 +1113,8 @@ static void publish(struct shard *s)
 	v[C_GRAPH_NODES] = st.graph_nodes;
 	v[C_GRAPH_NODES_EVICTED] = st.graph_nodes_evicted;
 	v[C_LAUNCH_WAITED] = st.launch_waited;
+	v[C_STACKS_KEPT] = st.stacks_kept;
+	v[C_STACKS_TRIMMED] = st.stacks_trimmed;
 	v[C_LAUNCH_WAIT_EXPIRED] = st.launch_wait_expired;
 	v[C_RANGE_WAITED] = st.range_waited;
 	v[C_RANGE_WAIT_EXPIRED] = st.range_wait_expired;
@@ -1322,8 +1329,8 @@ static void shard__close(struct shard *s)
 
 	for (i = 0; i < s->n_rings; i++)
 		ring__close(s->rings[i]);
-	for (i = 0; i < s->n_sinks; i++)
-		nng_close(s->sinks[i]);
+	/* bounded, all together: a push socket with a full queue at exit */
+	sockets__close_within(s->sinks, s->n_sinks, 1000, PROG);
 	join__free(s->join);
 	xpu_wire_enc__free(s->enc);
 	checkpoint__close(s->ckpt);

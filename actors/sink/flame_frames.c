@@ -222,6 +222,11 @@ static struct flame_range *range_of(struct flame_scopes *sc, __u32 producer,
 	for (i = 0; i < e->n_links && i < XPU_WIRE_LINKS_MAX; i++)
 		if (e->links[i].type == XPU_LINK_INSIDE_RANGE)
 			return ranges__find(&sc->ranges, producer, e->links[i].target);
+	/* GPU work's parent is what launched it (a call, a LAUNCH, a CPU sample: docs/wire.md),
+	 * never a range, which comes as the link above: looking it up would find nothing, at the
+	 * price of a cache miss in the filter for most GPU records */
+	if (e->kind >= XPU_REC_GPU_KERNEL && e->kind <= XPU_REC_GPU_SYNC)
+		return NULL;
 	return e->parent_id ? ranges__find(&sc->ranges, producer, e->parent_id) : NULL;
 }
 

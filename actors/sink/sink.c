@@ -19,6 +19,7 @@
 #include <nng/protocol/pipeline0/pull.h>
 
 #include "actors/actor.h"
+#include "actors/sink/close.h"
 #include "common/topology.h"
 
 #define SINK_MAX_EVENTS 16384 /* a correlator batch is at most 4096 events and a few */
@@ -29,6 +30,7 @@
 #define SINK_RECVBUF 32 /* batches nng may queue for us */
 #define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
 #define TICK_NS 100000000ull
+#define SINK_CLOSE_MS 1000 /* the socket's close at exit (socket__close_within) */
 #define DEC_SLOTS 4 /* batches the decode thread may have ready ahead of the format */
 
 /*
@@ -428,7 +430,7 @@ static void sink__close(struct sink *s)
 	if (s->drv.st)
 		s->drv.fmt->free(s->drv.st);
 	if (s->listening)
-		nng_close(s->drv.sock);
+		socket__close_within(s->drv.sock, SINK_CLOSE_MS, s->a->prog);
 	if (s->state)
 		munmap(s->state, sizeof(*s->state));
 }
@@ -568,13 +570,10 @@ static int slot__init(struct xpu_cevent **events, struct xpu_wire_pool *pool)
 
 int sink_driver__init(struct sink_driver *d)
 {
-	d->wait_known = false;
-	d->wait_fd = -1;
+	d->wait = SINK_WAIT_INIT;
 	d->dec = NULL;
 	return slot__init(&d->events, &d->pool);
 }
-
-static bool wait_readable(struct sink_driver *d);
 
 bool sink__one_thread(void)
 {
@@ -625,7 +624,9 @@ static void *decoder__main(void *arg)
 		pthread_mutex_unlock(&k->mu);
 
 		rv = nng_recv(d->sock, &buf, &len,
-			      NNG_FLAG_ALLOC | (wait_readable(d) ? NNG_FLAG_NONBLOCK : 0));
+			      NNG_FLAG_ALLOC |
+				      (sink_wait__readable(&d->wait, d->sock) ? NNG_FLAG_NONBLOCK :
+										0));
 		if (rv == NNG_ETIMEDOUT || rv == NNG_EAGAIN)
 			continue; /* nothing in time: look at stop again */
 		if (rv) {
@@ -722,33 +723,25 @@ void sink_driver__fini(struct sink_driver *d)
 	slot__fini(&d->events, &d->pool);
 }
 
-/*
- * Wait up to the socket's receive timeout for a message, in poll(2) on the socket's receive
- * descriptor rather than in a receive with a timeout: nng 1.5 runs every receive timeout
- * through its expire threads, and an idle sink waking them 50 times a second cost about 4 %
- * of a CPU here (docs/performance.md), the poll's kernel timer next to nothing. Returns
- * whether to receive without blocking (a message may be there, or the timeout passed);
- * false: no descriptor, receive blocking as before.
- */
-static bool wait_readable(struct sink_driver *d)
+bool sink_wait__readable(struct sink_wait *w, nng_socket sock)
 {
 	struct pollfd p;
 	nng_duration ms;
 
-	if (!d->wait_known) {
-		d->wait_known = true;
-		d->wait_fd = -1;
-		if (!nng_socket_get_ms(d->sock, NNG_OPT_RECVTIMEO, &ms) && ms >= 0 &&
-		    nng_socket_get_int(d->sock, NNG_OPT_RECVFD, &d->wait_fd))
-			d->wait_fd = -1;
-		d->wait_ms = d->wait_fd >= 0 ? (int)ms : 0;
+	if (!w->known) {
+		w->known = true;
+		w->fd = -1;
+		if (!nng_socket_get_ms(sock, NNG_OPT_RECVTIMEO, &ms) && ms >= 0 &&
+		    nng_socket_get_int(sock, NNG_OPT_RECVFD, &w->fd))
+			w->fd = -1;
+		w->ms = w->fd >= 0 ? (int)ms : 0;
 	}
-	if (d->wait_fd < 0)
+	if (w->fd < 0)
 		return false;
-	p = (struct pollfd){ .fd = d->wait_fd, .events = POLLIN };
+	p = (struct pollfd){ .fd = w->fd, .events = POLLIN };
 	/* EINTR (a signal: stop, a snapshot) ends the wait early, as a message would */
-	if ((poll(&p, 1, d->wait_ms) < 0 && errno != EINTR) || (p.revents & POLLNVAL)) {
-		d->wait_fd = -1; /* never again: a loop around a failing poll would spin */
+	if ((poll(&p, 1, w->ms) < 0 && errno != EINTR) || (p.revents & POLLNVAL)) {
+		w->fd = -1; /* never again: a loop around a failing poll would spin */
 		return false;
 	}
 	return true;
@@ -840,7 +833,8 @@ int sink_driver__step(struct sink_driver *d, bool wait)
 	}
 	if (d->dec)
 		return step_threaded(d, wait);
-	flags = NNG_FLAG_ALLOC | (wait && !wait_readable(d) ? 0 : NNG_FLAG_NONBLOCK);
+	flags = NNG_FLAG_ALLOC |
+		(wait && !sink_wait__readable(&d->wait, d->sock) ? 0 : NNG_FLAG_NONBLOCK);
 	while (n++ < SINK_STEP_BATCHES && (!d->max_batches || d->batches < d->max_batches)) {
 		rv = nng_recv(d->sock, &buf, &len, flags);
 		if (rv)

@@ -19,6 +19,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/pull.h>
 
+#include "actors/sink/close.h"
 #include "actors/sink/sink.h"
 #include "actors/test/test_options.h"
 #include "common/topology.h"
@@ -52,6 +53,7 @@ struct mesh {
 	bool listening;
 	FILE *dump; /* `dump = FILE`: every record read (a replay file) or event received */
 	nng_socket pull;
+	struct sink_wait wait; /* how the sink role waits for a batch (sink.h) */
 	struct xpu_cevent *events;
 	struct xpu_wire_pool pool;
 	struct xpu_wire_seq gaps; /* per producer, in events */
@@ -229,6 +231,7 @@ static int sink__open(struct mesh *m, struct actor *a)
 	if (sink__listen(&m->pull, a, 5)) /* the sinks' own socket (actors/sink/sink.c) */
 		return -EIO;
 	m->listening = true;
+	m->wait = SINK_WAIT_INIT;
 	m->c_batches = actor__counter(a, "batches_in");
 	m->c_events = actor__counter(a, "events_in");
 	m->c_gaps = actor__counter(a, "events_missed");
@@ -252,9 +255,11 @@ static void sink__step(struct mesh *m, struct actor *a, unsigned long long take_
 	void *buf;
 	size_t len;
 
-	int flags = NNG_FLAG_ALLOC; /* the first receive waits (NNG_OPT_RECVTIMEO), the rest not */
 	__u64 before = m->batches + m->bad_batches;
 	unsigned int n = 0;
+	/* the first receive waits (NNG_OPT_RECVTIMEO, in poll where it can), the rest not */
+	int flags = NNG_FLAG_ALLOC |
+		    (sink_wait__readable(&m->wait, m->pull) ? NNG_FLAG_NONBLOCK : 0);
 
 	/* At most SINK_STEP_BATCHES a step: the caller heartbeats between steps. */
 	while (n++ < (take_every_ms ? 1 : SINK_STEP_BATCHES) &&
@@ -404,7 +409,7 @@ static void mesh__close(struct mesh *m)
 	for (i = 0; i < m->n; i++)
 		ring__close(m->rings[i]);
 	if (m->listening)
-		nng_close(m->pull);
+		socket__close_within(m->pull, 1000, PROG);
 	free(m->events);
 	if (m->dump && fclose(m->dump))
 		fprintf(stderr, PROG ": unable to write the dump: %s\n", strerror(errno));
