@@ -93,6 +93,28 @@ sub_total() { # sub_total ERRFILE FIELD(batches|events|missed|rewinds)
 		tail -1 | awk -v f="$2" '{ i = f == "batches" ? 1 : f == "events" ? 2 : f == "missed" ? 3 : 4; print $i }'
 }
 
+# The CPU clock ticks PIDs have used, together (utime + stime of /proc/PID/stat).
+cpu_ticks() { # cpu_ticks PID...
+	local p
+	for p; do sed 's/.*) //' "/proc/$p/stat" 2>/dev/null; done | awk '{ s += $12 + $13 } END { print s + 0 }'
+}
+
+# Until PIDs together use fewer than 3 ticks (30 ms) of CPU in half a second, at most SECONDS:
+# a subscriber that has read everything sent to it waits in poll. Before a session stops,
+# what a lagging subscriber has not yet taken from the publisher's queues is lost with them,
+# and it cannot count what it never saw a later sequence number of.
+idle() { # idle SECONDS PID...
+	local deadline=$((SECONDS + $1)) a b
+	shift
+	while [ $SECONDS -le "$deadline" ]; do
+		a=$(cpu_ticks "$@")
+		sleep 0.5
+		b=$(cpu_ticks "$@")
+		[ $((b - a)) -lt 3 ] && return 0
+	done
+	return 1
+}
+
 free_port() {
 	"$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
