@@ -286,7 +286,8 @@ static void print_json(FILE *out, const struct session *s)
 		fprintf(out,
 			",\"shard\":%u,\"ok\":%s,\"capacity\":%llu,\"used\":%llu,\"produced\":%llu,"
 			"\"consumed\":%llu,\"lost\":{\"ring_full\":%llu,\"too_big\":%llu},"
-			"\"lost_unreported\":%llu,\"loss_records\":%llu,\"corrupt\":%llu,\"producer_pid\":%u,\"consumer_pid\":%u}",
+			"\"lost_unreported\":%llu,\"loss_records\":%llu,\"corrupt\":%llu,"
+			"\"producer_pid\":%u,\"consumer_pid\":%u}",
 			rows[r].shard, rows[r].ok ? "true" : "false",
 			(unsigned long long)st->capacity, (unsigned long long)(st->head - st->tail),
 			(unsigned long long)st->produced, (unsigned long long)st->consumed,

@@ -140,7 +140,8 @@ void symbolizer__exec(struct symbolizer *s, __u32 pid, __u64 ts_ns);
  * a MODULE record (include/xpusup/event.h). A frame that no mapping read from
  * /proc/PID/maps covers is looked up here, so the frames of a process that exited before its
  * maps could be read still get names and CFI. path "[vdso]" is the vDSO (dev, ino 0),
- * read from our own. A mapping overlapping an older report replaces it. At most SYMBOLIZER_MODULES_MAX per process.
+ * read from our own. A mapping overlapping an older report replaces it. At most
+ * SYMBOLIZER_MODULES_MAX per process.
  *
  * Returns 0, -EINVAL (start >= end, a relative path), -ENOSPC (the process's limit), -ENOMEM.
  */

@@ -105,9 +105,9 @@ void flame_scopes__add(struct flame_scopes *sc, __u32 producer, const struct xpu
  * flame_scopes__of - the frames of the ranges around e, "[range] outer;...;[range] inner"
  * (interned: equal chains are the same pointer; no frame holds a ';'), or NULL when e is in
  * no known range. The range is e's inside_range link, else its parent when that is a range
- * (never for GPU work, whose parent is what launched it). A chain whose outer part was forgotten starts at the oldest range still
- * known; one deeper than FLAME_SCOPE_DEPTH_MAX (or a cycle, in broken input) keeps its
- * innermost FLAME_SCOPE_DEPTH_MAX.
+ * (never for GPU work, whose parent is what launched it). A chain whose outer part was
+ * forgotten starts at the oldest range still known; one deeper than FLAME_SCOPE_DEPTH_MAX
+ * (or a cycle, in broken input) keeps its innermost FLAME_SCOPE_DEPTH_MAX.
  */
 const char *flame_scopes__of(struct flame_scopes *sc, __u32 producer, const struct xpu_cevent *e);
 
