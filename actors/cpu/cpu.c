@@ -65,6 +65,13 @@ _Static_assert((int)CONF_TARGET_ALL == (int)PROFILE_TARGET_ALL &&
 #define DWARF_HERE 0
 #endif
 
+/* follow_mmap = raw: profile.bpf.c reads a system call's registers of these two only. */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define RAW_SYSCALLS_HERE 1
+#else
+#define RAW_SYSCALLS_HERE 0
+#endif
+
 struct cpu_keys {
 	unsigned long long hz, ringbuf_kb, wakeup_kb, drain_ms, stack_bytes;
 	enum cpu_event event;
@@ -72,6 +79,7 @@ struct cpu_keys {
 	struct conf_target target;
 	int kernel_stacks, user_stacks;
 	bool python; /* read Python frames */
+	enum cpu_follow_mmap follow_mmap; /* FOLLOW_MMAP_OFF without user stacks */
 	char marker[4096]; /* "" when there is no launch_marker */
 	bool marker_default; /* not written: the CUPTI library's path, found there */
 };
@@ -104,6 +112,7 @@ enum counter {
 	C_MODULES_UNREAD,
 	C_MODULES_SKIPPED,
 	C_MODULES_BY_NAME,
+	C_MMAP_RAW,
 	C_N,
 };
 
@@ -135,6 +144,7 @@ static const char *const counter_names[C_N] = {
 	[C_MODULES_UNREAD] = "modules_unread",
 	[C_MODULES_SKIPPED] = "modules_skipped",
 	[C_MODULES_BY_NAME] = "modules_by_name",
+	[C_MMAP_RAW] = "mmap_raw",
 };
 
 /* The kernel side's Python counters (enum profile_py_count), each the counter it feeds. */
@@ -205,6 +215,8 @@ static int load_keys(struct actor *a, struct cpu_keys *k)
 	k->event = (enum cpu_event)o.event;
 	k->unwind = (enum cpu_unwind)o.unwind;
 	k->python = o.python && o.user_stacks;
+	/* names are for user frames only */
+	k->follow_mmap = o.user_stacks ? (enum cpu_follow_mmap)o.follow_mmap : FOLLOW_MMAP_OFF;
 	/* Not written: the CUPTI injection library, the very file `record` and `run` inject
 	 * (a uprobe is on an inode), when it is there; when it is not, nothing to attach. */
 	if (conf_actor__path(a->conf, a->self, "launch_marker", k->marker, sizeof(k->marker))) {
@@ -760,9 +772,15 @@ static int load(struct cpu_src *c)
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
 	c->page_bytes = (__u64)sysconf(_SC_PAGESIZE);
 	/* names for user frames only */
-	if (!c->k.user_stacks) {
+	/* Both ways load where either may be attached: auto takes the raw tracepoint when the
+	 * mmap ones cannot be attached (attach_exec_map) */
+	if (c->k.follow_mmap == FOLLOW_MMAP_OFF || c->k.follow_mmap == FOLLOW_MMAP_RAW) {
 		bpf_program__set_autoload(c->skel->progs.exec_map_enter, false);
 		bpf_program__set_autoload(c->skel->progs.exec_map_exit, false);
+	}
+	if (!RAW_SYSCALLS_HERE || c->k.follow_mmap == FOLLOW_MMAP_OFF ||
+	    c->k.follow_mmap == FOLLOW_MMAP_TRACEPOINT) {
+		bpf_program__set_autoload(c->skel->progs.exec_map_raw, false);
 	}
 	err = profile_bpf__load(c->skel);
 	if (err == -EPERM || err == -EACCES)
@@ -807,29 +825,82 @@ static void watch_python(struct cpu_src *c)
 	cpu_python__tick(&c->py, xpu_now_ns());
 }
 
-/* Optional: without the mmap tracepoints a library loaded later is named after the
- * correlator's next read of the maps (docs/cpu.md, "Libraries loaded later"). */
-static void attach_exec_map(struct cpu_src *c)
+/* Attach the n mmap programs of progs: 0, or -errno with none of them attached. */
+static int attach_all(struct cpu_src *c, struct bpf_program *const *progs, unsigned int n)
 {
-	struct bpf_program *progs[] = { c->skel->progs.exec_map_enter,
-					c->skel->progs.exec_map_exit };
 	unsigned int i, first = c->n_links;
+	int err;
 
 	if (!bpf_program__autoload(progs[0]))
-		return;
-	for (i = 0; i < 2; i++) {
+		return -EOPNOTSUPP;
+	for (i = 0; i < n; i++) {
 		c->links[c->n_links] = bpf_program__attach(progs[i]);
 		if (!c->links[c->n_links]) {
-			fprintf(stderr,
-				PROG ": no mmap tracepoints (%s): libraries loaded later are "
-				     "named after the next read of the maps\n",
-				strerror(errno));
+			err = -errno;
 			while (c->n_links > first)
 				bpf_link__destroy(c->links[--c->n_links]);
-			return;
+			return err;
 		}
 		c->n_links++;
 	}
+	return 0;
+}
+
+/*
+ * follow_mmap (docs/cpu.md, "Libraries loaded later"): without it a library loaded later is
+ * named after the correlator's next read of the maps. The mmap syscall's own tracepoints are
+ * found through tracefs; where it is not mounted (a container, a minimal VM) the raw syscall
+ * tracepoints, found by name, do the same, with a check at every system call.
+ */
+static void attach_exec_map(struct cpu_src *c)
+{
+	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	struct bpf_program *const tracepoints[] = { c->skel->progs.exec_map_enter,
+						    c->skel->progs.exec_map_exit };
+	enum cpu_follow_mmap mode = c->k.follow_mmap;
+	int err = -ENOENT, raw_err = -EOPNOTSUPP;
+	char path[96], why[160];
+	unsigned int i;
+
+	if (mode == FOLLOW_MMAP_OFF)
+		return;
+	if (mode != FOLLOW_MMAP_RAW) {
+		/* where libbpf looks: asked first, so that an unmounted tracefs is said once,
+		 * here, rather than as libbpf's errors */
+		for (i = 0; i < 2 && err; i++) {
+			snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_mmap", where[i]);
+			err = access(path, F_OK) ? -errno : 0;
+		}
+		if (!err)
+			err = attach_all(c, tracepoints, 2);
+		if (!err)
+			return;
+		if (mode == FOLLOW_MMAP_TRACEPOINT)
+			goto none;
+	}
+	raw_err = attach_all(c, &c->skel->progs.exec_map_raw, 1);
+	if (!raw_err) {
+		c->count[C_MMAP_RAW] = 1;
+		if (mode == FOLLOW_MMAP_AUTO)
+			fprintf(stderr,
+				PROG ": no mmap tracepoints in tracefs (%s; is it mounted?): "
+				     "following mmap through the raw syscall tracepoints\n",
+				strerror(-err));
+		return;
+	}
+none:
+	if (mode == FOLLOW_MMAP_RAW)
+		snprintf(why, sizeof(why), "the raw syscall tracepoints: %s", strerror(-raw_err));
+	else if (mode == FOLLOW_MMAP_TRACEPOINT)
+		snprintf(why, sizeof(why), "the mmap tracepoints: %s; is tracefs mounted?",
+			 strerror(-err));
+	else
+		snprintf(why, sizeof(why), "the mmap tracepoints: %s; the raw ones: %s",
+			 strerror(-err), strerror(-raw_err));
+	fprintf(stderr,
+		PROG ": unable to follow mmap (%s): libraries loaded later are named after the "
+		     "next read of the maps\n",
+		why);
 }
 
 static int attach(struct cpu_src *c)

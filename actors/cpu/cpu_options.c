@@ -7,6 +7,7 @@
 
 static const char *const cpu_event_names[] = { "cpu-clock", "cycles", "auto", NULL };
 static const char *const cpu_unwind_names[] = { "auto", "fp", "dwarf", NULL };
+static const char *const cpu_follow_mmap_names[] = { "auto", "tracepoint", "raw", "off", NULL };
 
 static const struct conf_key cpu_keys[] = {
 	{ .key = "frequency_hz",
@@ -53,6 +54,18 @@ static const struct conf_key cpu_keys[] = {
 		 "the correlator to unwind with the CFI of the files mapped (no frame pointers "
 		 "needed); fp walks frame pointers in the kernel; auto is dwarf where it can run "
 		 "(x86-64), else fp" },
+	{ .key = "follow_mmap",
+	  CONF_MEMBER(struct cpu_options, follow_mmap),
+	  .type = CONF_T_ENUM,
+	  .roles = CONF_SOURCE,
+	  .names = cpu_follow_mmap_names,
+	  .def = "auto",
+	  .doc = "how libraries mapped while the session runs are reported, so their frames get "
+		 "names at once: tracepoint follows the mmap syscall's tracepoints (in tracefs); "
+		 "raw the raw syscall tracepoints, where tracefs is not mounted; auto the first, "
+		 "else the second; off none. Either puts every system call of the machine on its "
+		 "slower path while the session runs (docs/cpu.md); off costs them nothing, and "
+		 "a library loaded later is named after the correlator's next read of the maps" },
 	{ .key = "python",
 	  CONF_MEMBER(struct cpu_options, python),
 	  .type = CONF_T_BOOL,

@@ -14,6 +14,9 @@ enum cpu_event { EV_CPU_CLOCK, EV_CYCLES, EV_AUTO };
 /* `unwind`: in the order of the schema's names. */
 enum cpu_unwind { UNWIND_AUTO, UNWIND_FP, UNWIND_DWARF };
 
+/* `follow_mmap`: in the order of the schema's names. */
+enum cpu_follow_mmap { FOLLOW_MMAP_AUTO, FOLLOW_MMAP_TRACEPOINT, FOLLOW_MMAP_RAW, FOLLOW_MMAP_OFF };
+
 /* kind = cpu: one member per key of cpu_keys (cpu_options.c). */
 struct cpu_options {
 	unsigned long long frequency_hz;
@@ -23,6 +26,7 @@ struct cpu_options {
 	bool user_stacks;
 	int unwind; /* enum cpu_unwind */
 	bool python; /* read Python frames */
+	int follow_mmap; /* enum cpu_follow_mmap */
 	unsigned long long stack_bytes;
 	const char *launch_marker; /* NULL: not written (conf_actor__path resolves it) */
 	unsigned long long ringbuf_kb;

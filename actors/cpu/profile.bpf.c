@@ -759,7 +759,8 @@ int BPF_PROG(proc_exit, struct task_struct *p)
  * library's code with its own mmap(PROT_EXEC, MAP_FIXED, fd): the entry keeps the length and
  * offset, the exit (with the address) sends PROFILE_REC_MAP. Batched like samples: it only
  * has to come before the samples taken in the mapping, which the ring's order guarantees.
- * Syscall tracepoints, because this kernel kind has neither kprobes nor fentry.
+ * Syscall tracepoints, because this kernel kind has neither kprobes nor fentry; raw ones
+ * (below) where tracefs is not mounted.
  */
 struct {
 	/* LRU: an entry can be left behind (a call whose entry was seen before exec_map_exit
@@ -770,15 +771,19 @@ struct {
 	__type(value, struct profile_map);
 } map_calls SEC(".maps");
 
+/* mmap(addr, len, prot, flags, fd, off) of a file, executable: the calls followed. */
+static __always_inline bool exec_file_map(__u64 prot, __u64 flags, __u64 fd)
+{
+	return prot & PROT_EXEC_FLAG && !(flags & MAP_ANON_FLAG) && (int)fd >= 0;
+}
+
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int exec_map_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct profile_map m;
 
-	/* mmap(addr, len, prot, flags, fd, off): a file mapped executable */
-	if (!(ctx->args[2] & PROT_EXEC_FLAG) || ctx->args[3] & MAP_ANON_FLAG ||
-	    (int)ctx->args[4] < 0 || !wanted(id >> 32))
+	if (!exec_file_map(ctx->args[2], ctx->args[3], ctx->args[4]) || !wanted(id >> 32))
 		return 0;
 	header(&m.hdr, PROFILE_REC_MAP, 0, sizeof(m), id >> 32, (__u32)id);
 	m.start = 0;
@@ -803,6 +808,49 @@ int exec_map_exit(struct trace_event_raw_sys_exit *ctx)
 	}
 	bpf_map_delete_elem(&map_calls, &id);
 	return 0;
+}
+
+/*
+ * The same through the raw syscall tracepoint, for a system where tracefs is not mounted
+ * (libbpf finds a syscall's own tracepoint by its id in tracefs, a raw one by name, in BTF).
+ * It runs at the end of every system call of every process, so the syscall number is the
+ * first thing looked at; one program at the exit only, since the registers saved at the entry
+ * still hold the call's arguments then (on arm64 all but the first, which mmap's check does
+ * not need): half the cost of an entry and an exit program (docs/performance.md).
+ */
+#if defined(__TARGET_ARCH_x86)
+#define MMAP_NR 9
+#define SYSCALL_NR(r) ((r)->orig_ax)
+#define SYSCALL_ARGS(r, a) \
+	(a[1] = (r)->si, a[2] = (r)->dx, a[3] = (r)->r10, a[4] = (r)->r8, a[5] = (r)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define MMAP_NR 222
+#define SYSCALL_NR(r) ((r)->syscallno)
+#define SYSCALL_ARGS(r, a)                                                                   \
+	(a[1] = (r)->regs[1], a[2] = (r)->regs[2], a[3] = (r)->regs[3], a[4] = (r)->regs[4], \
+	 a[5] = (r)->regs[5])
+#endif
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(exec_map_raw, struct pt_regs *regs, long ret)
+{
+#ifdef MMAP_NR
+	struct profile_map m;
+	__u64 id, a[6];
+
+	if (SYSCALL_NR(regs) != MMAP_NR || (unsigned long)ret >= (unsigned long)-4095)
+		return 0;
+	SYSCALL_ARGS(regs, a);
+	id = bpf_get_current_pid_tgid();
+	if (!exec_file_map(a[2], a[3], a[4]) || !wanted(id >> 32))
+		return 0;
+	header(&m.hdr, PROFILE_REC_MAP, 0, sizeof(m), id >> 32, (__u32)id);
+	m.start = (__u64)ret;
+	m.len = a[1];
+	m.pgoff = a[5];
+	output(&m, sizeof(m), PROFILE_DROP_PROC);
+#endif
+	return 0; /* other architectures: never attached (cpu.c) */
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

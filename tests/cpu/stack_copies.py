@@ -20,6 +20,9 @@ include/xpusup/event.h's C helpers.
       libraries loaded after exec: each of the N or more processes that exec'd PROGRAM
       (PROC_EXEC records) has a MODULE record of its libc, mapped executable by ld.so: an
       absolute path, a page-aligned range, the file's device and inode as stat gives them.
+  stack_copies.py no-modules REPLAY PROGRAM N
+      follow_mmap = off: N or more processes exec'd PROGRAM and none of them has a MODULE
+      record.
 Prints what it found; exits 0 when every check holds.
 """
 import os
@@ -141,7 +144,9 @@ def check_launches(path, n):
     }
 
 
-def check_modules(path, program, n):
+def execs_and_modules(path, program):
+    """The pids that exec'd program, and every MODULE as pid -> [(start, end, pgoff, dev,
+    ino, path)]."""
     execs, mods = set(), {}
     for rtype, _f, pid, rec in records(path):
         if rtype == REC_PROC_EXEC:
@@ -151,8 +156,14 @@ def check_modules(path, program, n):
         elif rtype == REC_MODULE:
             start, end, pgoff, dev, ino, path_len = struct.unpack_from("<QQQQQI", rec, 24)
             name = rec[72:72 + path_len].decode(errors="replace")
-            if os.path.basename(name).startswith("libc.so"):
-                mods.setdefault(pid, []).append((start, end, pgoff, dev, ino, name))
+            mods.setdefault(pid, []).append((start, end, pgoff, dev, ino, name))
+    return execs, mods
+
+
+def check_modules(path, program, n):
+    execs, every = execs_and_modules(path, program)
+    mods = {pid: libc for pid, ms in every.items()
+            if (libc := [m for m in ms if os.path.basename(m[5]).startswith("libc.so")])}
     libc = [m for pid in execs for m in mods.get(pid, [])]
     page = os.sysconf("SC_PAGE_SIZE")
 
@@ -170,6 +181,15 @@ def check_modules(path, program, n):
     }
 
 
+def check_no_modules(path, program, n):
+    execs, mods = execs_and_modules(path, program)
+    count = sum(len(ms) for ms in mods.values())
+    return {
+        f"{len(execs)} processes exec'd {program}, {n} or more": len(execs) >= n,
+        f"no MODULE record ({count})": count == 0,
+    }
+
+
 def main():
     if len(sys.argv) == 7 and sys.argv[1] == "samples":
         checks = check_samples(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5],
@@ -178,6 +198,8 @@ def main():
         checks = check_launches(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 5 and sys.argv[1] == "modules":
         checks = check_modules(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "no-modules":
+        checks = check_no_modules(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit(__doc__)
     for k, v in checks.items():
