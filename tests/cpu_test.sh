@@ -298,7 +298,7 @@ if [ -e /sys/kernel/tracing/events/syscalls/sys_enter_mmap ] ||
 	! grep -Eq "following mmap|unable to follow mmap" "$BASE/$PREFIX-mods.log"
 	ok $? "modules: tracefs shows the mmap tracepoints: auto takes them, nothing said"
 else
-	grep -q "no mmap tracepoints in tracefs (No such file or directory; is it mounted?): following mmap through the raw syscall tracepoints" \
+	grep -q "no mmap tracepoints in tracefs (No such file or directory; is it mounted?): following mmap through the raw syscall tracepoint$" \
 		"$BASE/$PREFIX-mods.log"
 	ok $? "modules: tracefs does not show the mmap tracepoints: auto takes the raw one and says so"
 fi

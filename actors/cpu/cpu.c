@@ -167,6 +167,7 @@ struct cpu_src {
 	__u32 shards;
 	int counter[C_N];
 	__u64 count[C_N];
+	char mmap_why[256]; /* why follow_mmap is not what was asked (choose_exec_map) */
 	__u64 drops_reported; /* BPF drops already sent as LOSS */
 	__u64 first_drop_ns;
 	__u64 next_loss_ns;
@@ -735,6 +736,53 @@ static int resolve_unwind(struct cpu_src *c)
 }
 
 /* Open, configure and load the programs. Returns 0 or an exit code after saying why. */
+/*
+ * follow_mmap (docs/cpu.md, "Libraries loaded later"): without it a library loaded later is
+ * named after the correlator's next read of the maps. The mmap syscall's own tracepoints are
+ * found through tracefs; where it is not mounted (a container, a minimal VM) the raw syscall
+ * tracepoint, found by name in the kernel's BTF, does the same with a check at every system
+ * call. Before the load: auto becomes tracepoint or raw, and a way that cannot work here
+ * becomes off (said in c->mmap_why), so that only a program that can load is loaded.
+ */
+static void choose_exec_map(struct cpu_src *c)
+{
+	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	enum cpu_follow_mmap *mode = &c->k.follow_mmap;
+	char path[96];
+	unsigned int i;
+	int err = -ENOENT;
+
+	c->mmap_why[0] = '\0';
+	if (*mode == FOLLOW_MMAP_OFF)
+		return;
+	if (*mode != FOLLOW_MMAP_RAW) {
+		/* where libbpf looks for their ids */
+		for (i = 0; i < 2 && err; i++) {
+			snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_mmap", where[i]);
+			err = access(path, F_OK) ? -errno : 0;
+		}
+		if (!err) {
+			*mode = FOLLOW_MMAP_TRACEPOINT;
+			return;
+		}
+		snprintf(c->mmap_why, sizeof(c->mmap_why),
+			 "no mmap tracepoints in tracefs (%s; is it mounted?)", strerror(-err));
+		if (*mode == FOLLOW_MMAP_TRACEPOINT) {
+			*mode = FOLLOW_MMAP_OFF;
+			return;
+		}
+	}
+	err = RAW_SYSCALLS_HERE ? libbpf_find_vmlinux_btf_id("sys_exit", BPF_TRACE_RAW_TP) :
+				  -EOPNOTSUPP;
+	if (err >= 0) {
+		*mode = FOLLOW_MMAP_RAW;
+		return;
+	}
+	snprintf(c->mmap_why + strlen(c->mmap_why), sizeof(c->mmap_why) - strlen(c->mmap_why),
+		 "%sno raw sys_exit tracepoint (%s)", c->mmap_why[0] ? "; " : "", strerror(-err));
+	*mode = FOLLOW_MMAP_OFF;
+}
+
 static int load(struct cpu_src *c)
 {
 	int err, ncpu = libbpf_num_possible_cpus();
@@ -771,17 +819,13 @@ static int load(struct cpu_src *c)
 	if (!c->k.marker[0])
 		bpf_program__set_autoload(c->skel->progs.launch_marker, false);
 	c->page_bytes = (__u64)sysconf(_SC_PAGESIZE);
-	/* names for user frames only */
-	/* Both ways load where either may be attached: auto takes the raw tracepoint when the
-	 * mmap ones cannot be attached (attach_exec_map) */
-	if (c->k.follow_mmap == FOLLOW_MMAP_OFF || c->k.follow_mmap == FOLLOW_MMAP_RAW) {
+	choose_exec_map(c);
+	if (c->k.follow_mmap != FOLLOW_MMAP_TRACEPOINT) {
 		bpf_program__set_autoload(c->skel->progs.exec_map_enter, false);
 		bpf_program__set_autoload(c->skel->progs.exec_map_exit, false);
 	}
-	if (!RAW_SYSCALLS_HERE || c->k.follow_mmap == FOLLOW_MMAP_OFF ||
-	    c->k.follow_mmap == FOLLOW_MMAP_TRACEPOINT) {
+	if (c->k.follow_mmap != FOLLOW_MMAP_RAW)
 		bpf_program__set_autoload(c->skel->progs.exec_map_raw, false);
-	}
 	err = profile_bpf__load(c->skel);
 	if (err == -EPERM || err == -EACCES)
 		return actor__fail(c->a,
@@ -846,61 +890,35 @@ static int attach_all(struct cpu_src *c, struct bpf_program *const *progs, unsig
 	return 0;
 }
 
-/*
- * follow_mmap (docs/cpu.md, "Libraries loaded later"): without it a library loaded later is
- * named after the correlator's next read of the maps. The mmap syscall's own tracepoints are
- * found through tracefs; where it is not mounted (a container, a minimal VM) the raw syscall
- * tracepoints, found by name, do the same, with a check at every system call.
- */
+/* Attach what choose_exec_map chose; it and a failure are said in the log. */
 static void attach_exec_map(struct cpu_src *c)
 {
-	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 	struct bpf_program *const tracepoints[] = { c->skel->progs.exec_map_enter,
 						    c->skel->progs.exec_map_exit };
-	enum cpu_follow_mmap mode = c->k.follow_mmap;
-	int err = -ENOENT, raw_err = -EOPNOTSUPP;
-	char path[96], why[160];
-	unsigned int i;
+	int err = 0;
 
-	if (mode == FOLLOW_MMAP_OFF)
-		return;
-	if (mode != FOLLOW_MMAP_RAW) {
-		/* where libbpf looks: asked first, so that an unmounted tracefs is said once,
-		 * here, rather than as libbpf's errors */
-		for (i = 0; i < 2 && err; i++) {
-			snprintf(path, sizeof(path), "%s/events/syscalls/sys_enter_mmap", where[i]);
-			err = access(path, F_OK) ? -errno : 0;
-		}
-		if (!err)
-			err = attach_all(c, tracepoints, 2);
-		if (!err)
-			return;
-		if (mode == FOLLOW_MMAP_TRACEPOINT)
-			goto none;
-	}
-	raw_err = attach_all(c, &c->skel->progs.exec_map_raw, 1);
-	if (!raw_err) {
-		c->count[C_MMAP_RAW] = 1;
-		if (mode == FOLLOW_MMAP_AUTO)
-			fprintf(stderr,
-				PROG ": no mmap tracepoints in tracefs (%s; is it mounted?): "
-				     "following mmap through the raw syscall tracepoints\n",
-				strerror(-err));
-		return;
-	}
-none:
-	if (mode == FOLLOW_MMAP_RAW)
-		snprintf(why, sizeof(why), "the raw syscall tracepoints: %s", strerror(-raw_err));
-	else if (mode == FOLLOW_MMAP_TRACEPOINT)
-		snprintf(why, sizeof(why), "the mmap tracepoints: %s; is tracefs mounted?",
+	if (c->k.follow_mmap == FOLLOW_MMAP_TRACEPOINT)
+		err = attach_all(c, tracepoints, 2);
+	else if (c->k.follow_mmap == FOLLOW_MMAP_RAW)
+		err = attach_all(c, &c->skel->progs.exec_map_raw, 1);
+	if (err) {
+		snprintf(c->mmap_why + strlen(c->mmap_why),
+			 sizeof(c->mmap_why) - strlen(c->mmap_why), "%sthe %s: %s",
+			 c->mmap_why[0] ? "; " : "",
+			 c->k.follow_mmap == FOLLOW_MMAP_RAW ? "raw sys_exit tracepoint" :
+							       "mmap tracepoints",
 			 strerror(-err));
-	else
-		snprintf(why, sizeof(why), "the mmap tracepoints: %s; the raw ones: %s",
-			 strerror(-err), strerror(-raw_err));
-	fprintf(stderr,
-		PROG ": unable to follow mmap (%s): libraries loaded later are named after the "
-		     "next read of the maps\n",
-		why);
+		c->k.follow_mmap = FOLLOW_MMAP_OFF;
+	}
+	c->count[C_MMAP_RAW] = c->k.follow_mmap == FOLLOW_MMAP_RAW;
+	if (c->k.follow_mmap == FOLLOW_MMAP_RAW && c->mmap_why[0])
+		fprintf(stderr, PROG ": %s: following mmap through the raw syscall tracepoint\n",
+			c->mmap_why);
+	else if (c->k.follow_mmap == FOLLOW_MMAP_OFF && c->mmap_why[0])
+		fprintf(stderr,
+			PROG ": unable to follow mmap (%s): libraries loaded later are named after "
+			     "the next read of the maps\n",
+			c->mmap_why);
 }
 
 static int attach(struct cpu_src *c)
