@@ -735,7 +735,6 @@ static int resolve_unwind(struct cpu_src *c)
 	return 0;
 }
 
-/* Open, configure and load the programs. Returns 0 or an exit code after saying why. */
 /*
  * follow_mmap (docs/cpu.md, "Libraries loaded later"): without it a library loaded later is
  * named after the correlator's next read of the maps. The mmap syscall's own tracepoints are
@@ -783,6 +782,7 @@ static void choose_exec_map(struct cpu_src *c)
 	*mode = FOLLOW_MMAP_OFF;
 }
 
+/* Open, configure and load the programs. Returns 0 or an exit code after saying why. */
 static int load(struct cpu_src *c)
 {
 	int err, ncpu = libbpf_num_possible_cpus();
