@@ -17,7 +17,9 @@
  *
  * Each thread repeats one round: hotspots_walk() recurses HOTSPOTS_DEPTH levels deep and, at
  * the bottom, calls hotspots_hot_leaf() for 2 units of busy work then hotspots_cold_leaf()
- * for 1 unit (the same loop body, on volatiles, no syscalls). So a correct profile shows:
+ * for 1 unit (the same loop body, on volatiles, no syscalls). A unit's length is drawn at
+ * random around its mean (unit_iters), so rounds are not periodic. So a correct profile
+ * shows:
  *
  *	hotspots_walk		~100 % of the samples (inclusive), 9 frames deep
  *	hotspots_hot_leaf	~2/3
@@ -38,14 +40,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "unit_iters.h"
+
 /* Recursion levels below the first hotspots_walk() call: 9 hotspots_walk frames in all */
 #define HOTSPOTS_DEPTH 8
-/* Iterations of the busy loop in one unit of work; a round is 3 units (about 1 ms) */
+/*
+ * Iterations of the busy loop in one unit of work, on average; a round is 3 units (0.4 to
+ * 1 ms by the machine). Each unit draws its length from [HOTSPOTS_UNIT / 2,
+ * 3 * HOTSPOTS_UNIT / 2): with a fixed length the rounds were periodic, and a sampler at a
+ * fixed rate (499 Hz: about 5 rounds a sample on a fast machine) could hit the same phase of
+ * a round for long runs of samples: perf read the hot leaf at 0.617 where it is 2/3, and
+ * cpu_test's 5-point check against perf failed once. The draws start from each thread's own
+ * seed, so the work of --work ROUNDS is the same from run to run.
+ */
 #define HOTSPOTS_UNIT 100000
 
 /* Not static, and visible (-fvisibility=default in meson.build): exported by -rdynamic */
-uint64_t hotspots_hot_leaf(uint64_t seed);
-uint64_t hotspots_cold_leaf(uint64_t seed);
+uint64_t hotspots_hot_leaf(uint64_t seed, long iters);
+uint64_t hotspots_cold_leaf(uint64_t seed, long iters);
 uint64_t hotspots_walk(int depth, uint64_t seed);
 uint64_t hotspots_round(uint64_t seed);
 
@@ -58,25 +70,33 @@ struct hotspots_worker {
 	uint64_t checksum;
 };
 
+/* xorshift64, per thread: the length of the next unit of work */
+static _Thread_local uint64_t unit_state;
+
+static long unit_iters(void)
+{
+	return workload__unit_iters(&unit_state, HOTSPOTS_UNIT);
+}
+
 /* Both leaves run the same loop, a 64-bit LCG step through a volatile, so the compiler can
  * neither fold nor vectorise it and an iteration costs the same in both; each leaf has its
  * own copy (no shared helper) so that the leaf itself is the innermost frame */
-uint64_t hotspots_hot_leaf(uint64_t seed)
+uint64_t hotspots_hot_leaf(uint64_t seed, long iters)
 {
 	volatile uint64_t x = seed;
 	long i;
 
-	for (i = 0; i < 2 * HOTSPOTS_UNIT; i++)
+	for (i = 0; i < iters; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	return x;
 }
 
-uint64_t hotspots_cold_leaf(uint64_t seed)
+uint64_t hotspots_cold_leaf(uint64_t seed, long iters)
 {
 	volatile uint64_t x = seed;
 	long i;
 
-	for (i = 0; i < HOTSPOTS_UNIT; i++)
+	for (i = 0; i < iters; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	return x;
 }
@@ -87,8 +107,8 @@ uint64_t hotspots_walk(int depth, uint64_t seed)
 	uint64_t r;
 
 	if (depth == 0) {
-		r = hotspots_hot_leaf(seed);
-		return r ^ hotspots_cold_leaf(r);
+		r = hotspots_hot_leaf(seed, unit_iters() + unit_iters());
+		return r ^ hotspots_cold_leaf(r, unit_iters());
 	}
 	r = hotspots_walk(depth - 1, seed + (uint64_t)depth);
 	return r + (uint64_t)depth;
@@ -113,6 +133,7 @@ static void *worker_main(void *arg)
 	struct hotspots_worker *w = arg;
 	uint64_t seed = w->index + 1;
 
+	unit_state = 0x9e3779b97f4a7c15ULL * (w->index + 1); /* never 0: xorshift stays at 0 */
 	while (w->rounds_wanted > 0 ? w->rounds_done < w->rounds_wanted : !past(&w->deadline)) {
 		/* + rounds_done: hotspots_round() alone soon reaches a fixed point */
 		seed = hotspots_round(seed) + (uint64_t)w->rounds_done;

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "unit_iters.h"
+
 /* Iterations of the busy loop in one unit of work, on average: each unit draws its length
  * from [NOFP_UNIT / 2, 3 * NOFP_UNIT / 2). A fixed length made the rounds periodic (about
  * 0.4 ms here), and a sampler at a fixed rate (499 Hz is 5.01 rounds) then hit the same phase
@@ -43,10 +45,7 @@ static uint64_t unit_state = 0x9e3779b97f4a7c15ULL;
 
 static long unit_iters(void)
 {
-	unit_state ^= unit_state << 13;
-	unit_state ^= unit_state >> 7;
-	unit_state ^= unit_state << 17;
-	return NOFP_UNIT / 2 + (long)(unit_state % NOFP_UNIT);
+	return workload__unit_iters(&unit_state, NOFP_UNIT);
 }
 
 uint64_t nofp_hot(uint64_t seed, long iters)
