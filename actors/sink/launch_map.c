@@ -121,11 +121,13 @@ struct recent_launch *launch_map__put(struct launch_map *m, __u32 producer, __u6
 
 	if (m->slots[i].idx1)
 		return &m->e[m->slots[i].idx1 - 1];
-	k = (m->head + m->n) % m->max; /* the entry after the newest */
+	/* head and n are below max: a subtraction, not a division (a divide was 4 % of a put) */
+	k = m->head + m->n;
+	k -= k >= m->max ? m->max : 0; /* the entry after the newest */
 	if (m->n == m->max) { /* it is the oldest: it goes, and the probe is made again */
 		old = &m->e[m->head];
 		oatab__delete(m, m->mask, slot_of_entry(m, m->head, old->hash), &slot_ops);
-		m->head = (m->head + 1) % m->max;
+		m->head = m->head + 1 == m->max ? 0 : m->head + 1;
 		m->n--;
 		m->evicted++;
 		prefetch_victims(m);

@@ -115,8 +115,11 @@
 /* gpu_event's memo of a kernel's launch configuration as text, direct-mapped */
 #define KCONF_MEMO_BITS 6
 #define KCONF_TEXT 160 /* nine integers of at most 11 bytes and their keys: 136 at most */
+/* put_us's memo of timestamps' upper digits, direct-mapped: a few, since the times of calls
+ * and of the GPU work they launched, interleaved in the stream, are often far apart */
+#define US_HI_MEMO_BITS 3
+#define US_HI_MEMO (1u << US_HI_MEMO_BITS)
 #define HOLD_MAX 4096 /* a flow arrow's start, held until its end joins it in the ring */
-#define HELD_CALL_MAX 1024 /* a call's slice: its name (at most 79 bytes) and numbers */
 #define PENDING_MAX 65536 /* GPU slices waiting for their call's arrow */
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
@@ -133,6 +136,7 @@ struct table {
 	unsigned char *slots; /* each slot starts with a struct tkey */
 	size_t esize;
 	__u32 mask, n, max;
+	struct tkey *last; /* the entry table__get found last: events come in runs of one key */
 };
 
 static int table__init(struct table *t, size_t esize, __u32 max)
@@ -159,8 +163,11 @@ static void *table__slot(const struct table *t, __u32 i)
  * NULL otherwise. */
 static void *table__get(struct table *t, __u64 a, __u64 b, bool create)
 {
-	__u32 i = (__u32)xpu_mix64(a ^ xpu_mix64(b)) & t->mask;
+	__u32 i;
 
+	if (t->last && t->last->a == a && t->last->b == b) /* entries never move */
+		return t->last;
+	i = (__u32)xpu_mix64(a ^ xpu_mix64(b)) & t->mask;
 	for (;; i = (i + 1) & t->mask) {
 		struct tkey *k = table__slot(t, i);
 
@@ -172,10 +179,10 @@ static void *table__get(struct table *t, __u64 a, __u64 b, bool create)
 			k->a = a;
 			k->b = b;
 			t->n++;
-			return k;
+			return t->last = k;
 		}
 		if (k->a == a && k->b == b)
-			return k;
+			return t->last = k;
 	}
 }
 
@@ -367,7 +374,7 @@ struct timeline {
 	char *hold; /* a flow's start, waiting for its end (one ring record for both) */
 	/* mode = file: a call's slice held for one event, for its LAUNCH's stack (call_takes) */
 	struct held_call {
-		char *text; /* HELD_CALL_MAX bytes, the event but its closing brace */
+		char *text; /* as t->ev, whose buffer it swaps with: the event but its brace */
 		size_t len; /* 0: none held */
 		__u64 id, ts, correlation_id, bind;
 		__u32 producer, pid, tid, track;
@@ -424,9 +431,11 @@ struct timeline {
 	struct stack_memo stack_memo[STACK_MEMO];
 	struct head_memo *heads; /* 1 << HEAD_MEMO_BITS */
 	struct kconf_memo kconf[1u << KCONF_MEMO_BITS];
-	__u64 us_hi; /* put_us: the microseconds / 10^4 of the last timestamp, 0: none yet */
-	__u32 us_hi_len;
-	char us_hi_text[20]; /* its digits, us_hi_len of them */
+	struct us_hi { /* put_us: the microseconds / 10^4 of recent timestamps as text */
+		__u64 hi; /* 0: none (put_us takes another way for it) */
+		__u32 len;
+		char text[20]; /* its digits, len of them */
+	} us_hi[US_HI_MEMO];
 	__u64 batches; /* batches seen: what a memo of a stack with names is valid for */
 	struct thread *last_thread; /* touch's last, in the threads table */
 	struct {
@@ -555,34 +564,38 @@ static void put_s64(struct timeline *t, __s64 v)
 
 /* ns as microseconds: the integer part, then as many of the three decimals as are not
  * trailing zeros (none for a whole microsecond). Exact, whatever the magnitude. From 10 ms
- * up, the digits above the last four come from t->us_hi's text, made when they change: a
- * timestamp (10 digits and more) shares them with the event before for 10 ms. */
+ * up, the digits above the last four come from a memo of their text (t->us_hi), made when
+ * they are not there: a timestamp (10 digits and more) shares them with the events of the
+ * same 10 ms. The memo has a few entries: one was made again for two timestamps in three in
+ * a flat-out stream, where calls and the GPU work of calls long before take turns. */
 static void put_us(struct timeline *t, __u64 ns)
 {
 	__u64 us = ns / 1000, hi = us / 10000;
 	unsigned int f = (unsigned int)(ns - us * 1000), lo = (unsigned int)(us - hi * 10000);
 	char frac[4] = { '.', (char)('0' + f / 100), digit_pairs[f % 100 * 2],
 			 digit_pairs[f % 100 * 2 + 1] };
+	struct us_hi *m;
 	char *p;
 
 	if (!hi) {
 		put_u64(t, us);
-	} else if (t->overflow || EV_MAX - t->len < sizeof(t->us_hi_text) + 4) {
+	} else if (t->overflow || EV_MAX - t->len < sizeof(m->text) + 4) {
 		t->overflow = true;
 		return;
 	} else {
-		if (hi != t->us_hi) {
-			p = u64_text(t->us_hi_text + sizeof(t->us_hi_text), hi);
-			t->us_hi_len = (__u32)(t->us_hi_text + sizeof(t->us_hi_text) - p);
-			memmove(t->us_hi_text, p, t->us_hi_len);
-			t->us_hi = hi;
+		m = &t->us_hi[(hi * 0x9e3779b97f4a7c15ull) >> (64 - US_HI_MEMO_BITS)];
+		if (hi != m->hi) {
+			p = u64_text(m->text + sizeof(m->text), hi);
+			m->len = (__u32)(m->text + sizeof(m->text) - p);
+			memmove(m->text, p, m->len);
+			m->hi = hi;
 		}
 		p = t->ev + t->len;
-		memcpy(p, t->us_hi_text, sizeof(t->us_hi_text)); /* whole: one fixed-size copy */
-		p += t->us_hi_len;
+		memcpy(p, m->text, sizeof(m->text)); /* whole: one fixed-size copy */
+		p += m->len;
 		memcpy(p, digit_pairs + lo / 100 * 2, 2);
 		memcpy(p + 2, digit_pairs + lo % 100 * 2, 2);
-		t->len += t->us_hi_len + 4;
+		t->len += m->len + 4;
 	}
 	if (f)
 		put_raw(t, frac, f % 10 ? 4 : f % 100 ? 3 : 2);
@@ -1467,7 +1480,7 @@ static void pending_resolve(struct timeline *t, __u32 producer, __u32 pid, __u64
 	__u32 i, guard = 0;
 	__u64 seq;
 
-	if (!t->pending || !t->pend_n || !correlation_id)
+	if (!t->pending || !t->pend_live || !correlation_id)
 		return;
 	idx = launch_map__find(&t->pend_index, producer, pending_key(pid, correlation_id));
 	if (!idx || idx->kind != 1)
@@ -1957,13 +1970,23 @@ static void call_emit(struct timeline *t)
 		pending_resolve(t, h->producer, h->pid, h->correlation_id, h->ts, h->track);
 }
 
+/* The held call's text back into t->ev: the two buffers swap, where a copy each way cost
+ * about 55 instructions a call (callgrind of fmt_bench) */
+static void call_take_back(struct timeline *t)
+{
+	char *ev = t->ev;
+
+	t->ev = t->call.text;
+	t->call.text = ev;
+	t->len = t->call.len;
+	t->overflow = false;
+}
+
 static void call_flush(struct timeline *t)
 {
 	if (!t->call.len)
 		return;
-	memcpy(t->ev, t->call.text, t->call.len);
-	t->len = t->call.len;
-	t->overflow = false;
+	call_take_back(t);
 	call_emit(t);
 }
 
@@ -1977,9 +2000,7 @@ static bool call_takes(struct timeline *t, const struct xpu_cevent *e, __u32 sf)
 	if (!h->len || e->pid != h->pid || e->tid != h->tid || !e->correlation_id ||
 	    e->correlation_id != h->correlation_id || sf == STACK_INLINE)
 		return false;
-	memcpy(t->ev, h->text, h->len);
-	t->len = h->len;
-	t->overflow = false;
+	call_take_back(t);
 	put_sf(t, sf);
 	call_emit(t);
 	return true;
@@ -2024,8 +2045,10 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 		put_member(t, LIT(",\"bind_id\":"), bind);
 		put_lit(t, ",\"flow_out\":true");
 	}
-	if (t->call.text && !t->overflow && t->len <= HELD_CALL_MAX) { /* for its LAUNCH */
-		t->call = (struct held_call){ .text = t->call.text,
+	if (t->call.text && !t->overflow) { /* for its LAUNCH: held, and t->ev a fresh buffer */
+		char *ev = t->call.text;
+
+		t->call = (struct held_call){ .text = t->ev,
 					      .len = t->len,
 					      .id = e->id,
 					      .ts = e->ts_ns,
@@ -2035,7 +2058,7 @@ static void launch_side(struct timeline *t, __u32 producer, const struct xpu_cev
 					      .pid = e->pid,
 					      .tid = e->tid,
 					      .track = tid };
-		memcpy(t->call.text, t->ev, t->len);
+		t->ev = ev;
 		return;
 	}
 	written = emit(t);
@@ -2236,6 +2259,18 @@ static void clock_sync(struct timeline *t, const struct xpu_cevent *e)
 static void trigger_check(struct timeline *t, const struct xpu_cevent *e);
 static void window_rotate(struct timeline *t);
 
+/* The slots an event's turn will read, LAUNCH_MAP_PREFETCH_AHEAD events before it: a call's
+ * own in the launches (its put) and in the pending index (pending_resolve's find, which for
+ * most calls finds nothing, and is a miss of its own in an index of megabytes: it was a fifth
+ * of this format's time in fmt_bench before), a GPU activity's launching call's. */
+static void prefetch_event(const struct timeline *t, __u32 producer, const struct xpu_cevent *e)
+{
+	launch_map__prefetch_event(&t->launches, producer, e, false);
+	if (e->kind == XPU_REC_CUDA_API && t->pend_live && e->correlation_id)
+		launch_map__prefetch(&t->pend_index, producer,
+				     pending_key(e->pid, e->correlation_id));
+}
+
 static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struct xpu_cevent *ev)
 {
 	struct timeline *t = st;
@@ -2247,8 +2282,7 @@ static void timeline_batch(void *st, const struct xpu_wire_batch *b, const struc
 		__u64 last = e->end_ns > e->ts_ns ? e->end_ns : e->ts_ns;
 
 		if (i + LAUNCH_MAP_PREFETCH_AHEAD < b->n_events) /* its slot is a cache miss */
-			launch_map__prefetch_event(&t->launches, b->producer,
-						   &ev[i + LAUNCH_MAP_PREFETCH_AHEAD], false);
+			prefetch_event(t, b->producer, &ev[i + LAUNCH_MAP_PREFETCH_AHEAD]);
 		if (e->kind != XPU_REC_CLOCK_SYNC && last > t->max_ts)
 			t->max_ts = last;
 		t->cur_last = last;
@@ -2904,7 +2938,8 @@ static void timeline_free(void *st)
 	free(t->frame_names);
 	free(t->clocks_json);
 	free(t->hold);
-	free(t->call.text);
+	if (t->call.text)
+		free(t->call.text - EV_HEAD);
 	trace_ring__free(t->ring);
 	trace_windows__free(t->windows);
 	sink_clocks__free(&t->clocks);
@@ -3015,8 +3050,11 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		}
 		t->gen = 1; /* one "file" for flows: the ring */
 	} else if (!err) {
-		t->call.text = malloc(HELD_CALL_MAX);
-		if (!t->call.text)
+		/* as big as t->ev, and like it touched only as far as events go */
+		t->call.text = malloc(EV_HEAD + EV_MAX);
+		if (t->call.text)
+			t->call.text += EV_HEAD;
+		else
 			err = -ENOMEM;
 	}
 	t->ranges = calloc(RANGES_MAX, sizeof(*t->ranges));
