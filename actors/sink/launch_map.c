@@ -14,7 +14,7 @@ int launch_map__init(struct launch_map *m, __u32 max)
 	__u32 slots = 16;
 
 	memset(m, 0, sizeof(*m));
-	while (slots < 2 * max)
+	while (slots < 4 * max)
 		slots <<= 1;
 	m->mask = slots - 1;
 	m->max = max;

@@ -16,7 +16,7 @@
 
 #define MAX 64u
 #define KEYS 300u
-#define BIG (1u << 16) /* 3 MiB of entries, 1 MiB of slots */
+#define BIG (1u << 16) /* 3 MiB of entries, 2 MiB of slots */
 
 struct model {
 	__u64 id[MAX];

@@ -610,6 +610,18 @@ static void put_us(struct timeline *t, __u64 ns)
  * below -4 or from sig up is written as %g writes it ("1.5e+20", "2e-07"). Not finite
  * (callers rule it out): 0.
  */
+/* 10^k, k >= 0: from a table up to 10^27, the powers exact in long double's 64-bit mantissa
+ * (powl's general case was 2 % of this format's time, for the PMU rates); powl beyond */
+static long double pow10_ld(int k)
+{
+	static const long double p[28] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,  1e6L,
+					   1e7L,  1e8L,	 1e9L,	1e10L, 1e11L, 1e12L, 1e13L,
+					   1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L,
+					   1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L };
+
+	return k < 28 ? p[k] : powl(10, k);
+}
+
 static void put_double(struct timeline *t, double v, int sig)
 {
 	char buf[40], dig[20], *p = buf, *d;
@@ -636,7 +648,7 @@ static void put_double(struct timeline *t, double v, int sig)
 	e10 = (int)floor(log10(v));
 	for (;;) { /* once, or twice where log10 rounded across a power of ten */
 		k = sig - 1 - e10; /* v * 10^k has sig digits before the point */
-		s = k >= 0 ? (long double)v * powl(10, k) : (long double)v / powl(10, -k);
+		s = k >= 0 ? (long double)v * pow10_ld(k) : (long double)v / pow10_ld(-k);
 		m = (__u64)rintl(s);
 		if (m >= limit)
 			e10++;
