@@ -9,10 +9,11 @@
  * entry's index + 1 and its key's hash), at most a quarter full, deletion by backward shift
  * (common/oatab.h): lookups stay short however long the session runs, and a probe or a shift
  * reads the entries only where the hash matches, so the part it touches stays in the cache.
- * A quarter, not a half: a probe's and a shift's steps, whether the next slot is taken, are
- * branches no predictor can learn, and most of a put's time once the slots it reads were
- * prefetched; at a quarter they go the same way three times in four (fmt_bench, lossless
- * capture: 5 % less of the timeline format's time, for 16 more bytes of slots a launch).
+ * A quarter, not a half: with the slots a put reads prefetched, most of its samples still fell
+ * on the probe's and the shift's "is the next slot taken" tests, which at half load go either
+ * way (mispredicted branches, by all signs; no PMU here to count them); at a quarter they go
+ * the same way three times in four (fmt_bench, lossless capture: 5 % less of the timeline
+ * format's time, for 16 more bytes of slots a launch).
  */
 #ifndef XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
 #define XPUSUP_ACTORS_SINK_LAUNCH_MAP_H
