@@ -601,17 +601,8 @@ static void put_us(struct timeline *t, __u64 ns)
 		put_raw(t, frac, f % 10 ? 4 : f % 100 ? 3 : 2);
 }
 
-/*
- * A finite double with at most sig (1 to 15) significant digits, as %.{sig}g writes it: the
- * value scaled by a power of ten in long double (64 bits of mantissa on x86-64, where the
- * powers up to 10^27 are exact), so the one rounding to sig digits (to even, as glibc's) sees
- * the value to 2^-64 and agrees with printf's but for values within that of a half-way point.
- * Exact integers below 10^sig take a shorter way. Trailing zeros are dropped; an exponent
- * below -4 or from sig up is written as %g writes it ("1.5e+20", "2e-07"). Not finite
- * (callers rule it out): 0.
- */
 /* 10^k, k >= 0: from a table up to 10^27, the powers exact in long double's 64-bit mantissa
- * (powl's general case was 2 % of this format's time, for the PMU rates); powl beyond */
+ * (powl's general case was about 2 % of this format's time); powl beyond */
 static long double pow10_ld(int k)
 {
 	static const long double p[28] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,  1e6L,
@@ -622,6 +613,15 @@ static long double pow10_ld(int k)
 	return k < 28 ? p[k] : powl(10, k);
 }
 
+/*
+ * A finite double with at most sig (1 to 15) significant digits, as %.{sig}g writes it: the
+ * value scaled by a power of ten in long double (64 bits of mantissa on x86-64, where the
+ * powers up to 10^27 are exact), so the one rounding to sig digits (to even, as glibc's) sees
+ * the value to 2^-64 and agrees with printf's but for values within that of a half-way point.
+ * Exact integers below 10^sig take a shorter way. Trailing zeros are dropped; an exponent
+ * below -4 or from sig up is written as %g writes it ("1.5e+20", "2e-07"). Not finite
+ * (callers rule it out): 0.
+ */
 static void put_double(struct timeline *t, double v, int sig)
 {
 	char buf[40], dig[20], *p = buf, *d;
@@ -2273,8 +2273,9 @@ static void window_rotate(struct timeline *t);
 
 /* The slots an event's turn will read, LAUNCH_MAP_PREFETCH_AHEAD events before it: a call's
  * own in the launches (its put) and in the pending index (pending_resolve's find, which for
- * most calls finds nothing, and is a miss of its own in an index of megabytes: it was a fifth
- * of this format's time in fmt_bench before), a GPU activity's launching call's. */
+ * most calls finds nothing, and is a miss of its own in an index of megabytes: a fifth of this
+ * format's time in fmt_bench on a capture with holes, where slices wait), a GPU activity's
+ * launching call's. */
 static void prefetch_event(const struct timeline *t, __u32 producer, const struct xpu_cevent *e)
 {
 	launch_map__prefetch_event(&t->launches, producer, e, false);
