@@ -193,6 +193,11 @@ struct stats {
 	__u64 other_names; /* arrivals that went to other */
 
 	struct launch_map launches;
+	/* the last CUDA_API call put into launches: its LAUNCH marker need not be (stats__batch) */
+	struct {
+		__u64 correlation_id; /* 0: none */
+		__u32 producer, pid, tid;
+	} last_call;
 	struct cpu cpu;
 	struct counters ctr;
 	struct sm_active *sm;

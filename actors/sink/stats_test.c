@@ -687,6 +687,68 @@ static struct xpu_cevent cpu_event(__u32 pid, __u32 tid, const char *comm, __u64
 				    .n_user = n_user };
 }
 
+/* One launch-side or GPU event for test_markers: a call (CUDA_API), its LAUNCH marker, or a
+ * kernel linked to the ids given (0: no link). */
+static struct xpu_cevent launch_event(__u32 kind, __u64 id, __u32 tid, __u64 corr, __u64 ts,
+				      __u64 api_id, __u64 marker_id)
+{
+	struct xpu_cevent e = { .kind = kind,
+				.id = id,
+				.pid = 40,
+				.tid = tid,
+				.correlation_id = corr,
+				.ts_ns = ts,
+				.end_ns = ts + 1000 };
+
+	if (api_id)
+		e.links[e.n_links++] =
+			(struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY, .target = api_id };
+	if (marker_id)
+		e.links[e.n_links++] =
+			(struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY, .target = marker_id };
+	return e;
+}
+
+/* A LAUNCH marker right after its own call is not remembered (the call is, and the queue delay
+ * is taken from it); a marker whose call is unknown, or not the last one, is, and a kernel
+ * with no known call takes its delay from it. */
+static void test_markers(void)
+{
+	struct stats *st = cpu_open();
+	struct xpu_cevent ev[] = {
+		/* call 1 and its marker: the marker is not kept */
+		launch_event(XPU_REC_CUDA_API, 1, 7, 501, 1000000, 0, 0),
+		launch_event(XPU_REC_LAUNCH, 2, 7, 501, 1000100, 0, 0),
+		/* a marker without its call (the API record lost): kept */
+		launch_event(XPU_REC_LAUNCH, 3, 7, 502, 2000000, 0, 0),
+		/* call 4 on thread 7, then the marker of another thread's call 503: kept */
+		launch_event(XPU_REC_CUDA_API, 4, 7, 504, 3000000, 0, 0),
+		launch_event(XPU_REC_LAUNCH, 5, 8, 503, 3000100, 0, 0),
+		/* kernels: of call 1 (both links), of the lost call (marker only), of 503 */
+		launch_event(XPU_REC_GPU_KERNEL, 6, 7, 501, 1050000, 1, 2),
+		launch_event(XPU_REC_GPU_KERNEL, 7, 7, 502, 2070000, 0, 3),
+		launch_event(XPU_REC_GPU_KERNEL, 8, 8, 503, 3090100, 0, 5),
+	};
+	const struct recent_launch *api = NULL, *m1, *m3, *m5;
+
+	cpu_feed(st, ev, sizeof(ev) / sizeof(ev[0]));
+	api = launch_map__find(&st->launches, 0, 1);
+	m1 = launch_map__find(&st->launches, 0, 2);
+	m3 = launch_map__find(&st->launches, 0, 3);
+	m5 = launch_map__find(&st->launches, 0, 5);
+	tap_ok(api && !m1 && m3 && m5 && launch_map__find(&st->launches, 0, 4),
+	       "a marker right after its call is not kept; one whose call is unknown or not the "
+	       "last is");
+	tap_ok(st->cur.queue.count == 3 && st->cur.queue_unresolved == 0 &&
+		       st->cur.queue.min == 50000 && st->cur.queue.max == 90000 &&
+		       st->cur.queue.sum == 50000 + 70000 + 90000,
+	       "queue delays from the call (50 us), and from the marker where the call is unknown "
+	       "(70 us, 90 us): %llu of them, min %llu, max %llu",
+	       (unsigned long long)st->cur.queue.count, (unsigned long long)st->cur.queue.min,
+	       (unsigned long long)st->cur.queue.max);
+	fmt_stats.free(st);
+}
+
 static const struct cpu_fn *fn_named(const struct stats *st, const char *name, bool kernel)
 {
 	const struct cpu *c = &st->cpu;
@@ -1350,6 +1412,7 @@ int main(void)
 	test_windows();
 	test_late();
 	test_random();
+	test_markers();
 	test_cpu_functions();
 	test_python();
 	test_cpu_intervals();
