@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The recent launches of the sinks: the last max CUDA_API and LAUNCH events by (producer, id),
- * which a GPU activity's launched_by links name (ids are unique per producer). The stats
- * format takes the queue delay from them, the timeline format the start of its flow arrows.
+ * The recent launches of the sinks: the last max CUDA_API and LAUNCH events a format puts, by
+ * (producer, id), which a GPU activity's launched_by links name (ids are unique per producer).
+ * The stats format takes the queue delay from them (calls, and the LAUNCH markers of calls it
+ * did not see), the timeline format the start of its flow arrows (calls).
  *
  * Bounded: the entries are a ring of max in arrival order, the oldest forgotten when a new one
  * needs its place (counted in evicted). The index is open addressing over 8-byte slots (an

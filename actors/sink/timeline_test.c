@@ -72,6 +72,13 @@ static void link_to(struct xpu_cevent *e, __u32 type, __u64 target)
 	e->links[e->n_links++] = (struct xpu_link){ .type = type, .target = target };
 }
 
+/* The time of kernel i of batch j of the put_us memo check: 24 spans of 10 ms taking turns in
+ * a scrambled order, a sub-ms part of its own */
+static __u64 memo_ts(__u32 i, __u32 j)
+{
+	return 17341600000000ull + (i * 7 + j * 5) % 24 * 10000000ull + j * 32 + i;
+}
+
 /* A runtime call of pid and thread 42 lasting 800 ns: its id is its correlation id. */
 static struct xpu_cevent call(__u64 id, __u64 ts, __u32 api_id)
 {
@@ -670,6 +677,48 @@ int main(void)
 		       strstr(text, "\"ts\":17341610999,") && strstr(text, "\"ts\":9999.999,"),
 	       "timestamps across a 10 ms boundary, with zeros in their last digits and below "
 	       "10 ms: each its own");
+	free(text);
+
+	/* put_us keeps the upper digits of a few timestamps (a direct-mapped memo): 24 batches
+	 * of 32 kernels, their 10 ms spans taking turns in a scrambled order among 24 spans, more
+	 * than the memo holds, so that entries are replaced and found again; each event's ts must
+	 * be its own */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open a sixth time: %s", err ? why : "ok"))
+		return tap_done();
+	for (j = 0, n = 0; j < 24; j++) {
+		for (i = 0; i < 32; i++) {
+			__u64 at = memo_ts(i, j);
+
+			e[i] = ev(4000 + j * 32 + i, XPU_REC_GPU_KERNEL, 42, 42, at, at + 500);
+			e[i].stream = 9;
+		}
+		b.n_events = 32;
+		fmt_timeline.batch(st, &b, e);
+	}
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(err == 0, "finish: %s", err ? why : "ok");
+	fmt_timeline.free(st);
+	text = tap_slurp(path);
+	for (j = 0; text && j < 24; j++) {
+		for (i = 0; i < 32; i++) {
+			__u64 at = memo_ts(i, j);
+			char want[64];
+			size_t k;
+
+			/* the decimals without their trailing zeros, none for a whole us */
+			k = (size_t)snprintf(want, sizeof(want), "\"ts\":%llu.%03llu",
+					     (unsigned long long)(at / 1000),
+					     (unsigned long long)(at % 1000));
+			while (want[k - 1] == '0')
+				k--;
+			k -= want[k - 1] == '.';
+			snprintf(want + k, sizeof(want) - k, ",");
+			n += !strstr(text, want);
+		}
+	}
+	tap_ok(text && !n,
+	       "768 timestamps in 24 spans of 10 ms taking turns: each its own (%u wrong)", n);
 	free(text);
 
 	/* ranges whose pops were lost, closed at finish: each must nest with every slice of its
