@@ -77,7 +77,11 @@ int busy__add(struct busy *b, __u64 start, __u64 end)
 	}
 	if (start < b->first)
 		b->first = start;
-	/* the first interval that ends at or after start: it touches or follows [start, end) */
+	/* the first interval that ends at or after start: it touches or follows [start, end).
+	 * Kernels come nearly in time order, so most start within or after the last interval:
+	 * that is the answer then, without the search (a third of what an add cost). */
+	if (hi && start >= b->iv[hi - 1][0])
+		lo = b->iv[hi - 1][1] < start ? hi : hi - 1;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (b->iv[mid][1] < start)
@@ -223,7 +227,10 @@ static struct open_window *open_window(struct sm_active *a, __u64 start)
 {
 	__u32 i;
 
-	for (i = 0; i < a->n_open && a->open[i].start < start; i++)
+	/* the first that does not start before start, from the latest back: a kernel is
+	 * nearly always in one of the last windows, and lateness keeps many open before them
+	 * (20 with the defaults) */
+	for (i = a->n_open; i && a->open[i - 1].start >= start; i--)
 		;
 	if (i < a->n_open && a->open[i].start == start)
 		return &a->open[i];
