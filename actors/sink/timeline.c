@@ -318,9 +318,13 @@ struct snapshot {
 	__u64 orphans; /* flows left out so */
 	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
 	int result;
+	bool result_fresh; /* set since the last tick (the sink reads it after the tick) */
 	char result_path[TL_PATH_MAX];
 	char result_why[600];
 	__u64 result_events, result_bytes;
+	/* a trigger that fired while one was written or its outcome not yet read: its reason,
+	 * for the tick that starts it ("" none) */
+	char deferred[160];
 };
 
 /*
@@ -2644,6 +2648,7 @@ static void snap_finish(struct timeline *t)
 	t->o = NULL;
 	sn->o = NULL;
 	snprintf(sn->result_path, sizeof(sn->result_path), "%s", sn->path);
+	sn->result_fresh = true;
 	if (err) {
 		sn->result = err;
 		t->snapshot_errors++;
@@ -2752,13 +2757,29 @@ static int snap_start(struct timeline *t, const char *path, const char *reason, 
 	return 0;
 }
 
+/* A trigger's snapshot: started (maybe written already; its outcome comes with
+ * snapshot_result), or its failure as that outcome. */
+static void trigger_start(struct timeline *t, const char *reason)
+{
+	char why[600];
+	int err;
+
+	err = snap_start(t, NULL, reason, why, sizeof(why));
+	if (!err)
+		return;
+	t->snap.result = err;
+	t->snap.result_fresh = true;
+	snprintf(t->snap.result_path, sizeof(t->snap.result_path), "%s", t->path);
+	snprintf(t->snap.result_why, sizeof(t->snap.result_why), "%s", why);
+}
+
 /* A trigger of the config (trigger_kernel_us, trigger_mark) fired by e: a snapshot, unless
- * one is being written or the last trigger was less than trigger_holdoff_s ago. */
+ * the last trigger was less than trigger_holdoff_s ago; while one is being written, or its
+ * outcome is not yet read, at the next tick after. */
 static void trigger_check(struct timeline *t, const struct xpu_cevent *e)
 {
-	char reason[160], why[600];
+	char reason[160];
 	__u64 now;
-	int err;
 
 	if (e->kind == XPU_REC_GPU_KERNEL && t->trig_kernel_ns && e->end_ns > e->ts_ns &&
 	    e->end_ns - e->ts_ns > t->trig_kernel_ns)
@@ -2777,22 +2798,36 @@ static void trigger_check(struct timeline *t, const struct xpu_cevent *e)
 		return;
 	t->trig_last = now;
 	t->triggered++;
-	/* started (maybe written already): its outcome comes with snapshot_result; busy: the
-	 * one in progress covers this moment */
-	err = snap_start(t, NULL, reason, why, sizeof(why));
-	if (!err || err == -EBUSY)
+	/* A snapshot being written, or one whose outcome the sink has not read yet (it reads
+	 * after the tick): this one waits for a tick (trigger_start), so that it holds this
+	 * event and that outcome still reaches whoever asked for it. */
+	if (t->snap.o || t->snap.result) {
+		snprintf(t->snap.deferred, sizeof(t->snap.deferred), "%s", reason);
 		return;
-	t->snap.result = err;
-	snprintf(t->snap.result_path, sizeof(t->snap.result_path), "%s", t->path);
-	snprintf(t->snap.result_why, sizeof(t->snap.result_why), "%s", why);
+	}
+	trigger_start(t, reason);
 }
 
 static int ring_tick(struct timeline *t, char *why, size_t why_len)
 {
+	struct snapshot *sn = &t->snap;
+	bool stale;
+
 	if (t->max_ts > t->keep_ns)
 		trace_ring__expire(t->ring, t->max_ts - t->keep_ns);
-	if (t->snap.o)
+	if (sn->o)
 		snap_step(t, SNAP_STEP_BYTES);
+	/* an outcome left unread a whole tick has no reader (a group, `xpusup subscribe`):
+	 * it no longer holds a trigger back */
+	stale = sn->result && !sn->result_fresh;
+	sn->result_fresh = false;
+	if (sn->deferred[0] && !sn->o && (!sn->result || stale)) {
+		char reason[sizeof(sn->deferred)];
+
+		memcpy(reason, sn->deferred, sizeof(reason));
+		sn->deferred[0] = 0;
+		trigger_start(t, reason);
+	}
 	return FMT_IDLE;
 }
 
@@ -2857,6 +2892,8 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 		snprintf(why, why_len, "%s", t->win_why);
 		return err;
 	}
+	if (t->windows && (err = trace_windows__error(t->windows, why, why_len)))
+		return err; /* shown once; trim tries again as the window grows */
 	/* time for the next window; an empty one goes on (no file of nothing) */
 	if (t->windows && t->in_file && now_ns - t->win_opened >= t->rot_ns) {
 		window_rotate(t);
@@ -2873,26 +2910,43 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 	return FMT_WROTE;
 }
 
+/* mode = ring at stop: the snapshot in progress finished, then the ring into path. The
+ * outcome of an earlier snapshot not yet read stays for snapshot_result (the sink reads it
+ * after finish, for whoever asked); the stop's own is said by the sink's exit. */
+static int ring_finish(struct timeline *t, char *why, size_t why_len)
+{
+	struct snapshot *sn = &t->snap;
+	char path[sizeof(sn->result_path)], said[sizeof(sn->result_why)];
+	int earlier, err;
+
+	close_all(t); /* into the ring: they end now */
+	if (sn->o) /* the one in progress first */
+		snap_step(t, ~0ull);
+	earlier = sn->result;
+	memcpy(path, sn->result_path, sizeof(path));
+	memcpy(said, sn->result_why, sizeof(said));
+	sn->deferred[0] = 0; /* a trigger still waiting: the stop's snapshot holds it */
+	err = snap_start(t, t->path, "at stop", why, why_len);
+	if (!err) {
+		snap_step(t, ~0ull);
+		if (sn->result < 0) {
+			err = sn->result;
+			snprintf(why, why_len, "%s", sn->result_why);
+		}
+	}
+	sn->result = earlier;
+	memcpy(sn->result_path, path, sizeof(path));
+	memcpy(sn->result_why, said, sizeof(said));
+	return err;
+}
+
 static int timeline_finish(void *st, char *why, size_t why_len)
 {
 	struct timeline *t = st;
 	int err;
 
-	if (t->ring) {
-		close_all(t); /* into the ring: they end now */
-		if (t->snap.o) /* the one in progress first */
-			snap_step(t, ~0ull);
-		err = snap_start(t, t->path, "at stop", why, why_len);
-		if (err)
-			return err;
-		snap_step(t, ~0ull);
-		if (t->snap.result < 0) {
-			snprintf(why, why_len, "%s", t->snap.result_why);
-			return t->snap.result;
-		}
-		t->snap.result = 0; /* said by the sink's exit, not as a snapshot */
-		return 0;
-	}
+	if (t->ring)
+		return ring_finish(t, why, why_len);
 	if (!t->o && file_open(t)) {
 		snprintf(why, why_len, "%s", t->open_why);
 		return t->open_err;

@@ -28,6 +28,8 @@ struct trace_windows {
 	unsigned int n, cap;
 	__u64 listed_bytes, written, deleted, bytes_deleted;
 	bool index_stale; /* the index on disk is behind the list */
+	int trim_err; /* a window that could not be deleted, for trace_windows__error */
+	char trim_why[TW_PATH_MAX + 400];
 };
 
 static void utc_text(__u64 ns, char *buf, size_t size, bool compact)
@@ -147,7 +149,8 @@ int trace_files__stamped(const char *path, const char *tag, char *buf, size_t si
 	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
 	size_t stem = strlen(path);
 	struct timespec now;
-	char when[40];
+	unsigned int seq;
+	char when[96]; /* room for what %d of any int could take: -Wformat-truncation */
 	int n;
 
 	if (strlen(name) > 5 && !strcmp(path + stem - 5, ".json"))
@@ -156,6 +159,11 @@ int trace_files__stamped(const char *path, const char *tag, char *buf, size_t si
 	*wall_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
 	utc_text(*wall_ns, when, sizeof(when), true);
 	n = snprintf(buf, size, "%.*s-%s%s.json", (int)stem, path, tag, when);
+	/* The time is to the millisecond: a small window (max_mb of a few) can fill within
+	 * one, and triggers without a holdoff fire as fast. A name that is taken gets -2, -3,
+	 * ..., rather than a rename over the file before it. */
+	for (seq = 2; n >= 0 && (size_t)n < size && !access(buf, F_OK) && seq < 1000; seq++)
+		n = snprintf(buf, size, "%.*s-%s%s-%u.json", (int)stem, path, tag, when, seq);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
@@ -178,7 +186,7 @@ static const char *escaped(const char *name, char *buf, size_t size)
 
 static int write_index(struct trace_windows *w, char *why, size_t why_len)
 {
-	char start[40], end[40], name[XPU_JSON_ESCAPED_MAX(256) + 1];
+	char start[96], end[96], name[XPU_JSON_ESCAPED_MAX(256) + 1];
 	struct out *o;
 	unsigned int i;
 	int err;
@@ -241,10 +249,19 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 	unsigned int k = 0;
 
 	while (w->max_bytes && w->n - k > 1 && w->listed_bytes + current > w->max_bytes) {
-		const struct trace_window *v = &w->v[k++];
+		const struct trace_window *v = &w->v[k];
 
 		snprintf(file, sizeof(file), "%s%s", w->dir, v->file);
-		unlink(file); /* gone already (a user's rm): the same for the count */
+		/* gone already (a user's rm): the same for the count; a window that stays
+		 * (a read-only folder, say) stays listed and counted, and is said */
+		if (unlink(file) && errno != ENOENT) {
+			w->trim_err = -errno;
+			snprintf(w->trim_why, sizeof(w->trim_why),
+				 "unable to delete %s to stay under max_mb: %s", file,
+				 strerror(errno));
+			break;
+		}
+		k++;
 		w->listed_bytes -= v->bytes;
 		w->deleted++;
 		w->bytes_deleted += v->bytes;
@@ -255,6 +272,16 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 	memmove(w->v, w->v + k, w->n * sizeof(*w->v));
 	write_index(w, why, sizeof(why)); /* a failure leaves it stale: the next add tries */
 	return k;
+}
+
+int trace_windows__error(struct trace_windows *w, char *why, size_t why_len)
+{
+	int err = w->trim_err;
+
+	if (err)
+		snprintf(why, why_len, "%s", w->trim_why);
+	w->trim_err = 0;
+	return err;
 }
 
 unsigned int trace_windows__count(const struct trace_windows *w)

@@ -46,7 +46,8 @@ int trace_windows__open(struct trace_windows **w, const char *path, __u64 max_by
 void trace_windows__free(struct trace_windows *w);
 
 /* trace_files__stamped - for path dir/stem.json, dir/stem-TAG<UTC now>.json into buf (UTC as
- * 20261125T061530.123Z), and now in *wall_ns (CLOCK_REALTIME). -ENAMETOOLONG. */
+ * 20261125T061530.123Z; when a file of that name exists, dir/stem-TAG<UTC now>-N.json with the
+ * first N from 2 that is free), and now in *wall_ns (CLOCK_REALTIME). -ENAMETOOLONG. */
 int trace_files__stamped(const char *path, const char *tag, char *buf, size_t size, __u64 *wall_ns);
 
 /* trace_windows__name - the full path of a window starting now (wall clock), into buf, and
@@ -61,8 +62,13 @@ int trace_windows__add(struct trace_windows *w, const char *file, const struct t
 
 /* trace_windows__trim - with current bytes being written besides the windows listed,
  * delete the oldest ones (never the last one) until the total is under the cap; rewrites the
- * index when it deleted. Returns how many it deleted. */
+ * index when it deleted. Returns how many it deleted; a window it cannot delete stops it
+ * (trace_windows__error). */
 unsigned int trace_windows__trim(struct trace_windows *w, __u64 current);
+
+/* trace_windows__error - the last window trim could not delete since the last call (it stays
+ * listed and counted, and trim stops there): -errno with why, or 0. */
+int trace_windows__error(struct trace_windows *w, char *why, size_t why_len);
 
 /* trace_windows__count - windows listed; __listed_bytes their size on disk. */
 unsigned int trace_windows__count(const struct trace_windows *w);

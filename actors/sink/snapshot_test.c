@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the timeline's flight recorder tells of its snapshots, and the windows' files, without
+ * a session: the format driven as the sink drives it (batch, tick, then the outcome read after
+ * the tick), so that the order of outcomes is exact. A snapshot asked for is told to its
+ * asker even when stop or a trigger comes before the sink reads its outcome; a trigger
+ * meanwhile waits for a tick and holds the event that fired it. Window and snapshot names made
+ * within one millisecond do not overwrite each other; a window the cap cannot delete stays
+ * listed and is said. tests/sink_windows_test.sh checks whole sessions.
+ */
+#include "actors/sink/fmt.h"
+#include "actors/sink/fmt_test_env.h"
+#include "actors/sink/trace_files.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/tap.h"
+
+#define BASE 1000000000000ull
+#define MS 1000000ull
+
+static char dir[256], path[300];
+
+/* The ring's options: a small ring, a trigger mark, no holdoff. */
+static struct fmt_test_opt opts[] = {
+	{ "path", path },   { "mode", "ring" },		{ "max_mb", "4" },
+	{ "keep_s", "60" }, { "trigger_mark", "fire" }, { "trigger_holdoff_s", "0" },
+	{ NULL, NULL },
+};
+
+/* n kernels of 1 ms from ts on, one a ms, ids from id */
+static void kernels(void *st, __u64 id, __u64 ts, unsigned int n)
+{
+	struct xpu_cevent ev[64];
+	struct xpu_wire_batch b = { .producer = 1, .n_events = n };
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		ev[i] = (struct xpu_cevent){ .id = id + i,
+					     .kind = XPU_REC_GPU_KERNEL,
+					     .pid = 42,
+					     .tid = 42,
+					     .ts_ns = ts + i * MS,
+					     .end_ns = ts + i * MS + MS,
+					     .stream = 7,
+					     .name = "k",
+					     .name_len = 1 };
+	}
+	fmt_timeline.batch(st, &b, ev);
+}
+
+/* A user mark named name at ts. */
+static void mark(void *st, __u64 id, __u64 ts, const char *name)
+{
+	struct xpu_cevent e = { .id = id,
+				.kind = XPU_REC_RANGE,
+				.sub_kind = XPU_RANGE_MARK,
+				.pid = 42,
+				.tid = 42,
+				.ts_ns = ts,
+				.name = name,
+				.name_len = (__u32)strlen(name) };
+	struct xpu_wire_batch b = { .producer = 1, .n_events = 1 };
+
+	fmt_timeline.batch(st, &b, &e);
+}
+
+/* The outcome as the sink reads it: 1, -errno or 0, with the file into got. */
+static int outcome(void *st, char *got, size_t size)
+{
+	char why[600];
+
+	got[0] = 0;
+	return fmt_timeline.snapshot_result(st, got, size, why, sizeof(why));
+}
+
+static bool file_has(const char *file, const char *s)
+{
+	static char text[1 << 20];
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	return strstr(text, s) != NULL;
+}
+
+static void *open_ring(void)
+{
+	struct fmt_env env = fmt_test_env(opts);
+	char why[512] = "";
+	void *st = NULL;
+	int err = fmt_timeline.open(&st, &env, why, sizeof(why));
+
+	tap_ok(!err, "a flight recorder opens (%s)", why);
+	return err ? NULL : st;
+}
+
+static void test_told_at_stop(void)
+{
+	char asked[sizeof(dir) + 32], got[512], why[512] = "";
+	void *st = open_ring();
+	int r, err;
+
+	if (!st)
+		return;
+	snprintf(asked, sizeof(asked), "%s/asked1.json", dir);
+	kernels(st, 1, BASE, 20);
+	/* a ring this small is written within snapshot(): its outcome waits for the sink */
+	err = fmt_timeline.snapshot(st, asked, why, sizeof(why));
+	tap_ok(!err, "stop: a snapshot is asked for and written at once (%s)", why);
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(!err, "stop: the ring is written to path (%s)", why);
+	r = outcome(st, got, sizeof(got));
+	tap_ok(r == 1 && !strcmp(got, asked),
+	       "stop: the asked snapshot's outcome is still told after stop (%d, %s)", r, got);
+	tap_ok(access(path, F_OK) == 0 && file_has(path, "\"k\""),
+	       "stop: path holds the ring, and its own outcome is not told as a snapshot");
+	r = outcome(st, got, sizeof(got));
+	tap_ok(r == 0, "stop: nothing more to tell (%d)", r);
+	fmt_timeline.free(st);
+	unlink(asked);
+	unlink(path);
+}
+
+static void test_trigger_waits(void)
+{
+	char asked[sizeof(dir) + 32], got[512], why[512] = "";
+	void *st = open_ring();
+	int r, err;
+
+	if (!st)
+		return;
+	snprintf(asked, sizeof(asked), "%s/asked2.json", dir);
+	kernels(st, 1, BASE, 20);
+	err = fmt_timeline.snapshot(st, asked, why, sizeof(why));
+	tap_ok(!err, "trigger: a snapshot is asked for (%s)", why);
+	/* the mark arrives in the next batch, before the sink read the asked one's outcome */
+	mark(st, 100, BASE + 30 * MS, "fire");
+	r = outcome(st, got, sizeof(got));
+	tap_ok(r == 1 && !strcmp(got, asked),
+	       "trigger: the asked snapshot's outcome reaches its asker, not the trigger's (%d, %s)",
+	       r, got);
+	tap_ok(!file_has(asked, "\"fire\""), "trigger: the asked snapshot ends before the mark");
+	r = outcome(st, got, sizeof(got));
+	tap_ok(r == 0, "trigger: the triggered snapshot waits for a tick (%d, %s)", r, got);
+	fmt_timeline.tick(st, BASE, why, sizeof(why));
+	r = outcome(st, got, sizeof(got));
+	tap_ok(r == 1 && strstr(got, "trace-snapshot-") && file_has(got, "\"fire\""),
+	       "trigger: at the tick it is written beside path and holds the mark (%d, %s)", r,
+	       got);
+	if (r == 1)
+		unlink(got);
+	/* nobody reads the outcomes (a group, `xpusup subscribe`): a trigger waits one tick
+	 * more, not for ever */
+	err = fmt_timeline.snapshot(st, asked, why, sizeof(why));
+	mark(st, 101, BASE + 40 * MS, "fire");
+	fmt_timeline.tick(st, BASE, why, sizeof(why));
+	fmt_timeline.tick(st, BASE, why, sizeof(why));
+	r = outcome(st, got, sizeof(got));
+	tap_ok(!err && r == 1 && strstr(got, "trace-snapshot-"),
+	       "trigger: with its outcomes unread, the next trigger starts at the second tick "
+	       "(%d, %s)",
+	       r, got);
+	if (r == 1)
+		unlink(got);
+	fmt_timeline.free(st);
+	unlink(asked);
+}
+
+static void test_names(void)
+{
+	char a[512], b[512], stem[sizeof(dir) + 16];
+	unsigned int tries;
+	__u64 wa, wb;
+	FILE *f;
+
+	snprintf(stem, sizeof(stem), "%s/n.json", dir);
+	/* the two names fall in one millisecond nearly always; a few tries make it sure */
+	for (tries = 0; tries < 50; tries++) {
+		if (trace_files__stamped(stem, "", a, sizeof(a), &wa))
+			break;
+		f = fopen(a, "w");
+		if (f)
+			fclose(f);
+		if (trace_files__stamped(stem, "", b, sizeof(b), &wb))
+			break;
+		unlink(a);
+		if (wa / MS == wb / MS)
+			break;
+	}
+	tap_ok(tries < 50 && strcmp(a, b) && strlen(b) > 7 && !strcmp(b + strlen(b) - 7, "-2.json"),
+	       "names: a name taken within its millisecond gets -2 (%s, %s)", a, b);
+}
+
+/* A window the cap cannot delete (here a folder where its file was: unlink says EISDIR, even
+ * to root) stays listed and counted, trimming stops there, and the error says which. */
+static void test_undeletable(void)
+{
+	char p[sizeof(dir) + 32], file[sizeof(dir) + 64], why[600] = "";
+	struct trace_windows *w = NULL;
+	struct trace_window win = { .bytes = 400000 };
+	int err, i;
+
+	snprintf(p, sizeof(p), "%s/w/trace.json", dir);
+	snprintf(file, sizeof(file), "%s/w", dir);
+	mkdir(file, 0755);
+	err = trace_windows__open(&w, p, 1000000, false, why, sizeof(why));
+	tap_ok(!err, "cap: windows under 1 MB open (%s)", why);
+	if (err)
+		return;
+	for (i = 0; i < 3; i++) {
+		snprintf(file, sizeof(file), "%s/w/trace-%d.json", dir, i);
+		if (i == 0)
+			mkdir(file, 0755); /* not a file: unlink fails */
+		else
+			fclose(fopen(file, "w"));
+		trace_windows__add(w, file, &win, why, sizeof(why));
+	}
+	err = trace_windows__error(w, why, sizeof(why));
+	tap_ok(err == -EISDIR && strstr(why, "trace-0.json") && strstr(why, "unable to delete"),
+	       "cap: the window that cannot be deleted is said (%d: %s)", err, why);
+	tap_ok(trace_windows__count(w) == 3 && trace_windows__listed_bytes(w) == 1200000,
+	       "cap: it stays listed and counted, and trimming stopped there (%u windows, %llu "
+	       "bytes)",
+	       trace_windows__count(w), (unsigned long long)trace_windows__listed_bytes(w));
+	snprintf(file, sizeof(file), "%s/w/trace-0.json", dir);
+	rmdir(file);
+	trace_windows__trim(w, 0);
+	tap_ok(trace_windows__count(w) == 2 && !trace_windows__error(w, why, sizeof(why)),
+	       "cap: once it can go, the next trim deletes it (%u windows)",
+	       trace_windows__count(w));
+	trace_windows__free(w);
+}
+
+int main(void)
+{
+	char cmd[sizeof(dir) + 16];
+
+	snprintf(dir, sizeof(dir), "/tmp/xpusup-snapshot-test-XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	test_told_at_stop();
+	test_trigger_waits();
+	test_names();
+	test_undeletable();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd)) {
+	}
+	return tap_done();
+}
