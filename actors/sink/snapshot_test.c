@@ -6,7 +6,8 @@
  * asker even when stop or a trigger comes before the sink reads its outcome; a trigger
  * meanwhile waits for a tick and holds the event that fired it. Window and snapshot names made
  * within one millisecond do not overwrite each other; a window the cap cannot delete stays
- * listed and is said. tests/sink_windows_test.sh checks whole sessions.
+ * listed and is said; a restart deletes the unfinished window of the run before.
+ * tests/sink_windows_test.sh checks whole sessions.
  */
 #include "actors/sink/fmt.h"
 #include "actors/sink/fmt_test_env.h"
@@ -241,6 +242,41 @@ static void test_undeletable(void)
 	trace_windows__free(w);
 }
 
+/* A sink restarted with windows deletes the unfinished window its predecessor was writing
+ * (never listed, a new name each run) and nothing else. */
+static void test_partials(void)
+{
+	static const char *const names[] = { "trace-20261129T000000.000Z.json.partial",
+					     "trace-20261129T000001.000Z.json",
+					     "other-20261129T000000.000Z.json.partial",
+					     "trace.json.partial" };
+	char p[sizeof(dir) + 32], file[sizeof(dir) + 80], why[600] = "";
+	struct trace_windows *w = NULL;
+	unsigned int i, left = 0;
+	FILE *f;
+	int err;
+
+	snprintf(file, sizeof(file), "%s/r", dir);
+	mkdir(file, 0755);
+	for (i = 0; i < 4; i++) {
+		snprintf(file, sizeof(file), "%s/r/%s", dir, names[i]);
+		f = fopen(file, "w");
+		if (f)
+			fclose(f);
+	}
+	snprintf(p, sizeof(p), "%s/r/trace.json", dir);
+	err = trace_windows__open(&w, p, 1000000, true, why, sizeof(why));
+	for (i = 0; i < 4; i++) {
+		snprintf(file, sizeof(file), "%s/r/%s", dir, names[i]);
+		left |= (unsigned int)!access(file, F_OK) << i;
+	}
+	tap_ok(!err && trace_windows__partials_removed(w) == 1 && left == 0xe,
+	       "restart: the unfinished window of the run before is deleted, nothing else "
+	       "(%u deleted, files left 0x%x)",
+	       w ? trace_windows__partials_removed(w) : 0, left);
+	trace_windows__free(w);
+}
+
 int main(void)
 {
 	char cmd[sizeof(dir) + 16];
@@ -255,6 +291,7 @@ int main(void)
 	test_trigger_waits();
 	test_names();
 	test_undeletable();
+	test_partials();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {
 	}

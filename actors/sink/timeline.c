@@ -3150,6 +3150,11 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 					  why_len);
 		if (err)
 			goto fail;
+		if (trace_windows__partials_removed(t->windows))
+			fprintf(stderr,
+				"timeline %s: deleted %u unfinished window(s) of the run "
+				"before the restart\n",
+				t->path, trace_windows__partials_removed(t->windows));
 	}
 	for (i = 0; i < RANGES_MAX; i++)
 		t->ranges[i].next_free = i + 2 <= RANGES_MAX ? i + 2 : 0;

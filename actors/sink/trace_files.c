@@ -2,6 +2,7 @@
 /* The windows of a timeline sink and their index; see trace_files.h. */
 #include "actors/sink/trace_files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ struct trace_windows {
 	unsigned int n, cap;
 	__u64 listed_bytes, written, deleted, bytes_deleted;
 	bool index_stale; /* the index on disk is behind the list */
+	unsigned int partials_removed; /* at open: unfinished windows of the run before */
 	int trim_err; /* a window that could not be deleted, for trace_windows__error */
 	char trim_why[TW_PATH_MAX + 400];
 };
@@ -101,6 +103,30 @@ static void read_index(struct trace_windows *w)
 	w->written = w->n;
 }
 
+/* The windows a killed predecessor was writing (STEM-<UTC>.json.partial): never listed, each
+ * a new name, they would pile up past the cap over a run of restarts. Returns how many went. */
+static unsigned int remove_partials(const struct trace_windows *w)
+{
+	static const char tail[] = ".json.partial";
+	char file[TW_PATH_MAX + 300];
+	size_t stem = strlen(w->stem), len;
+	unsigned int n = 0;
+	struct dirent *de;
+	DIR *d = opendir(w->dir[0] ? w->dir : ".");
+
+	while (d && (de = readdir(d))) {
+		len = strlen(de->d_name);
+		if (len <= stem + 1 + sizeof(tail) - 1 || strncmp(de->d_name, w->stem, stem) ||
+		    de->d_name[stem] != '-' || strcmp(de->d_name + len - (sizeof(tail) - 1), tail))
+			continue;
+		snprintf(file, sizeof(file), "%s%s", w->dir, de->d_name);
+		n += !unlink(file);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int trace_windows__open(struct trace_windows **out, const char *path, __u64 max_bytes, bool resume,
 			char *why, size_t why_len)
 {
@@ -130,8 +156,10 @@ int trace_windows__open(struct trace_windows **out, const char *path, __u64 max_
 		return -ENAMETOOLONG;
 	}
 	w->max_bytes = max_bytes;
-	if (resume)
+	if (resume) {
 		read_index(w);
+		w->partials_removed = remove_partials(w);
+	}
 	*out = w;
 	return 0;
 }
@@ -282,6 +310,11 @@ int trace_windows__error(struct trace_windows *w, char *why, size_t why_len)
 		snprintf(why, why_len, "%s", w->trim_why);
 	w->trim_err = 0;
 	return err;
+}
+
+unsigned int trace_windows__partials_removed(const struct trace_windows *w)
+{
+	return w->partials_removed;
 }
 
 unsigned int trace_windows__count(const struct trace_windows *w)

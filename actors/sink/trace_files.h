@@ -39,7 +39,8 @@ struct trace_window {
 
 /* trace_windows__open - for path (the sink's `path`), at most max_bytes on disk (0: no cap).
  * resume: a restarted sink takes over the index found (the windows it lists that are still
- * there). 0 or -errno with why. */
+ * there) and deletes the unfinished window the killed one was writing (STEM-*.json.partial;
+ * trace_windows__partials_removed says how many). 0 or -errno with why. */
 int trace_windows__open(struct trace_windows **w, const char *path, __u64 max_bytes, bool resume,
 			char *why, size_t why_len);
 
@@ -69,6 +70,8 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current);
 /* trace_windows__error - the last window trim could not delete since the last call (it stays
  * listed and counted, and trim stops there): -errno with why, or 0. */
 int trace_windows__error(struct trace_windows *w, char *why, size_t why_len);
+
+unsigned int trace_windows__partials_removed(const struct trace_windows *w);
 
 /* trace_windows__count - windows listed; __listed_bytes their size on disk. */
 unsigned int trace_windows__count(const struct trace_windows *w);
