@@ -95,7 +95,7 @@ static int ask(const struct session *s, struct target *t, const char *out)
 		unlinkat(s->dirfd, tmp, 0);
 		return -EIO;
 	}
-	if (kill(t->pid, SIGUSR1)) {
+	if (sigqueue(t->pid, SIGUSR1, (union sigval){ .sival_int = XPU_SNAPSHOT_SIGVAL })) {
 		fprintf(stderr, "xpusup: unable to snapshot: sink %s (pid %d): %s\n",
 			t->actor->name, (int)t->pid, strerror(errno));
 		unlinkat(s->dirfd, name, 0);

@@ -24,6 +24,11 @@
  *	snapshot.NAME.reply.ID:  "STATE\nPATH\nWORDS\n"  STATE started, done or error */
 #define XPU_SNAPSHOT_REQ_FMT "snapshot.%s.req."
 #define XPU_SNAPSHOT_REPLY_FMT "snapshot.%s.reply.%s"
+/* The asker's SIGUSR1 is sent with sigqueue() and this value: the sink tells it from a plain
+ * `kill -USR1`, which asks for a snapshot under the sink's own name. Signals merge while one
+ * is pending, so a request's signal may come after its file was taken with another's: it
+ * asks for nothing then. */
+#define XPU_SNAPSHOT_SIGVAL 0x58535053 /* "XSPS" */
 
 /* The correlator shard that owns pid: every source routes a process's records there, so one
  * shard holds all of a process's join state. */

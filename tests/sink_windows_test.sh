@@ -206,6 +206,13 @@ ok $? "ring: a trigger mark writes a snapshot beside the path, holding the mark,
 kill -USR1 "$(json "$s" "a['fr']['pid']")"
 wait_for 20 "$s" "c('fr', 'snapshots') == 3"
 ok $? "ring: SIGUSR1 to the sink writes a snapshot too"
+# `xpusup snapshot` signals with sigqueue and common/topology.h's XPU_SNAPSHOT_SIGVAL; signals
+# merge, so such a signal can come after another's pass took its request: without a request
+# file it asks for nothing (a plain kill -USR1 does)
+/usr/bin/kill -q $((0x58535053)) -USR1 "$(json "$s" "a['fr']['pid']")"
+sleep 1
+[ "$(json "$s" "c('fr', 'snapshots') == 3 and c('fr', 'snapshots_refused') == 0")" = True ]
+ok $? "ring: a request's signal with no request file left writes no snapshot ($(json "$s" "c('fr', 'snapshots')") snapshots)"
 : >"$WORK/afile"
 "$XPUSUP" snapshot --session "$s" -o "$WORK/afile/x.json" >/dev/null 2>"$WORK/snapbad.err"
 rc=$?

@@ -89,12 +89,16 @@ struct sink {
 	__u64 snap_started, snap_refused; /* xpu_now_ns of the last of each */
 };
 
-/* SIGUSR1: a snapshot is asked for (sink__snapshot_asked, at the next turn of the loop). */
-static volatile sig_atomic_t snapshot_signal;
+/* SIGUSR1: a snapshot is asked for (snapshot_asked, at the next turn of the loop); plain:
+ * by a `kill -USR1` of a user, not by `xpusup snapshot` (XPU_SNAPSHOT_SIGVAL). */
+static volatile sig_atomic_t snapshot_signal, snapshot_plain;
 
-static void on_sigusr1(int sig)
+static void on_sigusr1(int sig, siginfo_t *info, void *uc)
 {
 	(void)sig;
+	(void)uc;
+	if (info->si_code != SI_QUEUE || info->si_value.sival_int != XPU_SNAPSHOT_SIGVAL)
+		snapshot_plain = 1;
 	snapshot_signal = 1;
 }
 
@@ -328,8 +332,9 @@ static void snapshot_start(struct sink *s, const char *id, const char *path)
 
 /* SIGUSR1 came: take every request file there is (`xpusup snapshot`), oldest name first as
  * the directory gives them; without any, a plain signal asks for a snapshot under the
- * format's own name. */
-static void snapshot_asked(struct sink *s)
+ * format's own name (a request's signal that finds no file was merged with another's, whose
+ * pass took its file). */
+static void snapshot_asked(struct sink *s, bool plain)
 {
 	char prefix[96], buf[4200], *nl;
 	struct dirent *de;
@@ -367,7 +372,7 @@ static void snapshot_asked(struct sink *s)
 	}
 	if (d)
 		closedir(d);
-	if (!n)
+	if (!n && plain)
 		snapshot_start(s, "", NULL);
 }
 
@@ -411,8 +416,11 @@ static void beat(void *ctx)
 	actor__beat(s->a);
 	snapshot_done(s);
 	if (snapshot_signal) {
+		bool plain = snapshot_plain;
+
 		snapshot_signal = 0;
-		snapshot_asked(s);
+		snapshot_plain = 0;
+		snapshot_asked(s, plain);
 	}
 }
 
@@ -442,7 +450,7 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 				   .ops = &sink_actor_ops,
 				   .tick_at_once = true,
 				   .decode_thread = true } };
-	struct sigaction usr1 = { .sa_handler = on_sigusr1 };
+	struct sigaction usr1 = { .sa_sigaction = on_sigusr1, .sa_flags = SA_SIGINFO };
 	struct fmt_env env;
 	struct actor a;
 	int err, i;
