@@ -28,6 +28,7 @@
  * own length (XPU_WIRE_TEXT_MAX), and messages are at most this long; touched as used */
 #define SINK_POOL_TEXT (64u << 20)
 #define SINK_RECVBUF 32 /* batches nng may queue for us */
+#define STOP_DRAIN_NS (2 * 1000000000ull) /* at most, for the queue left at stop */
 #define SINK_STEP_BATCHES 64 /* batches between heartbeats and ticks */
 #define TICK_NS 100000000ull
 #define SINK_CLOSE_MS 1000 /* the socket's close at exit (socket__close_within) */
@@ -416,10 +417,13 @@ static void beat(void *ctx)
 	actor__beat(s->a);
 	snapshot_done(s);
 	if (snapshot_signal) {
-		bool plain = snapshot_plain;
+		bool plain;
 
+		/* the handler sets plain before the signal flag: cleared in the other order, a
+		 * plain signal that comes meanwhile is either taken now or left for the next
+		 * beat, never lost */
 		snapshot_signal = 0;
-		snapshot_plain = 0;
+		plain = __atomic_exchange_n(&snapshot_plain, 0, __ATOMIC_SEQ_CST);
 		snapshot_asked(s, plain);
 	}
 }
@@ -453,8 +457,14 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	struct sigaction usr1 = { .sa_sigaction = on_sigusr1, .sa_flags = SA_SIGINFO };
 	struct fmt_env env;
 	struct actor a;
+	__u64 until, taken;
 	int err, i;
 
+	/* first: the supervisor tells the pid at the fork, and SIGUSR1's default action ends
+	 * the process, so a snapshot asked while it starts would kill it (it is taken after
+	 * actor__ready, at the loop's first beat) */
+	sigemptyset(&usr1.sa_mask);
+	sigaction(SIGUSR1, &usr1, NULL);
 	snprintf(prog, sizeof(prog), "xpusup-%s", fmt->kind);
 	if (actor__init(&a, argc, argv, prog))
 		return ACTOR_EXIT_PERMANENT;
@@ -481,13 +491,20 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 	}
 	for (i = 0; i < C_N; i++)
 		s.counters[i] = actor__counter(&a, counter_names[i]);
-	sigemptyset(&usr1.sa_mask);
-	sigaction(SIGUSR1, &usr1, NULL);
 	actor__ready(&a);
 	sink_driver__run(&s.drv);
-	/* Stopping: the correlators stopped first; take what they left in the queue. */
-	for (i = 0; i < 10; i++)
-		sink_driver__step(&s.drv, i < 5);
+	/* Stopping: the correlators stopped first; take what they left in the queue (up to
+	 * SINK_RECVBUF batches, and the decode thread's slots) until a step that waits the
+	 * receive timeout finds nothing. A fixed number of steps left batches behind where the
+	 * decode thread hands over a few a step. */
+	until = xpu_now_ns() + STOP_DRAIN_NS;
+	do {
+		taken = s.drv.batches + s.drv.bad;
+		sink_driver__step(&s.drv, true);
+	} while (s.drv.batches + s.drv.bad != taken && xpu_now_ns() < until);
+	/* a snapshot asked for while stopping: started now, finished by finish and answered
+	 * after it (a request left unread would keep its asker waiting its whole timeout) */
+	beat(&s);
 	why[0] = 0;
 	err = fmt->finish(s.drv.st, why, sizeof(why));
 	snapshot_done(&s); /* one asked for while stopping was finished by finish */
