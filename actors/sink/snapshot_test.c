@@ -242,6 +242,38 @@ static void test_undeletable(void)
 	trace_windows__free(w);
 }
 
+/* An index that cannot be written after trim deleted windows is said too (until the next add
+ * writes it, it lists windows that are gone). */
+static void test_index_unwritable(void)
+{
+	char p[sizeof(dir) + 32], file[sizeof(dir) + 64], why[600] = "";
+	struct trace_windows *w = NULL;
+	struct trace_window win = { .bytes = 400000 };
+	int err, i;
+
+	snprintf(file, sizeof(file), "%s/i", dir);
+	mkdir(file, 0755);
+	snprintf(p, sizeof(p), "%s/i/trace.json", dir);
+	err = trace_windows__open(&w, p, 1000000, false, why, sizeof(why));
+	if (err)
+		return;
+	for (i = 0; i < 2; i++) {
+		snprintf(file, sizeof(file), "%s/i/trace-%d.json", dir, i);
+		fclose(fopen(file, "w"));
+		trace_windows__add(w, file, &win, why, sizeof(why));
+	}
+	/* the index is written as its .partial, then renamed: a folder there stops it */
+	snprintf(file, sizeof(file), "%s.partial", trace_windows__index(w));
+	mkdir(file, 0755);
+	snprintf(file, sizeof(file), "%s/i/trace-2.json", dir);
+	fclose(fopen(file, "w"));
+	trace_windows__add(w, file, &win, why, sizeof(why));
+	err = trace_windows__error(w, why, sizeof(why));
+	tap_ok(err < 0 && strstr(why, "windows deleted for max_mb") && trace_windows__count(w) == 2,
+	       "cap: an index that cannot be written after a deletion is said (%d: %s)", err, why);
+	trace_windows__free(w);
+}
+
 /* A sink restarted with windows deletes the unfinished window its predecessor was writing
  * (never listed, a new name each run) and nothing else. */
 static void test_partials(void)
@@ -291,6 +323,7 @@ int main(void)
 	test_trigger_waits();
 	test_names();
 	test_undeletable();
+	test_index_unwritable();
 	test_partials();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {

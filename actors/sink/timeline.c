@@ -2575,8 +2575,12 @@ static void window_full(struct timeline *t)
 	listed = trace_windows__listed_bytes(t->windows);
 	if (t->max_bytes > listed + reserve && t->max_bytes - listed - reserve < t->trim_at)
 		t->trim_at = t->max_bytes - listed - reserve;
-	if (t->trim_at <= cur) /* nothing left to delete but the newest: look again later */
+	if (t->trim_at <= cur) { /* nothing left to delete but the newest: look again later */
 		t->trim_at = cur + (1u << 20);
+		/* and close at the window's limit, not up to 1 MiB past it */
+		if (cur < t->win_limit && t->trim_at > t->win_limit)
+			t->trim_at = t->win_limit;
+	}
 }
 
 /* Close the current window: the names of every track and the metadata, renamed into place

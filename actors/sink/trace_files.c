@@ -275,6 +275,7 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 {
 	char file[TW_PATH_MAX + 300], why[256];
 	unsigned int k = 0;
+	int err;
 
 	while (w->max_bytes && w->n - k > 1 && w->listed_bytes + current > w->max_bytes) {
 		const struct trace_window *v = &w->v[k];
@@ -298,7 +299,13 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 		return 0;
 	w->n -= k;
 	memmove(w->v, w->v + k, w->n * sizeof(*w->v));
-	write_index(w, why, sizeof(why)); /* a failure leaves it stale: the next add tries */
+	/* a failure leaves it stale (the next add writes it again), and is said: the index
+	 * lists windows that are gone until then */
+	err = write_index(w, why, sizeof(why));
+	if (err && !w->trim_err) {
+		w->trim_err = err;
+		snprintf(w->trim_why, sizeof(w->trim_why), "windows deleted for max_mb: %s", why);
+	}
 	return k;
 }
 
