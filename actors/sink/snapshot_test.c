@@ -5,8 +5,8 @@
  * the tick), so that the order of outcomes is exact. A snapshot asked for is told to its
  * asker even when stop or a trigger comes before the sink reads its outcome; a trigger
  * meanwhile waits for a tick and holds the event that fired it. Window and snapshot names made
- * within one millisecond do not overwrite each other; a window the cap cannot delete stays
- * listed and is said; a restart deletes the unfinished window of the run before.
+ * within one millisecond do not overwrite each other; a window the cap cannot delete, or an
+ * index that cannot be written, is said while it lasts; a restart deletes the unfinished window of the run before.
  * tests/sink_windows_test.sh checks whole sessions.
  */
 #include "actors/sink/fmt.h"
@@ -229,6 +229,9 @@ static void test_undeletable(void)
 	err = trace_windows__error(w, why, sizeof(why));
 	tap_ok(err == -EISDIR && strstr(why, "trace-0.json") && strstr(why, "unable to delete"),
 	       "cap: the window that cannot be deleted is said (%d: %s)", err, why);
+	trace_windows__trim(w, 0);
+	err = trace_windows__error(w, why, sizeof(why));
+	tap_ok(err == -EISDIR, "cap: and said again while the next trim still cannot (%d)", err);
 	tap_ok(trace_windows__count(w) == 3 && trace_windows__listed_bytes(w) == 1200000,
 	       "cap: it stays listed and counted, and trimming stopped there (%u windows, %llu "
 	       "bytes)",
@@ -269,8 +272,19 @@ static void test_index_unwritable(void)
 	fclose(fopen(file, "w"));
 	trace_windows__add(w, file, &win, why, sizeof(why));
 	err = trace_windows__error(w, why, sizeof(why));
-	tap_ok(err < 0 && strstr(why, "windows deleted for max_mb") && trace_windows__count(w) == 2,
+	tap_ok(err < 0 && strstr(why, "window index is behind") && trace_windows__count(w) == 2,
 	       "cap: an index that cannot be written after a deletion is said (%d: %s)", err, why);
+	err = trace_windows__error(w, why, sizeof(why));
+	tap_ok(err < 0, "cap: and said again while it lasts (%d)", err);
+	snprintf(file, sizeof(file), "%s.partial", trace_windows__index(w));
+	rmdir(file);
+	snprintf(file, sizeof(file), "%s/i/trace-3.json", dir);
+	fclose(fopen(file, "w"));
+	trace_windows__add(w, file, &win, why, sizeof(why));
+	err = trace_windows__error(w, why, sizeof(why));
+	snprintf(file, sizeof(file), "%s", trace_windows__index(w));
+	tap_ok(!err && access(file, F_OK) == 0,
+	       "cap: the next window's close writes the index, and the problem is over (%d)", err);
 	trace_windows__free(w);
 }
 

@@ -2859,6 +2859,7 @@ static int timeline_snapshot_result(void *st, char *path, size_t path_len, char 
 static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 {
 	struct timeline *t = st;
+	bool rotated = false;
 	int err;
 
 	if (t->ring)
@@ -2896,16 +2897,20 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 		snprintf(why, why_len, "%s", t->win_why);
 		return err;
 	}
-	if (t->windows && (err = trace_windows__error(t->windows, why, why_len)))
-		return err; /* shown once; trim tries again as the window grows */
 	/* time for the next window; an empty one goes on (no file of nothing) */
 	if (t->windows && t->in_file && now_ns - t->win_opened >= t->rot_ns) {
 		window_rotate(t);
 		if (t->win_err)
 			return timeline_tick(st, now_ns, why, why_len);
 		t->ticked = 0;
-		return FMT_WROTE;
+		rotated = true;
 	}
+	/* shown while it lasts, as a file that cannot be opened is: trim tries again as the
+	 * window grows, and each window's close writes the index again */
+	if (t->windows && (err = trace_windows__error(t->windows, why, why_len)))
+		return err;
+	if (rotated)
+		return FMT_WROTE;
 	/* never FMT_COMPLETE: the file is whole only after finish, so a sink killed and
 	 * restarted loses (and its accounting counts) what the killed run received */
 	if (t->in_file == t->ticked)

@@ -28,9 +28,11 @@ struct trace_windows {
 	struct trace_window *v; /* oldest first */
 	unsigned int n, cap;
 	__u64 listed_bytes, written, deleted, bytes_deleted;
-	bool index_stale; /* the index on disk is behind the list */
+	bool index_stale; /* the index on disk is behind the list: index_err, index_why */
+	int index_err;
+	char index_why[TW_PATH_MAX + 400];
 	unsigned int partials_removed; /* at open: unfinished windows of the run before */
-	int trim_err; /* a window that could not be deleted, for trace_windows__error */
+	int trim_err; /* the last trim could not delete a window, for trace_windows__error */
 	char trim_why[TW_PATH_MAX + 400];
 };
 
@@ -250,6 +252,8 @@ static int write_index(struct trace_windows *w, char *why, size_t why_len)
 	return 0;
 stale:
 	w->index_stale = true;
+	w->index_err = err;
+	snprintf(w->index_why, sizeof(w->index_why), "the window index is behind: %s", why);
 	return err;
 }
 
@@ -275,8 +279,8 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 {
 	char file[TW_PATH_MAX + 300], why[256];
 	unsigned int k = 0;
-	int err;
 
+	w->trim_err = 0; /* said while it lasts: each trim looks again */
 	while (w->max_bytes && w->n - k > 1 && w->listed_bytes + current > w->max_bytes) {
 		const struct trace_window *v = &w->v[k];
 
@@ -299,24 +303,23 @@ unsigned int trace_windows__trim(struct trace_windows *w, __u64 current)
 		return 0;
 	w->n -= k;
 	memmove(w->v, w->v + k, w->n * sizeof(*w->v));
-	/* a failure leaves it stale (the next add writes it again), and is said: the index
-	 * lists windows that are gone until then */
-	err = write_index(w, why, sizeof(why));
-	if (err && !w->trim_err) {
-		w->trim_err = err;
-		snprintf(w->trim_why, sizeof(w->trim_why), "windows deleted for max_mb: %s", why);
-	}
+	/* a failure leaves it stale, said until a write works (the next add writes it again):
+	 * it lists windows that are gone until then */
+	write_index(w, why, sizeof(why));
 	return k;
 }
 
-int trace_windows__error(struct trace_windows *w, char *why, size_t why_len)
+int trace_windows__error(const struct trace_windows *w, char *why, size_t why_len)
 {
-	int err = w->trim_err;
-
-	if (err)
+	if (w->trim_err) {
 		snprintf(why, why_len, "%s", w->trim_why);
-	w->trim_err = 0;
-	return err;
+		return w->trim_err;
+	}
+	if (w->index_stale) {
+		snprintf(why, why_len, "%s", w->index_why);
+		return w->index_err;
+	}
+	return 0;
 }
 
 unsigned int trace_windows__partials_removed(const struct trace_windows *w)

@@ -67,10 +67,11 @@ int trace_windows__add(struct trace_windows *w, const char *file, const struct t
  * (trace_windows__error). */
 unsigned int trace_windows__trim(struct trace_windows *w, __u64 current);
 
-/* trace_windows__error - what trim could not do since the last call: a window it could not
- * delete (it stays listed and counted, and trim stops there), or the index it could not write
- * after deleting (the next add writes it): -errno with why, or 0. */
-int trace_windows__error(struct trace_windows *w, char *why, size_t why_len);
+/* trace_windows__error - what is wrong with the windows on disk now: the last trim could not
+ * delete a window (it stays listed and counted, and trim stops there; said until a trim no
+ * longer fails), or the index could not be written (it lists windows that are gone; said
+ * until a write works, the next add's at the latest): -errno with why, or 0. */
+int trace_windows__error(const struct trace_windows *w, char *why, size_t why_len);
 
 unsigned int trace_windows__partials_removed(const struct trace_windows *w);
 
