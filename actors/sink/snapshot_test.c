@@ -7,6 +7,7 @@
  * meanwhile waits for a tick and holds the event that fired it. Window and snapshot names made
  * within one millisecond do not overwrite each other; a window the cap cannot delete, or an
  * index that cannot be written, is said while it lasts; a restart deletes the unfinished window of the run before.
+ * The cap counts a window with what its close adds (track names, stackFrames).
  * tests/sink_windows_test.sh checks whole sessions.
  */
 #include "actors/sink/fmt.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -323,6 +325,157 @@ static void test_partials(void)
 	trace_windows__free(w);
 }
 
+/* Bytes of the trace files in folder d (the window being written included), and the largest. */
+static __u64 windows_bytes(const char *d, __u64 *largest, unsigned int *files)
+{
+	char file[sizeof(dir) + 300];
+	struct dirent *de;
+	__u64 sum = 0;
+	struct stat sb;
+	DIR *dh = opendir(d);
+
+	*largest = 0;
+	*files = 0;
+	while (dh && (de = readdir(dh))) {
+		/* the windows, or trace.json where none closed before stop; not the index */
+		if (strncmp(de->d_name, "trace", 5) || !strncmp(de->d_name, "trace.index", 11))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", d, de->d_name);
+		if (stat(file, &sb) || !S_ISREG(sb.st_mode))
+			continue;
+		sum += (__u64)sb.st_size;
+		*largest = (__u64)sb.st_size > *largest ? (__u64)sb.st_size : *largest;
+		(*files)++;
+	}
+	if (dh)
+		closedir(dh);
+	return sum;
+}
+
+/* A timeline writing windows into the new folder d under a cap of 1 MiB: they rotate on
+ * size alone (window_s is an hour). */
+static int open_small_windows(const char *d, void **st, char *why, size_t why_len)
+{
+	char p[sizeof(dir) + 32];
+	struct fmt_test_opt o[] = { { "path", p },
+				    { "mode", "file" },
+				    { "window_s", "3600" },
+				    { "max_mb", "1" },
+				    { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+
+	mkdir(d, 0755);
+	snprintf(p, sizeof(p), "%s/trace.json", d);
+	return fmt_timeline.open(st, &env, why, why_len);
+}
+
+/* Samples whose deep stacks are new each time: a window's stackFrames, written at its close,
+ * hold far more bytes than its events. The cap counts a window as its close leaves it: the
+ * windows on disk stay under max_mb at every step and after stop, and they rotate on it. */
+static void test_meta_cap(void)
+{
+	enum { SAMPLES = 300, DEPTH = 48, NAME = 200 };
+	static char names[DEPTH][NAME + 1];
+	char d[sizeof(dir) + 8], why[600] = "";
+	const char *frames[DEPTH];
+	__u64 stack[DEPTH], sum, largest, worst = 0, worst_file = 0;
+	unsigned int i, j, files, most = 0;
+	void *st = NULL;
+	int err;
+
+	snprintf(d, sizeof(d), "%s/m", dir);
+	err = open_small_windows(d, &st, why, sizeof(why));
+	tap_ok(!err, "cap: windows of 1 MiB open (%s)", why);
+	if (err)
+		return;
+	for (i = 0; i < SAMPLES; i++) {
+		struct xpu_cevent e = { .id = i + 1,
+					.kind = XPU_REC_CPU_SAMPLE,
+					.pid = 42,
+					.tid = 42,
+					.ts_ns = BASE + i * MS,
+					.n_user = DEPTH,
+					.stack = stack,
+					.frames = frames };
+		struct xpu_wire_batch b = { .producer = 1, .n_events = 1 };
+
+		for (j = 0; j < DEPTH; j++) {
+			snprintf(names[j], sizeof(names[j]), "s%05u_f%02u_%0*d", i, j, NAME - 11,
+				 0);
+			frames[j] = names[j];
+			stack[j] = 0x400000 + (__u64)i * DEPTH + j;
+		}
+		fmt_timeline.batch(st, &b, &e);
+		sum = windows_bytes(d, &largest, &files);
+		worst = sum > worst ? sum : worst;
+		worst_file = largest > worst_file ? largest : worst_file;
+		most = files > most ? files : most;
+	}
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	fmt_timeline.free(st);
+	sum = windows_bytes(d, &largest, &files);
+	worst = sum > worst ? sum : worst;
+	worst_file = largest > worst_file ? largest : worst_file;
+	tap_ok(!err && worst <= (1u << 20),
+	       "cap: windows of new deep stacks stay under max_mb with their stackFrames, at "
+	       "every step and after stop (%llu bytes at most, the largest window %llu; %s)",
+	       (unsigned long long)worst, (unsigned long long)worst_file, why);
+	tap_ok(most >= 3 && files >= 3,
+	       "cap: and they rotate for it (up to %u windows on disk, %u after stop)", most,
+	       files);
+}
+
+/* The format's counter named name, or ~0 when it has none. */
+static __u64 counter(void *st, const char *name)
+{
+	const char *names[64];
+	__u64 values[64];
+	unsigned int i, n = fmt_timeline.counters(st, names, values, 64);
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return values[i];
+	return ~0ull;
+}
+
+/* So many tracks that their names alone fill a window of max_mb = 1: windows close when their
+ * events fill half a window, not one an event, and status says max_mb is too small. */
+static void test_meta_big(void)
+{
+	enum { THREADS = 1100, EACH = 3 };
+	char d[sizeof(dir) + 8], why[600] = "";
+	static struct xpu_cevent e[THREADS];
+	struct xpu_wire_batch b = { .producer = 1, .n_events = THREADS };
+	unsigned int i, k, files;
+	__u64 largest, written;
+	void *st = NULL;
+	int err;
+
+	snprintf(d, sizeof(d), "%s/t", dir);
+	if (open_small_windows(d, &st, why, sizeof(why)))
+		return;
+	for (k = 0; k < EACH; k++) {
+		for (i = 0; i < THREADS; i++)
+			e[i] = (struct xpu_cevent){ .id = k * THREADS + i + 1,
+						    .kind = XPU_REC_CPU_SAMPLE,
+						    .pid = 42,
+						    .tid = 1000 + i,
+						    .ts_ns = BASE + (k * THREADS + i) * MS };
+		fmt_timeline.batch(st, &b, e);
+	}
+	err = fmt_timeline.tick(st, BASE + THREADS * EACH * MS, why, sizeof(why));
+	tap_ok(err == -EFBIG && strstr(why, "max_mb = 1 is too small"),
+	       "cap: tracks whose names fill half a window are said (%d: %s)", err, why);
+	fmt_timeline.finish(st, why, sizeof(why));
+	written = counter(st, "windows_written");
+	fmt_timeline.free(st);
+	windows_bytes(d, &largest, &files);
+	tap_ok(written >= 2 && written <= 8,
+	       "cap: and windows still hold many events each (%llu windows of %u events, %u on "
+	       "disk)",
+	       (unsigned long long)written, THREADS * EACH, files);
+}
+
 int main(void)
 {
 	char cmd[sizeof(dir) + 16];
@@ -339,6 +492,8 @@ int main(void)
 	test_undeletable();
 	test_index_unwritable();
 	test_partials();
+	test_meta_cap();
+	test_meta_big();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {
 	}

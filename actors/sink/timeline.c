@@ -124,6 +124,32 @@
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
 #define SNAP_STEP_BYTES (32ull << 20)
+/* Bounds of what a window's close writes after its events (struct win_meta): a track's name
+ * event (a name of at most 95 characters, 16 of them a comm that may escape to 6 bytes each,
+ * in a metadata event with the widest pid and tid: 245 bytes), a stackFrames entry's bytes
+ * besides its frame's text (the separator, two ids of 10 digits, the keys: 48), and the rest
+ * of the metadata (write_other: the counters, the clock models, SYNCS_MAX readings). */
+#define META_TRACK_BYTES 256
+#define META_FRAME_BYTES 48
+#define META_OTHER_BYTES (2048 + SINK_CLOCKS_JSON_MAX + SYNCS_MAX * 192)
+
+/*
+ * What the close of the current window will add after its events (window_close: the names of
+ * every track, the stackFrames entries of the nodes its events name, the metadata), bounded
+ * from above and kept as it grows, so that a window is measured against its limit and the cap
+ * as it will be on disk: a window of deep stacks seen for the first time holds more bytes of
+ * frame names than of events.
+ */
+struct win_meta {
+	__u64 bytes; /* the bound, for the current file */
+	__u32 tracks; /* the tracks write_names names: table entries, lanes, the system's */
+};
+
+static void win_meta__track(struct win_meta *m)
+{
+	m->tracks++;
+	m->bytes += META_TRACK_BYTES;
+}
 
 /* ---- bounded hash tables: open addressing, at most half full, never shrink ---- */
 
@@ -137,6 +163,7 @@ struct table {
 	size_t esize;
 	__u32 mask, n, max;
 	struct tkey *last; /* the entry table__get found last: events come in runs of one key */
+	struct win_meta *meta; /* a table of named tracks: each entry counted there, else NULL */
 };
 
 static int table__init(struct table *t, size_t esize, __u32 max)
@@ -179,6 +206,8 @@ static void *table__get(struct table *t, __u64 a, __u64 b, bool create)
 			k->a = a;
 			k->b = b;
 			t->n++;
+			if (t->meta)
+				win_meta__track(t->meta);
 			return t->last = k;
 		}
 		if (k->a == a && k->b == b)
@@ -265,6 +294,7 @@ struct frame_node {
 	__u32 parent;
 	__u32 name_off; /* in frame_names, NUL-terminated; 0: no name (the arena's first byte) */
 	__u32 gen; /* the last file (timeline.gen) with an event that references it or a callee */
+	__u16 meta; /* the most bytes of its stackFrames entry (win_meta) */
 	bool kernel;
 };
 
@@ -371,6 +401,8 @@ struct timeline {
 	__u64 win_wall; /* its CLOCK_REALTIME start */
 	__u64 win_first, win_last; /* the events' time range in the current window */
 	bool rotate; /* the current window is full: closed after this event */
+	struct win_meta meta; /* what the current window's close will add */
+	bool meta_big; /* that alone is over half a window's limit: max_mb is too small */
 	/* the flight recorder (mode = ring): */
 	struct trace_ring *ring;
 	__u64 keep_ns;
@@ -838,7 +870,7 @@ static bool emit(struct timeline *t)
 	}
 	t->in_file++;
 	t->written++;
-	if (t->windows && out__bytes(t->o) >= t->trim_at)
+	if (t->windows && out__bytes(t->o) + t->meta.bytes >= t->trim_at)
 		window_full(t);
 	return true;
 }
@@ -909,6 +941,25 @@ static void put_stack_inline(struct timeline *t, const struct xpu_cevent *e)
 	put_lit(t, "]");
 }
 
+/* The most bytes a frame's text (put_frame) takes in a stackFrames entry, quotes included:
+ * bytes outside printable ASCII are counted at their escape's 6, well-formed UTF-8 too (kept
+ * as it is, it takes less). */
+static __u16 frame_meta(__u64 ip, bool kernel, const char *name, size_t n)
+{
+	size_t i, m = 2 + (kernel ? 4 : 0);
+
+	if (!kernel && xpu_pyframe__is(ip))
+		m += sizeof(XPU_PYFRAME_MARK) - 1;
+	if (!n)
+		m += 2 + 16 + 28; /* 0x and the address; a code object's " (line N)" */
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		m += c >= 0x20 && c < 0x7f ? 1u + (c == '"' || c == '\\') : 6u;
+	}
+	return (__u16)(m + META_FRAME_BYTES); /* n <= XPU_WIRE_FRAME_NAME_MAX: below 2^16 */
+}
+
 /*
  * The node of (parent, ip, kernel, name): found by the hash of (parent, ip, kernel), the name
  * compared whole (an address names different functions in different processes); made when
@@ -934,7 +985,10 @@ static __u32 frame_node_of(struct timeline *t, __u32 parent, __u64 ip, bool kern
 	if (t->n_frames == FRAMES_MAX || len >= FRAME_NAMES_MAX - t->frame_names_len)
 		return 0;
 	f = &t->frames[t->n_frames++];
-	*f = (struct frame_node){ .ip = ip, .parent = parent, .kernel = kernel };
+	*f = (struct frame_node){ .ip = ip,
+				  .parent = parent,
+				  .kernel = kernel,
+				  .meta = frame_meta(ip, kernel, name, len) };
 	if (len) { /* "" is the arena's first byte, shared by every unnamed frame */
 		f->name_off = (__u32)t->frame_names_len;
 		memcpy(t->frame_names + t->frame_names_len, name, len);
@@ -1005,8 +1059,10 @@ static __u32 stack_node(struct timeline *t, const struct xpu_cevent *e)
 		if (n <= STACK_MEMO_FRAMES)
 			memcpy(m->ip, e->stack, n * sizeof(*e->stack));
 	}
-	for (up = id; up && t->frames[up - 1].gen != t->gen; up = t->frames[up - 1].parent)
+	for (up = id; up && t->frames[up - 1].gen != t->gen; up = t->frames[up - 1].parent) {
 		t->frames[up - 1].gen = t->gen;
+		t->meta.bytes += t->frames[up - 1].meta;
+	}
 	return id;
 }
 
@@ -1135,8 +1191,10 @@ static __u32 cpu_pid(struct timeline *t, __u32 pid)
 {
 	if (pid)
 		return pid;
-	if (!t->sys_vpid)
+	if (!t->sys_vpid) {
 		t->sys_vpid = new_vpid(t);
+		win_meta__track(&t->meta);
+	}
 	return t->sys_vpid;
 }
 
@@ -1254,9 +1312,12 @@ static __u32 lane_of(struct timeline *t, __u32 pid, __u32 tid, __u64 s, __u64 e)
 		return tid;
 	for (i = 0; i < LANES; i++) {
 		l = th->lane[i];
-		if (!l && !(l = th->lane[i] = calloc(1, sizeof(*l)))) {
-			t->full++; /* unchecked, on the last lane there is */
-			return tid + ((i ? i - 1 : 0) << LANE_SHIFT);
+		if (!l) {
+			if (!(l = th->lane[i] = calloc(1, sizeof(*l)))) {
+				t->full++; /* unchecked, on the last lane there is */
+				return tid + ((i ? i - 1 : 0) << LANE_SHIFT);
+			}
+			win_meta__track(&t->meta);
 		}
 		if (lane_fits(l, s, e) && !lane_straddles_push(t, th, i, s, e))
 			break;
@@ -1723,8 +1784,12 @@ static void range_close(struct timeline *t, struct thread *th, __u32 idx1, __u64
 	} else if (!unfinished) {
 		track = lane_of(t, r->pid, r->tid, r->ts, end);
 	} else {
-		if (!l && !(l = th->lane[r->lane] = calloc(1, sizeof(*l))))
-			t->full++;
+		if (!l) {
+			if (!(l = th->lane[r->lane] = calloc(1, sizeof(*l))))
+				t->full++;
+			else
+				win_meta__track(&t->meta);
+		}
 		if (l && l->max_e > end)
 			end = l->max_e;
 		if (l)
@@ -2386,7 +2451,8 @@ static int file_open(struct timeline *t)
 	if (err)
 		return err;
 	t->in_file = 0;
-	t->gen++;
+	t->gen++; /* no node is named by this file's events yet: only the tracks and the rest */
+	t->meta.bytes = (__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES;
 	t->werr = out__write(t->o, trace_head, sizeof(trace_head) - 1);
 	if (t->windows) /* what is on disk, this window included, stays under the cap */
 		window_full(t);
@@ -2560,15 +2626,23 @@ static void write_other(struct timeline *t)
 
 /* The current window reached a size where something must give: at its limit it is closed
  * after the event in hand; with a cap, the oldest windows go so that what is on disk, this
- * window and room for its metadata included, stays under it. Called from emit as the window
- * passes trim_at, so the check costs nothing per event. */
+ * window as its close will leave it included, stays under it. The size counts what the close
+ * will add (t->meta), and reserve is room for the event in hand past the limit. Called from
+ * emit as the window passes trim_at, so the check costs nothing per event. */
 static void window_full(struct timeline *t)
 {
-	__u64 cur = t->o ? out__bytes(t->o) : 0, reserve = t->max_bytes / 16, listed;
+	__u64 base = (__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES;
+	__u64 cur = (t->o ? out__bytes(t->o) : 0) + t->meta.bytes, reserve = t->max_bytes / 16;
+	__u64 listed, limit = t->win_limit;
 
-	if (cur >= t->win_limit)
+	/* Where the track names alone fill half a window, a window an event would follow: a
+	 * window then closes when its own bytes fill half the limit, and may pass the cap */
+	t->meta_big = t->max_bytes && base >= t->win_limit / 2;
+	if (t->meta_big)
+		limit = base + t->win_limit / 2;
+	if (cur >= limit)
 		t->rotate = true;
-	t->trim_at = t->win_limit;
+	t->trim_at = limit;
 	if (!t->max_bytes)
 		return;
 	trace_windows__trim(t->windows, cur + reserve);
@@ -2578,8 +2652,8 @@ static void window_full(struct timeline *t)
 	if (t->trim_at <= cur) { /* nothing left to delete but the newest: look again later */
 		t->trim_at = cur + (1u << 20);
 		/* and close at the window's limit, not up to 1 MiB past it */
-		if (cur < t->win_limit && t->trim_at > t->win_limit)
-			t->trim_at = t->win_limit;
+		if (cur < limit && t->trim_at > limit)
+			t->trim_at = limit;
 	}
 }
 
@@ -2909,6 +2983,17 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 	 * window grows, and each window's close writes the index again */
 	if (t->windows && (err = trace_windows__error(t->windows, why, why_len)))
 		return err;
+	if (t->meta_big) {
+		snprintf(why, why_len,
+			 "max_mb = %" PRIu64 " is too small for %u tracks: their names and the "
+			 "metadata take up to %" PRIu64 " KiB of every window, over half of a "
+			 "window's %" PRIu64 " KiB, so windows may pass the cap",
+			 (uint64_t)(t->max_bytes >> 20), t->meta.tracks,
+			 (uint64_t)(((__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES) >>
+				    10),
+			 (uint64_t)(t->win_limit >> 10));
+		return -EFBIG;
+	}
 	if (rotated)
 		return FMT_WROTE;
 	/* never FMT_COMPLETE: the file is whole only after finish, so a sink killed and
@@ -3109,6 +3194,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 		err = table__init(&t->devices, sizeof(struct device), DEVICES_MAX);
 	if (!err)
 		err = table__init(&t->pmu, sizeof(struct pmu_track), PMU_TRACKS_MAX);
+	t->procs.meta = t->threads.meta = t->gpus.meta = &t->meta; /* write_names names them */
+	t->streams.meta = t->devices.meta = &t->meta;
 	if (!err && o.mode == TIMELINE_RING) {
 		err = trace_ring__new(&t->ring, (o.max_mb ? o.max_mb : TIMELINE_RING_MB_DEFAULT)
 							<< 20);
