@@ -20,6 +20,7 @@
 # Usage: sink_windows_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR ANN_MARK
 set -u
 XPUSUP=${1:?usage: sink_windows_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR ANN_MARK}
+# shellcheck disable=SC2034 # read by speedscope_lib.sh, sourced below
 TESTS=${2:?usage: sink_windows_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR ANN_MARK}
 MARK=${3:?usage: sink_windows_test.sh XPUSUP_BINARY TESTS_SOURCE_DIR ANN_MARK}
 . "$(dirname "$0")/session_lib.sh"

@@ -352,6 +352,41 @@ static __u64 windows_bytes(const char *d, __u64 *largest, unsigned int *files)
 	return sum;
 }
 
+/* A stem with '"' and '\\' in its name: the index escapes its windows' names, and a restarted
+ * sink reads them back, so that it keeps listing (and in time deletes) them. */
+static void test_index_escaped(void)
+{
+	char d[sizeof(dir) + 8], p[sizeof(dir) + 32], file[sizeof(dir) + 300], why[600] = "";
+	struct trace_window win = { .bytes = 1000 };
+	struct trace_windows *w = NULL;
+	unsigned int i, n = 0;
+	__u64 start;
+	FILE *f;
+
+	snprintf(d, sizeof(d), "%s/e", dir);
+	mkdir(d, 0755);
+	snprintf(p, sizeof(p), "%s/tr\"a\\ce.json", d);
+	if (trace_windows__open(&w, p, 1000000, false, why, sizeof(why)))
+		return;
+	for (i = 0; i < 2; i++) {
+		if (trace_windows__name(w, file, sizeof(file), &start))
+			break;
+		f = fopen(file, "w");
+		if (f)
+			fclose(f);
+		trace_windows__add(w, file, &win, why, sizeof(why));
+	}
+	trace_windows__free(w);
+	w = NULL;
+	if (!trace_windows__open(&w, p, 1000000, true, why, sizeof(why)))
+		n = trace_windows__count(w);
+	tap_ok(n == 2,
+	       "restart: windows whose names hold '\"' and '\\' are read back from the index "
+	       "(%u of 2: %s)",
+	       n, why);
+	trace_windows__free(w);
+}
+
 /* A timeline writing windows into the new folder d under a cap of 1 MiB: they rotate on
  * size alone (window_s is an hour). */
 static int open_small_windows(const char *d, void **st, char *why, size_t why_len)
@@ -494,6 +529,7 @@ int main(void)
 	test_partials();
 	test_meta_cap();
 	test_meta_big();
+	test_index_escaped();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {
 	}

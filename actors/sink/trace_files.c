@@ -65,6 +65,36 @@ static int push(struct trace_windows *w, const struct trace_window *win)
 	return 0;
 }
 
+/* The value of the JSON string at s (after its opening quote), as write_index escapes it
+ * (xpu_json_escape: \" \\ and \u00XX), into out (size bytes, NUL-terminated). Returns what
+ * follows its closing quote, or NULL where it is not one or does not fit. */
+static const char *unescape_name(const char *s, char *out, size_t size)
+{
+	size_t n = 0;
+	unsigned int c;
+
+	for (; *s != '"'; s++) {
+		if (!*s || n + 1 >= size)
+			return NULL;
+		c = (unsigned char)*s;
+		if (c == '\\') {
+			s++;
+			if (*s == 'u') {
+				if (sscanf(s + 1, "%4x", &c) != 1 || c > 0xff || !c)
+					return NULL;
+				s += 4;
+			} else if (*s == '"' || *s == '\\' || *s == '/') {
+				c = (unsigned char)*s;
+			} else {
+				return NULL;
+			}
+		}
+		out[n++] = (char)c;
+	}
+	out[n] = 0;
+	return s + 1;
+}
+
 /* The index a killed predecessor left: its windows that are still on disk. */
 static void read_index(struct trace_windows *w)
 {
@@ -72,6 +102,7 @@ static void read_index(struct trace_windows *w)
 	unsigned long long first_us, last_us, events, bytes, del, del_bytes, start, end;
 	unsigned int first_f, last_f;
 	struct trace_window win;
+	const char *rest;
 	size_t cap = 0;
 	struct stat st;
 	FILE *f = fopen(w->index, "r");
@@ -80,11 +111,16 @@ static void read_index(struct trace_windows *w)
 		return;
 	while (getline(&line, &cap, f) > 0) {
 		memset(&win, 0, sizeof(win));
-		if (sscanf(line,
-			   "{\"file\":\"%255[^\"]\",\"start_ns\":%llu,\"end_ns\":%llu"
+		/* the name as written, escaped: a stem may hold '"' or '\\' */
+		rest = !strncmp(line, "{\"file\":\"", 9) ?
+			       unescape_name(line + 9, win.file, sizeof(win.file)) :
+			       NULL;
+		if (rest &&
+		    sscanf(rest,
+			   ",\"start_ns\":%llu,\"end_ns\":%llu"
 			   ",\"first_ts\":%llu.%3u,\"last_ts\":%llu.%3u,\"events\":%llu,\"bytes\":%llu",
-			   win.file, &start, &end, &first_us, &first_f, &last_us, &last_f, &events,
-			   &bytes) == 9) {
+			   &start, &end, &first_us, &first_f, &last_us, &last_f, &events,
+			   &bytes) == 8) {
 			win.start_ns = start;
 			win.end_ns = end;
 			win.first_ts = first_us * 1000 + first_f;
