@@ -9,7 +9,7 @@
 #   restart     a windows sink killed with kill -9 keeps its predecessor's windows listed
 #   ring        a mark at a known time is in `xpusup snapshot`'s trace, an older one is not,
 #               nothing in it ends much more than keep_s before its newest event; a trigger
-#               mark writes a snapshot of its own
+#               mark writes a snapshot of its own; signals come to the thread waiting on the socket
 #   memory      two rings (48 and 8 MB) in one flat-out session of 30 s: their resident memory
 #               differs by no more than their caps do, and stops growing once they are full;
 #               a snapshot asked while one is being written is refused, and says why
@@ -207,6 +207,19 @@ ok $? "ring: a trigger mark writes a snapshot beside the path, holding the mark,
 kill -USR1 "$(json "$s" "a['fr']['pid']")"
 wait_for 20 "$s" "c('fr', 'snapshots') == 3"
 ok $? "ring: SIGUSR1 to the sink writes a snapshot too"
+# nng's threads (started from the sink's main thread) block SIGUSR1 and SIGTERM, so that those
+# come to the thread waiting on the socket and end its wait at once
+pid=$(json "$s" "a['fr']['pid']")
+n=0 bad=0
+for t in /proc/"$pid"/task/*; do
+	[ "${t##*/}" = "$pid" ] && continue
+	m=$(awk '/^SigBlk:/ { print $2 }' "$t/status" 2>/dev/null)
+	[ -n "$m" ] || continue
+	n=$((n + 1))
+	[ $((0x$m & 0x4200)) = $((0x4200)) ] || bad=$((bad + 1))
+done
+[ $n -gt 0 ] && [ $bad = 0 ]
+ok $? "ring: the sink's $n other threads block SIGUSR1 and SIGTERM ($bad do not)"
 # `xpusup snapshot` signals with sigqueue and common/topology.h's XPU_SNAPSHOT_SIGVAL; signals
 # merge, so such a signal can come after another's pass took its request: without a request
 # file it asks for nothing (a plain kill -USR1 does)

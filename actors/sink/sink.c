@@ -455,10 +455,11 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 				   .tick_at_once = true,
 				   .decode_thread = true } };
 	struct sigaction usr1 = { .sa_sigaction = on_sigusr1, .sa_flags = SA_SIGINFO };
+	sigset_t all, old;
 	struct fmt_env env;
 	struct actor a;
 	__u64 until, taken;
-	int err, i;
+	int err, listen_err, i;
 
 	/* first: the supervisor tells the pid at the fork, and SIGUSR1's default action ends
 	 * the process, so a snapshot asked while it starts would kill it (it is taken after
@@ -477,17 +478,24 @@ int sink__main(int argc, char **argv, const struct fmt_ops *fmt)
 				.session_dir = a.dir };
 	env.conf = a.conf; /* a group reads its [format] sections */
 	env.resume = state__open(&s);
+	/* nng starts its threads at the first socket, with the mask of the thread that opens
+	 * it: blocked there, a stop or SIGUSR1 comes to this thread, whose EINTR ends the loop's
+	 * wait at once (one that landed on nng's threads waited out the receive timeout). One
+	 * that comes meanwhile waits, pending, for the unblock. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = fmt->open(&s.drv.st, &env, why, sizeof(why));
+	listen_err = err ? 0 : sink__open(&s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (listen_err) {
+		sink__close(&s);
+		actor__fini(&a);
+		return ACTOR_EXIT_RESTART;
+	}
 	if (err) {
 		fprintf(stderr, "%s: unable to start [%s]: %s\n", prog, a.self->section, why);
 		actor__fini(&a);
 		return err == -EINVAL ? ACTOR_EXIT_PERMANENT : ACTOR_EXIT_RESTART;
-	}
-	err = sink__open(&s);
-	if (err) {
-		sink__close(&s);
-		actor__fini(&a);
-		return ACTOR_EXIT_RESTART;
 	}
 	for (i = 0; i < C_N; i++)
 		s.counters[i] = actor__counter(&a, counter_names[i]);
