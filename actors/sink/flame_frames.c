@@ -82,11 +82,18 @@ const char *flame_names__intern(struct flame_names *t, const char *name)
 	struct flame_name_slot *slot;
 	__u32 i;
 
+	/* a name kept is found even when the table is full: only new ones are refused */
+	for (i = (__u32)h & t->mask; t->slot && t->slot[i].s; i = (i + 1) & t->mask)
+		if (t->slot[i].hash == h && !strcmp(t->slot[i].s, name))
+			return t->slot[i].s;
+	if (t->n >= (t->max ? t->max : FLAME_NAMES_MAX) ||
+	    t->bytes + n + 1 > (t->max_bytes ? t->max_bytes : FLAME_NAMES_BYTES_MAX))
+		return NULL;
 	if (2 * (t->n + 1) > t->mask + 1) {
 		struct flame_name_slot *old = t->slot, *grown;
 		__u32 old_cap = old ? t->mask + 1 : 0, cap = old_cap ? 2 * old_cap : 1024, j;
 
-		if (t->n >= FLAME_NAMES_MAX || !(grown = calloc(cap, sizeof(*grown))))
+		if (!(grown = calloc(cap, sizeof(*grown))))
 			return NULL;
 		for (j = 0; j < old_cap; j++) {
 			if (!old[j].s)
@@ -100,18 +107,15 @@ const char *flame_names__intern(struct flame_names *t, const char *name)
 		t->slot = grown;
 		t->mask = cap - 1;
 	}
-	for (i = (__u32)h & t->mask;; i = (i + 1) & t->mask) {
-		slot = &t->slot[i];
-		if (!slot->s)
-			break;
-		if (slot->hash == h && !strcmp(slot->s, name))
-			return slot->s;
-	}
+	for (i = (__u32)h & t->mask; t->slot[i].s; i = (i + 1) & t->mask)
+		;
+	slot = &t->slot[i];
 	slot->s = strdup(name);
 	if (!slot->s)
 		return NULL;
 	slot->hash = h;
 	t->n++;
+	t->bytes += n + 1;
 	return slot->s;
 }
 
@@ -124,6 +128,7 @@ void flame_names__free(struct flame_names *t)
 	free(t->slot);
 	t->slot = NULL;
 	t->mask = t->n = 0;
+	t->bytes = 0;
 }
 
 static __u64 range_hash(__u32 producer, __u64 id)

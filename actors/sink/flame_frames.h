@@ -31,6 +31,7 @@
 #include "common/wire.h"
 
 #define FLAME_NAMES_MAX (1u << 24) /* distinct names a table keeps */
+#define FLAME_NAMES_BYTES_MAX (256u << 20) /* the bytes of their copies, all together */
 #define FLAME_RANGES_MAX 65536 /* range begins remembered, the newest */
 #define FLAME_SCOPE_DEPTH_MAX 32 /* range frames per stack (the correlator nests 32 deep) */
 #define FLAME_SCOPE_NAME_MAX 1024 /* bytes of a range's name kept (XPU_RANGE_NAME_MAX) */
@@ -46,11 +47,16 @@ struct flame_name_slot;
 struct flame_names {
 	struct flame_name_slot *slot;
 	__u32 mask, n;
+	size_t bytes; /* of the copies kept */
+	/* 0: FLAME_NAMES_MAX and FLAME_NAMES_BYTES_MAX (a test sets smaller ones) */
+	__u32 max;
+	size_t max_bytes;
 };
 
 /*
  * flame_names__intern - the kept copy of name, made when it is new: equal texts are the same
- * pointer, valid until flame_names__free. NULL when there is no room (FLAME_NAMES_MAX names,
+ * pointer, valid until flame_names__free. A name kept is found whatever the room left; a new one
+ * is NULL when there is no room (FLAME_NAMES_MAX names or FLAME_NAMES_BYTES_MAX bytes,
  * or no memory).
  */
 const char *flame_names__intern(struct flame_names *t, const char *name);

@@ -10,7 +10,7 @@
  * range whose scope the sink had already seen, and a parent that comes after its child joins
  * the chain. Python frames (common/pyframe.h) among native ones: "[py] QUALNAME (FILE)", one
  * function's lines one stack and one line, "[py] 0x<code>" unnamed, under a GPU leaf too.
- * tests/sink_test.sh checks whole sessions against golden files.
+ * The names table: a full one still finds what it holds. tests/sink_test.sh checks whole sessions against golden files.
  */
 #include "actors/sink/fmt.h"
 
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/sink/flame_frames.h"
 #include "common/pyframe.h"
 #include "tests/tap.h"
 
@@ -259,6 +260,28 @@ static void python(void)
 	unlink(path);
 }
 
+/* The names table folded and pprof keep their frames' names in: a full one still finds the
+ * names it holds (it refused them, and their stacks turned to hex), and refuses new ones, by
+ * count and by bytes. */
+static void test_names_full(void)
+{
+	struct flame_names t = { .max = 3, .max_bytes = 64 };
+	const char *a = flame_names__intern(&t, "alpha"), *b = flame_names__intern(&t, "beta");
+	const char *c = flame_names__intern(&t, "gamma");
+
+	tap_ok(a && b && c && flame_names__intern(&t, "beta") == b && !flame_names__intern(&t, "d"),
+	       "names: a full table refuses a new name");
+	tap_ok(flame_names__intern(&t, "alpha") == a && flame_names__intern(&t, "gamma") == c,
+	       "names: and still finds every name it holds");
+	flame_names__free(&t);
+	t = (struct flame_names){ .max_bytes = 16 };
+	a = flame_names__intern(&t, "0123456789");
+	tap_ok(a && !flame_names__intern(&t, "abcdefghij") && flame_names__intern(&t, "abc") &&
+		       flame_names__intern(&t, "0123456789") == a,
+	       "names: the bytes kept are bounded too");
+	flame_names__free(&t);
+}
+
 int main(void)
 {
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
@@ -274,6 +297,7 @@ int main(void)
 	char *text, *want;
 	__u32 n = 0, i;
 
+	test_names_full();
 	snprintf(path, sizeof(path), "/tmp/xpusup-folded-test-%d.folded", (int)getpid());
 	e[n++] = (struct xpu_cevent){
 		.kind = XPU_REC_PROC_EXEC, .pid = 42, .name = "train", .name_len = 5
