@@ -67,10 +67,11 @@
 
 #define PENDING_MAX (16u << 20) /* interval lines held while their file cannot be written */
 
-static const char *const counter_names[] = { "kernel_names",	 "gpu_records",
-					     "queue_unresolved", "sm_windows_closed",
-					     "sm_late_kernels",	 "files_written",
-					     "cpu_samples",	 "cpu_functions" };
+static const char *const counter_names[] = { "kernel_names",	      "gpu_records",
+					     "queue_unresolved",      "sm_windows_closed",
+					     "sm_late_kernels",	      "files_written",
+					     "cpu_samples",	      "cpu_functions",
+					     "lines_dropped" };
 
 /* ---- files --------------------------------------------------------------------------- */
 
@@ -137,11 +138,28 @@ static int write_pending(struct stats *st, char *why, size_t why_len)
 				 strerror(-err));
 			break;
 		}
+		st->intervals_mid_line = st->pending.p[n - 1] != '\n';
 		memmove(st->pending.p, st->pending.p + n, st->pending.len - (size_t)n);
 		st->pending.len -= (size_t)n;
 	}
 	close(fd);
 	return err;
+}
+
+__u64 text__drop_lines(struct text *t, bool mid_line)
+{
+	size_t keep = 0, i;
+	__u64 lines = 0;
+
+	if (mid_line) { /* the rest of the line the file is inside, its end included */
+		while (keep < t->len && t->p[keep] != '\n')
+			keep++;
+		keep += keep < t->len;
+	}
+	for (i = keep; i < t->len; i++) /* the lines held, not every interval */
+		lines += t->p[i] == '\n';
+	t->len = keep;
+	return lines;
 }
 
 /* One interval's line: its statistics and the SM-active windows closed during it. */
@@ -152,10 +170,8 @@ static void put_interval(struct stats *st, __u64 now_ns)
 	struct sm_counts c;
 
 	if (t->len > PENDING_MAX) { /* the file has been failing for long: keep the newest */
-		for (start = 0; start < t->len; start++) /* the lines held, not every interval */
-			st->lines_dropped += t->p[start] == '\n';
-		t->len = 0;
-		start = 0;
+		st->lines_dropped += text__drop_lines(t, st->intervals_mid_line);
+		start = t->len;
 	}
 	sm_active__counts(st->sm, &c);
 	text__put(t,
@@ -280,7 +296,7 @@ static unsigned int stats_counters(void *state, const char **names, __u64 *value
 {
 	struct stats *st = state;
 	struct sm_counts c;
-	__u64 v[8];
+	__u64 v[9];
 	unsigned int i;
 
 	sm_active__counts(st->sm, &c);
@@ -292,6 +308,7 @@ static unsigned int stats_counters(void *state, const char **names, __u64 *value
 	v[5] = st->writes;
 	v[6] = st->run.cpu.samples + st->cur.cpu.samples;
 	v[7] = st->cpu.n_fns;
+	v[8] = st->lines_dropped;
 	for (i = 0; i < sizeof(v) / sizeof(v[0]) && i < max; i++) {
 		names[i] = counter_names[i];
 		values[i] = v[i];

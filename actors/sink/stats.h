@@ -208,6 +208,7 @@ struct stats {
 	__u64 next_window; /* ordinal of the first window not yet in an interval line */
 	struct text pending; /* interval lines not written yet */
 	bool intervals_opened;
+	bool intervals_mid_line; /* the file ends inside a line: a write was cut short */
 	__u64 lines_dropped;
 	__u64 writes, gpu_records, sketch_nomem;
 	/* the metrics format's accumulator: kernels' counts and sums (their sketches hold no
@@ -223,6 +224,10 @@ extern const char *const stats_copy_names[COPY_SLOTS];
 void text__put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void text__bytes(struct text *t, const void *data, size_t n);
 void text__free(struct text *t);
+/* text__drop_lines - drop the whole lines t holds; mid_line: the file they go to ends inside
+ * the first, whose rest is kept (that line is finished, never followed by another). Returns
+ * the lines dropped. */
+__u64 text__drop_lines(struct text *t, bool mid_line);
 
 /* ---- the accumulator alone (stats.c) ------------------------------------------------- */
 

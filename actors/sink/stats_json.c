@@ -473,10 +473,10 @@ void stats__put_sm_active(struct text *t, const struct stats *st, __u64 first, _
 		  ", \"windows_listed\": %u, \"windows_open\": %" PRIu64
 		  ", \"windows_forced\": %" PRIu64 ", \"late\": %" PRIu64 ", \"late_ns\": %" PRIu64
 		  ", \"filled_ns\": %" PRIu64 ", \"untracked\": %" PRIu64 ", \"skipped\": %" PRIu64
-		  "}",
+		  ", \"out_of_memory\": %" PRIu64 "}",
 		  (uint64_t)c.windows_closed, n, (uint64_t)c.open, (uint64_t)c.forced,
 		  (uint64_t)c.late, (uint64_t)c.late_ns, (uint64_t)c.filled_ns,
-		  (uint64_t)c.untracked, (uint64_t)c.skipped);
+		  (uint64_t)c.untracked, (uint64_t)c.skipped, (uint64_t)c.nomem);
 }
 
 static void put_limits(struct text *t, const struct stats *st)
@@ -492,10 +492,10 @@ static void put_limits(struct text *t, const struct stats *st)
 		  "  \"limits\": {\"max_kernels\": %u, \"kernels_over_max\": %" PRIu64
 		  ", \"launch_map\": %u, \"launches_evicted\": %" PRIu64
 		  ", \"sketch_unbucketed\": %" PRIu64 ", \"sketch_collapsed\": %" PRIu64
-		  ", \"out_of_memory\": %" PRIu64 "},\n",
+		  ", \"out_of_memory\": %" PRIu64 ", \"interval_lines_dropped\": %" PRIu64 "},\n",
 		  st->max_kernels, (uint64_t)st->other_names, LAUNCH_MAP_MAX,
 		  (uint64_t)st->launches.evicted, (uint64_t)unbucketed, (uint64_t)collapsed,
-		  (uint64_t)st->sketch_nomem);
+		  (uint64_t)st->sketch_nomem, (uint64_t)st->lines_dropped);
 }
 
 /* The sync metadata (docs/clock.md): a model per other clock, or the statement

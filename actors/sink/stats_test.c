@@ -1403,8 +1403,31 @@ static void test_derived_rule(void)
 	files_free();
 }
 
+/* The interval lines held while their file cannot be written, dropped past 16 MiB: a line
+ * whose write was cut short keeps its rest, so the file's last line is finished before the
+ * next begins (it was dropped, and the next line was appended to the half in the file). */
+static void test_drop_lines(void)
+{
+	static const char held[] = "end of A}\n{\"interval\": 1}\n{\"interval\": 2}\n";
+	struct text t = { 0 };
+	__u64 n;
+
+	text__bytes(&t, held, sizeof(held) - 1);
+	n = text__drop_lines(&t, true);
+	tap_ok(n == 2 && t.len == 10 && !memcmp(t.p, "end of A}\n", 10),
+	       "intervals: dropped lines keep the rest of the one cut short (%llu dropped, %zu kept)",
+	       (unsigned long long)n, t.len);
+	t.len = 0;
+	text__bytes(&t, held + 10, sizeof(held) - 11);
+	n = text__drop_lines(&t, false);
+	tap_ok(n == 2 && t.len == 0, "intervals: and whole lines go whole (%llu dropped)",
+	       (unsigned long long)n);
+	text__free(&t);
+}
+
 int main(void)
 {
+	test_drop_lines();
 	test_sketch_bound();
 	test_sketch_merge();
 	test_sketch_limits();
