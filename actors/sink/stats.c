@@ -67,11 +67,10 @@
 
 #define PENDING_MAX (16u << 20) /* interval lines held while their file cannot be written */
 
-static const char *const counter_names[] = { "kernel_names",	      "gpu_records",
-					     "queue_unresolved",      "sm_windows_closed",
-					     "sm_late_kernels",	      "files_written",
-					     "cpu_samples",	      "cpu_functions",
-					     "lines_dropped" };
+static const char *const counter_names[] = {
+	"kernel_names",	 "gpu_records", "queue_unresolved", "sm_windows_closed", "sm_late_kernels",
+	"files_written", "cpu_samples", "cpu_functions",    "lines_dropped"
+};
 
 /* ---- files --------------------------------------------------------------------------- */
 
