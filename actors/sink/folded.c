@@ -372,7 +372,13 @@ static char *line_text(struct folded *f, const struct stack *s)
 	if (s->leaf_kind == LEAF_GPU) {
 		if (!s->n_user)
 			put(buf, LINE_MAX, &len, ";" FLAME_NO_LAUNCH_STACK);
-		put(buf, LINE_MAX, &len, ";%.*s", (int)s->leaf_len, s->leaf);
+		/* a kernel's name, as it came: ';' and control bytes as in any frame */
+		put(buf, LINE_MAX, &len, ";");
+		for (i = 0; i < s->leaf_len && len < LINE_MAX; i++) {
+			unsigned char c = (unsigned char)s->leaf[i];
+
+			buf[len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
+		}
 	} else if (s->leaf_kind == LEAF_MORE) {
 		put(buf, LINE_MAX, &len, ";[more stacks]");
 	}

@@ -310,11 +310,15 @@ int main(void)
 	e[n++] = sample(dup1, dup, 0, 1, 1); /* one function at two addresses: one line */
 	e[n++] = sample(dup2, dup, 0, 1, 2);
 	e[n++] = vec_add(late, launch);
+	e[n] = vec_add(late, launch); /* a kernel's name is a frame's: ';' and controls go too */
+	e[n].name = "k;x\ty";
+	e[n++].name_len = 6;
 	text = run(e, n);
 	want = "train;0x600000 7\n"
 	       "train;dup 3\n"
 	       "train;later 10\n"
 	       "train;main_x_y_;0x401000;sys_read_[k] 20\n"
+	       "train;void launch<float>(int, char);[gpu] k_x_y 100\n"
 	       "train;void launch<float>(int, char);[gpu] vecAdd 100\n";
 	if (!tap_ok(text && !strcmp(text, want),
 		    "names where the events have them, hex where not, ';' and control bytes "
