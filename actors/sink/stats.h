@@ -286,7 +286,7 @@ double stats_pct(__u64 part, __u64 whole);
 /* Rows of a period (run, else the interval) for the caller to free: kernels sorted (most
  * time, then launches, then name), functions unsorted (frows__sort), processes sorted (most
  * time, then pid, "(other)" last); NULL and *n = 0 without memory. */
-struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n);
+struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n, __u32 *named);
 struct frow *cpu__function_rows(const struct cpu *c, bool run, __u32 *n);
 struct prow *cpu__process_rows(const struct cpu *c, bool run, __u32 *n);
 /* The threads seen in the period. */

@@ -250,7 +250,7 @@ void stats__put_counters(struct text *t, const struct stats *st, const struct pe
 	}
 	text__put(t, "%s],\n  \"kernels\": [", i ? "\n  " : "");
 	free(procs);
-	rows = stats__kernel_rows(st, run, &n);
+	rows = stats__kernel_rows(st, run, &n, NULL);
 	if (!rows)
 		t->failed = true;
 	for (i = 0, names = 0; i < n; i++) {
@@ -287,7 +287,7 @@ void stats__put_period(struct text *t, const struct stats *st, const struct peri
 	double conf = 0;
 	struct krow *rows;
 	struct volume all = { 0 };
-	__u32 i, n, s;
+	__u32 i, n, s, named;
 
 	text__put(t,
 		  "  \"time\": {\"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64
@@ -304,11 +304,11 @@ void stats__put_period(struct text *t, const struct stats *st, const struct peri
 	text__put(t, "}},\n");
 	stats__put_cpu(t, st, p, run);
 
-	rows = stats__kernel_rows(st, run, &n);
+	rows = stats__kernel_rows(st, run, &n, &named);
 	text__put(t,
 		  "  \"kernels\": {\"count\": %" PRIu64 ", \"total_ns\": %" PRIu64
 		  ", \"names\": %u, \"by_name\": [",
-		  (uint64_t)p->kernels, (uint64_t)p->kernel_ns, n);
+		  (uint64_t)p->kernels, (uint64_t)p->kernel_ns, named);
 	for (i = 0; i < n; i++) {
 		text__put(t, "%s\n    {\"name\": ", i ? "," : "");
 		put_kernel_name(t, st, rows[i].k);

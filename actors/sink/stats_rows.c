@@ -114,12 +114,14 @@ static int krow_cmp(const void *x, const void *y)
 }
 
 /* The kernels of a period (run or interval), sorted; NULL and n = 0 without memory. */
-struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n)
+struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n, __u32 *named)
 {
 	struct krow *rows = malloc(((size_t)st->n_kernels + 1) * sizeof(*rows));
 	__u32 i, m = 0;
 
 	*n = 0;
+	if (named)
+		*named = 0;
 	if (!rows)
 		return NULL;
 	for (i = 0; i < st->n_kernels; i++) {
@@ -128,6 +130,8 @@ struct krow *stats__kernel_rows(const struct stats *st, bool run, __u32 *n)
 		if (s->count)
 			rows[m++] = (struct krow){ st->kernels[i], s };
 	}
+	if (named)
+		*named = m;
 	if ((run ? &st->other.run : &st->other.cur)->count)
 		rows[m++] = (struct krow){ &st->other, run ? &st->other.run : &st->other.cur };
 	qsort(rows, m, sizeof(*rows), krow_cmp);

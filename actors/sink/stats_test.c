@@ -660,6 +660,12 @@ static struct stats *cpu_open(void)
 	return st;
 }
 
+static const char *env_get_16(void *ctx, const char *key)
+{
+	(void)ctx;
+	return strcmp(key, "max_kernels") ? NULL : "16";
+}
+
 /* One batch, its sequence number following the last one's (no gaps). */
 static void cpu_feed(struct stats *st, const struct xpu_cevent *ev, __u32 n)
 {
@@ -1425,9 +1431,43 @@ static void test_drop_lines(void)
 	text__free(&t);
 }
 
+/* Past max_kernels the names go to one [other kernels] row, which is no name: "names" counts
+ * the names kept apart (it counted that row too). */
+static void test_kernel_names(void)
+{
+	struct fmt_env env = { .get = env_get_16, .path = env_path };
+	static char names[20][16];
+	struct xpu_cevent ev[20];
+	char why[256];
+	void *st = NULL;
+	__u32 i;
+
+	if (fmt_stats.open(&st, &env, why, sizeof(why)))
+		tap_bail("open: %s", why);
+	for (i = 0; i < 20; i++) {
+		snprintf(names[i], sizeof(names[i]), "kernel_%u", i);
+		ev[i] = (struct xpu_cevent){ .kind = XPU_REC_GPU_KERNEL,
+					     .id = i + 1,
+					     .pid = 10,
+					     .ts_ns = 1000000 + i * 1000,
+					     .end_ns = 1000500 + i * 1000,
+					     .name = names[i],
+					     .name_len = (__u32)strlen(names[i]) };
+	}
+	cpu_feed(st, ev, 20);
+	tap_ok(fmt_stats.finish(st, why, sizeof(why)) == 0 &&
+		       has(file_text("mem/stats.json"), "\"count\": 20, \"total_ns\": 10000, "
+							"\"names\": 16,") &&
+		       has(file_text("mem/stats.json"), "\"[other kernels]\""),
+	       "kernels: past max_kernels, names counts the 16 kept apart, not [other kernels]");
+	fmt_stats.free(st);
+	files_free();
+}
+
 int main(void)
 {
 	test_drop_lines();
+	test_kernel_names();
 	test_sketch_bound();
 	test_sketch_merge();
 	test_sketch_limits();

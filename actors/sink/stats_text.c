@@ -230,12 +230,12 @@ static void put_text_gpu(struct text *t, const struct stats *st, bool final)
 	struct sm_counts sc;
 	struct krow *rows;
 	__u64 gpu = 0, span = p->first_ns ? p->last_ns - p->first_ns : 0;
-	__u32 i, n;
+	__u32 i, n, named;
 
 	sm_active__counts(st->sm, &sc);
-	rows = stats__kernel_rows(st, true, &n);
+	rows = stats__kernel_rows(st, true, &n, &named);
 	text__put(t, "\nGPU kernels: %" PRIu64 " runs, %s in total, %u names\n",
-		  (uint64_t)p->kernels, human_ns(a, sizeof(a), (double)p->kernel_ns), n);
+		  (uint64_t)p->kernels, human_ns(a, sizeof(a), (double)p->kernel_ns), named);
 	if (n)
 		text__put(t, "%10s %12s %8s %11s %11s %11s %11s  %s\n", "count", "total", "time %",
 			  "mean", "p50", "p95", "p99", "name");
@@ -382,7 +382,7 @@ static void put_text_counters(struct text *t, const struct stats *st)
 			  " readings past the first %u names or %u groups, in no row\n",
 			  (uint64_t)st->ctr.over, CTR_NAMES_MAX, CTR_GROUPS_MAX);
 
-	rows = stats__kernel_rows(st, true, &n);
+	rows = stats__kernel_rows(st, true, &n, NULL);
 	if (!rows)
 		t->failed = true;
 	for (i = 0, shown = 0; i < n && shown < TEXT_ROWS_MAX; i++) {
