@@ -705,7 +705,12 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 	if (o.html && !strcmp(o.html, "none")) {
 		f->html[0] = 0;
 	} else if (o.html) {
-		env->path(env->ctx, "html", f->html, sizeof(f->html));
+		err = env->path(env->ctx, "html", f->html, sizeof(f->html));
+		if (err) {
+			snprintf(why, why_len, "bad 'html': %s", strerror(-err));
+			err = -EINVAL;
+			goto fail;
+		}
 	} else {
 		/* beside the folded file: flame.folded -> flame.html */
 		snprintf(f->html, sizeof(f->html), "%s", f->path);
@@ -714,6 +719,13 @@ static int folded_open(void **out, const struct fmt_env *env, char *why, size_t 
 			*dot = 0;
 		if (strlen(f->html) + 5 < sizeof(f->html))
 			strcat(f->html, ".html");
+	}
+	if (f->html[0] && !strcmp(f->html, f->path)) { /* path = out/flame.html, say */
+		snprintf(why, why_len,
+			 "bad 'html': the same file as 'path' (html = none, or another "
+			 "name)");
+		err = -EINVAL;
+		goto fail;
 	}
 	f->samples = o.weight == FOLDED_WEIGHT_SAMPLES;
 	f->snapshot_ns = o.snapshot_s * 1000000000ull;

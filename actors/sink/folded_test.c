@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "actors/sink/flame_frames.h"
+#include "actors/sink/fmt_test_env.h"
 #include "common/pyframe.h"
 #include "tests/tap.h"
 
@@ -282,6 +283,34 @@ static void test_names_full(void)
 	flame_names__free(&t);
 }
 
+/* A flame graph page that would be the folded file itself is refused at open: path =
+ * out/flame.html (whose page goes beside it, under the same name), or html = path. */
+static void test_html_is_path(void)
+{
+	struct fmt_test_opt beside[] = { { "path", "/tmp/xpusup-folded-same.html" },
+					 { NULL, NULL } };
+	struct fmt_test_opt same[] = { { "path", "/tmp/xpusup-folded-same.folded" },
+				       { "html", "/tmp/xpusup-folded-same.folded" },
+				       { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(beside);
+	char why[256] = "";
+	void *st = NULL;
+	int err = fmt_folded.open(&st, &env, why, sizeof(why));
+
+	tap_ok(err == -EINVAL && strstr(why, "the same file as 'path'"),
+	       "html: a page that would be path itself is refused (%s)", why);
+	if (!err)
+		fmt_folded.free(st);
+	env = fmt_test_env(same);
+	why[0] = 0;
+	st = NULL;
+	err = fmt_folded.open(&st, &env, why, sizeof(why));
+	tap_ok(err == -EINVAL && strstr(why, "the same file as 'path'"),
+	       "html: and so is html = path (%s)", why);
+	if (!err)
+		fmt_folded.free(st);
+}
+
 int main(void)
 {
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
@@ -298,6 +327,7 @@ int main(void)
 	__u32 n = 0, i;
 
 	test_names_full();
+	test_html_is_path();
 	snprintf(path, sizeof(path), "/tmp/xpusup-folded-test-%d.folded", (int)getpid());
 	e[n++] = (struct xpu_cevent){
 		.kind = XPU_REC_PROC_EXEC, .pid = 42, .name = "train", .name_len = 5

@@ -373,6 +373,10 @@ static int stats_open(void **out, const struct fmt_env *env, char *why, size_t w
 		err = file_option(env, "intervals", o.intervals, st->intervals,
 				  sizeof(st->intervals), st->path, ".intervals.jsonl", why,
 				  why_len);
+	if (!err && st->text[0] && !strcmp(st->text, st->intervals)) {
+		snprintf(why, why_len, "bad 'intervals': the same file as 'text'");
+		err = -EINVAL;
+	}
 	if (err)
 		goto fail;
 	st->interval_ns = o.interval_s * 1000000000ull;

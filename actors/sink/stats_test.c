@@ -42,6 +42,7 @@
 #include "common/config.h"
 #include "common/mix.h"
 #include "common/pyframe.h"
+#include "actors/sink/fmt_test_env.h"
 #include "tests/tap.h"
 
 static const double qs[] = { 0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1 };
@@ -1464,9 +1465,29 @@ static void test_kernel_names(void)
 	files_free();
 }
 
+/* The intervals file and the text summary cannot be one file. */
+static void test_text_is_intervals(void)
+{
+	struct fmt_test_opt o[] = { { "path", "/tmp/xpusup-stats-same.json" },
+				    { "text", "/tmp/xpusup-stats-same.txt" },
+				    { "intervals", "/tmp/xpusup-stats-same.txt" },
+				    { "interval_s", "60" },
+				    { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+	char why[256] = "";
+	void *st = NULL;
+	int err = fmt_stats.open(&st, &env, why, sizeof(why));
+
+	tap_ok(err == -EINVAL && strstr(why, "the same file as 'text'"),
+	       "files: intervals = text is refused (%s)", why);
+	if (!err)
+		fmt_stats.free(st);
+}
+
 int main(void)
 {
 	test_drop_lines();
+	test_text_is_intervals();
 	test_kernel_names();
 	test_sketch_bound();
 	test_sketch_merge();
