@@ -247,8 +247,10 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 			flame_comms__learn(&f->comms, e);
 			key = (struct stack){
 				.pid = e->pid,
-				.n_kernel = (__u16)e->n_kernel,
-				.n_user = (__u16)e->n_user,
+				/* no stack (the decoder keeps the counts of one it had no
+				 * room for): no frames, as for GPU work */
+				.n_kernel = (__u16)(e->stack ? e->n_kernel : 0),
+				.n_user = (__u16)(e->stack ? e->n_user : 0),
 				.frames = key_frames(f, e, (size_t)e->n_kernel + e->n_user),
 				.scope = flame_scopes__of(&f->scopes, b->producer, e)
 			};

@@ -343,8 +343,11 @@ int main(void)
 	e[n] = vec_add(late, launch); /* a kernel's name is a frame's: ';' and controls go too */
 	e[n].name = "k;x\ty";
 	e[n++].name_len = 6;
+	/* the counts of a stack the decoder had no room for, without the stack: no frames */
+	e[n++] = sample(NULL, NULL, 1, 2, 4);
 	text = run(e, n);
-	want = "train;0x600000 7\n"
+	want = "train 4\n"
+	       "train;0x600000 7\n"
 	       "train;dup 3\n"
 	       "train;later 10\n"
 	       "train;main_x_y_;0x401000;sys_read_[k] 20\n"
@@ -352,7 +355,7 @@ int main(void)
 	       "train;void launch<float>(int, char);[gpu] vecAdd 100\n";
 	if (!tap_ok(text && !strcmp(text, want),
 		    "names where the events have them, hex where not, ';' and control bytes "
-		    "replaced"))
+		    "replaced; a sample without its stack is its process's alone"))
 		tap_diag("got:\n%s", text ? text : "(no file)");
 	free(text);
 
