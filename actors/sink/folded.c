@@ -61,6 +61,9 @@
 #include "xpusup/event.h"
 
 #define FOLDED_PATH_MAX 4096
+/* the [more stacks] line of the processes past the others (no pid is this: PID_MAX_LIMIT is
+ * 2^22) */
+#define FOLDED_PID_OTHERS UINT32_MAX
 /* the longest line: comm, every frame at its longest name, the GPU leaf */
 #define LINE_MAX (XPU_WIRE_STACK_MAX * (XPU_WIRE_FRAME_NAME_MAX + 8) + FLAME_SCOPE_MAX + 8192)
 
@@ -207,9 +210,14 @@ overflow:
 	*key = (struct stack){ .pid = key->pid, .leaf_kind = LEAF_MORE };
 	key->hash = xpu_mix64(key->pid) ^ LEAF_MORE;
 	s = find(f, key);
+	if (!s->used && f->n >= f->max_stacks + f->max_stacks / 2) {
+		/* so many processes past the limit: their weight goes to one line, and the table
+		 * (2 * max_stacks slots at least) stays at most three quarters full */
+		*key = (struct stack){ .pid = FOLDED_PID_OTHERS, .leaf_kind = LEAF_MORE };
+		key->hash = xpu_mix64(FOLDED_PID_OTHERS) ^ LEAF_MORE;
+		s = find(f, key);
+	}
 	if (!s->used) {
-		if (f->n >= 2 * f->max_stacks - 1)
-			return; /* the table keeps a free slot: lookups must end */
 		*s = *key;
 		s->used = true;
 		f->n++;
@@ -290,7 +298,8 @@ static void folded_batch(void *st, const struct xpu_wire_batch *b, const struct 
 
 static const char *comm_of(struct folded *f, __u32 pid, char *buf, size_t size)
 {
-	const char *c = flame_comms__get(&f->comms, pid);
+	const char *c = pid == FOLDED_PID_OTHERS ? "[other_processes]" :
+						   flame_comms__get(&f->comms, pid);
 
 	if (c) {
 		/* ';' separates frames and a blank the weight: neither may be in a frame */

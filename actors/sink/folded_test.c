@@ -311,6 +311,41 @@ static void test_html_is_path(void)
 		fmt_folded.free(st);
 }
 
+/* Past max_stacks, each process's further stacks go to its [more stacks] line; past half as
+ * many such lines again, the rest go to one line, so that no weight is lost and the table
+ * keeps free slots (it could fill to its last slot, and then dropped the weight). */
+static void test_more_stacks(void)
+{
+	char p[64];
+	struct fmt_test_opt o[] = { { "path", p }, { "max_stacks", "16" }, { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+	struct xpu_wire_batch b = { .version = 1, .n_events = 36 };
+	static __u64 stacks[36];
+	struct xpu_cevent e[36];
+	char why[256] = "", *text;
+	void *st = NULL;
+	unsigned int i;
+
+	snprintf(p, sizeof(p), "/tmp/xpusup-folded-more-%d.folded", (int)getpid());
+	if (fmt_folded.open(&st, &env, why, sizeof(why)))
+		tap_bail("open: %s", why);
+	for (i = 0; i < 36; i++) { /* 16 stacks of pid 1, then one each of 20 more pids */
+		stacks[i] = 0x400000 + i;
+		e[i] = sample(&stacks[i], NULL, 0, 1, 1);
+		e[i].pid = i < 16 ? 1 : 100 + i;
+	}
+	fmt_folded.batch(st, &b, e);
+	fmt_folded.finish(st, why, sizeof(why));
+	fmt_folded.free(st);
+	text = tap_slurp(p);
+	tap_ok(text && strstr(text, "pid_116;[more stacks] 1\n") &&
+		       strstr(text, "pid_123;[more stacks] 1\n") && !strstr(text, "pid_124;") &&
+		       strstr(text, "[other_processes];[more stacks] 12\n"),
+	       "more stacks: 8 lines of their own, then one for the 12 processes past them");
+	free(text);
+	unlink(p);
+}
+
 int main(void)
 {
 	static const __u64 stack[3] = { 0xffffffff81000010ull, 0x401000, 0x401100 };
@@ -328,6 +363,7 @@ int main(void)
 
 	test_names_full();
 	test_html_is_path();
+	test_more_stacks();
 	snprintf(path, sizeof(path), "/tmp/xpusup-folded-test-%d.folded", (int)getpid());
 	e[n++] = (struct xpu_cevent){
 		.kind = XPU_REC_PROC_EXEC, .pid = 42, .name = "train", .name_len = 5
