@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Sink output files with io_uring: two 1 MiB buffers, one filling while the other is in the
- * kernel; one write submitted per full buffer, so a file costs a system call per MiB.
+ * kernel; one write submitted per full buffer, so a file costs a system call per MiB. The two
+ * are one 2 MiB block, a huge page where the kernel gives one: the CPU of the process for a
+ * line of 225 bytes written directly, its copy included, went from 23.5 to 16.5 ns here
+ * (docs/performance.md).
  * Short writes are resubmitted for the rest.
  *
  * Where the file system takes it, the file is opened O_DIRECT: the full buffers (aligned, 1
@@ -27,6 +30,7 @@
 
 #include <linux/types.h>
 
+#include "common/big_alloc.h"
 #include "common/paths.h"
 
 #define OUT_BUF (1u << 20)
@@ -169,11 +173,13 @@ int out__open(struct out **out, const char *path, char *why, size_t why_len)
 	}
 	snprintf(o->path, sizeof(o->path), "%s", path);
 	snprintf(o->partial, sizeof(o->partial), "%s.partial", path);
-	if (posix_memalign((void **)&o->buf[0], OUT_ALIGN, OUT_BUF) ||
-	    posix_memalign((void **)&o->buf[1], OUT_ALIGN, OUT_BUF)) {
+	/* both buffers in one huge page where the kernel has one */
+	o->buf[0] = xpu_big_alloc(2 * OUT_BUF);
+	if (!o->buf[0]) {
 		err = -ENOMEM;
 		goto free_bufs;
 	}
+	o->buf[1] = o->buf[0] + OUT_BUF;
 	err = io_uring_queue_init(4, &o->ring, 0);
 	if (err)
 		goto free_bufs;
@@ -197,8 +203,7 @@ exit_ring:
 free_bufs:
 	if (why && why_len)
 		snprintf(why, why_len, "unable to create %s: %s", o->partial, strerror(-err));
-	free(o->buf[0]);
-	free(o->buf[1]);
+	xpu_big_free(o->buf[0], 2 * OUT_BUF);
 	free(o);
 	return err;
 }
@@ -242,8 +247,7 @@ static void release(struct out *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	io_uring_queue_exit(&o->ring);
-	free(o->buf[0]);
-	free(o->buf[1]);
+	xpu_big_free(o->buf[0], 2 * OUT_BUF);
 	free(o);
 }
 
