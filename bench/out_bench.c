@@ -66,8 +66,8 @@ int main(int argc, char **argv)
 			unlink(path);
 			return 1;
 		}
-		printf("run %d: %ld lines of %ld bytes: CPU %.2f ns/line, wall %.2f ns/line\n", r + 1,
-		       count, len, (cpu_s() - c0) * 1e9 / (double)count,
+		printf("run %d: %ld lines of %ld bytes: CPU %.2f ns/line, wall %.2f ns/line\n",
+		       r + 1, count, len, (cpu_s() - c0) * 1e9 / (double)count,
 		       (wall_s() - w0) * 1e9 / (double)count);
 		unlink(path);
 	}

@@ -721,6 +721,45 @@ int main(void)
 	       "768 timestamps in 24 spans of 10 ms taking turns: each its own (%u wrong)", n);
 	free(text);
 
+	/* integers (put_u64: below 10^9 by fixed point, above by division) at every number of
+	 * digits: 10^k - 1, 10^k and a middle one, up to 2^64 - 1 */
+	err = fmt_timeline.open(&st, &env, why, sizeof(why));
+	if (!tap_ok(err == 0, "open for integers: %s", err ? why : "ok"))
+		return tap_done();
+	{
+		static __u64 ids[64];
+		__u64 p10 = 1;
+		char want[64];
+
+		for (j = 0, n = 0; j < 20; j++, p10 *= 10) {
+			ids[n++] = p10 - 1 ? p10 - 1 : 18446744073709551615ull;
+			ids[n++] = p10;
+			ids[n++] = p10 + p10 / 3 * 2 + 7;
+		}
+		ids[n++] = 4294967295ull;
+		for (i = 0; i < n; i++) {
+			e[0] = ev(9000 + i, XPU_REC_GPU_KERNEL, 42, 42, BASE + i * MS,
+				  BASE + i * MS + 9);
+			e[0].stream = 9;
+			e[0].correlation_id = ids[i];
+			b.n_events = 1;
+			fmt_timeline.batch(st, &b, e);
+		}
+		err = fmt_timeline.finish(st, why, sizeof(why));
+		fmt_timeline.free(st);
+		text = tap_slurp(path);
+		for (i = 0, j = 0; text && i < n; i++) {
+			snprintf(want, sizeof(want), "\"correlation_id\":%llu,",
+				 (unsigned long long)ids[i]);
+			j += !strstr(text, want);
+		}
+		tap_ok(!err && text && !j,
+		       "%u integers of 1 to 20 digits: each written as printf "
+		       "writes it (%u wrong)",
+		       n, j);
+		free(text);
+	}
+
 	/* ranges whose pops were lost, closed at finish: each must nest with every slice of its
 	 * track, also with a call long before the end that was under way at its push (the last
 	 * LANE_RECENT slices alone would not see it): one range pushed inside a call that came
