@@ -352,6 +352,154 @@ static __u64 windows_bytes(const char *d, __u64 *largest, unsigned int *files)
 	return sum;
 }
 
+/* The format's counter named name, or ~0 when it has none. */
+static __u64 counter(void *st, const char *name)
+{
+	const char *names[64];
+	__u64 values[64];
+	unsigned int i, n = fmt_timeline.counters(st, names, values, 64);
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return values[i];
+	return ~0ull;
+}
+
+/* Kernels from *ts on, 1 us apart, ids from id: about bytes of ring records (their size is
+ * measured on the first batch, the ring not yet full). Returns the next id. */
+static __u64 fill_ring(void *st, __u64 id, __u64 *ts, __u64 bytes)
+{
+	static __u64 per_event;
+	struct xpu_cevent ev[64];
+	struct xpu_wire_batch b = { .producer = 1, .n_events = 64 };
+	__u64 made = 0, before;
+	unsigned int i;
+
+	while (made < bytes) {
+		before = counter(st, "ring_bytes");
+		for (i = 0; i < 64; i++, id++, *ts += 1000)
+			ev[i] = (struct xpu_cevent){ .id = id,
+						     .kind = XPU_REC_GPU_KERNEL,
+						     .pid = 42,
+						     .tid = 42,
+						     .ts_ns = *ts,
+						     .end_ns = *ts + 500,
+						     .stream = 7,
+						     .name = "filler",
+						     .name_len = 6 };
+		fmt_timeline.batch(st, &b, ev);
+		if (!per_event)
+			per_event = (counter(st, "ring_bytes") - before) / 64 + 1;
+		made += 64 * per_event;
+	}
+	return id;
+}
+
+/* A snapshot that falls behind (new events evict from the ring's head past where it writes)
+ * keeps the arrows whose call it had written before: only the records lost to eviction are
+ * missing, and an arrow is left out only with its call. */
+static void test_ring_skip(void)
+{
+	char got[512], why[600] = "", asked[sizeof(dir) + 32], rp[sizeof(dir) + 32];
+	struct fmt_test_opt o[] = { { "path", rp },
+				    { "mode", "ring" },
+				    { "max_mb", "64" },
+				    { "keep_s", "600" },
+				    { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+	struct xpu_wire_batch b = { .producer = 1, .n_events = 1 };
+	struct xpu_cevent e;
+	__u64 ts = BASE, id = 1000;
+	void *st = NULL;
+	char *text;
+	int r;
+
+	snprintf(rp, sizeof(rp), "%s/skip.json", dir);
+	snprintf(asked, sizeof(asked), "%s/skip-snap.json", dir);
+	if (fmt_timeline.open(&st, &env, why, sizeof(why)))
+		return;
+	/* the call first, its kernel 50 MB of filler later: the arrow's record needs the call's */
+	e = (struct xpu_cevent){ .id = 1,
+				 .kind = XPU_REC_CUDA_API,
+				 .sub_kind = XPU_API_RUNTIME,
+				 .pid = 42,
+				 .tid = 43,
+				 .ts_ns = ts,
+				 .end_ns = ts + 800,
+				 .correlation_id = 1,
+				 .api_id = 211 };
+	fmt_timeline.batch(st, &b, &e);
+	id = fill_ring(st, id, &ts, 50ull << 20);
+	e = (struct xpu_cevent){ .id = 2,
+				 .kind = XPU_REC_GPU_KERNEL,
+				 .pid = 42,
+				 .tid = 43,
+				 .ts_ns = ts,
+				 .end_ns = ts + 900,
+				 .stream = 9,
+				 .correlation_id = 1,
+				 .name = "launched",
+				 .name_len = 8 };
+	e.links[e.n_links++] = (struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY, .target = 1 };
+	ts += 1000;
+	fmt_timeline.batch(st, &b, &e);
+	id = fill_ring(st, id, &ts, 8ull << 20);
+	/* the snapshot writes its first 32 MiB of text (the call among them, 38 MB of ring)
+	 * at once; then 50 MB more evict past where it stands, and the next tick goes on from
+	 * the ring's head, past the arrow's record */
+	r = fmt_timeline.snapshot(st, asked, why, sizeof(why));
+	fill_ring(st, id, &ts, 50ull << 20);
+
+	fmt_timeline.tick(st, 0, why, sizeof(why));
+	fmt_timeline.tick(st, 0, why, sizeof(why));
+	r = r ? r : fmt_timeline.snapshot_result(st, got, sizeof(got), why, sizeof(why));
+	text = tap_slurp(asked);
+	tap_ok(r == 1 && counter(st, "snapshot_lost_bytes") > 0 && text &&
+		       strstr(text, "\"launched\"") && strstr(text, "\"ph\":\"s\"") &&
+		       strstr(why, " 0 flow arrows left out"),
+	       "ring: a snapshot that fell behind keeps the arrow whose call it wrote before "
+	       "(%d, %llu bytes lost: %s)",
+	       r, (unsigned long long)counter(st, "snapshot_lost_bytes"), why);
+	free(text);
+	fmt_timeline.free(st);
+	unlink(asked);
+}
+
+/* Age does not take from a snapshot being written what it has still to write: an event far
+ * newer than the rest, during a snapshot, expired the whole ring at the next tick, the
+ * snapshot's unwritten part with it. */
+static void test_ring_expiry(void)
+{
+	char got[512], why[600] = "", asked[sizeof(dir) + 32], rp[sizeof(dir) + 32];
+	struct fmt_test_opt o[] = { { "path", rp },
+				    { "mode", "ring" },
+				    { "max_mb", "64" },
+				    { "keep_s", "60" },
+				    { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+	__u64 ts = BASE, id = 1;
+	void *st = NULL;
+	int r;
+
+	snprintf(rp, sizeof(rp), "%s/exp.json", dir);
+	snprintf(asked, sizeof(asked), "%s/exp-snap.json", dir);
+	if (fmt_timeline.open(&st, &env, why, sizeof(why)))
+		return;
+	id = fill_ring(st, id, &ts, 50ull << 20);
+	r = fmt_timeline.snapshot(st, asked, why, sizeof(why)); /* 38 MB of 50 written */
+	ts += 120ull * 1000 * MS; /* two minutes on: older than keep_s, all of it */
+	fill_ring(st, id, &ts, 1);
+	fmt_timeline.tick(st, 0, why, sizeof(why));
+	fmt_timeline.tick(st, 0, why, sizeof(why));
+	r = r ? r : fmt_timeline.snapshot_result(st, got, sizeof(got), why, sizeof(why));
+	tap_ok(r == 1 && counter(st, "snapshot_lost_bytes") == 0 && counter(st, "ring_expired") > 0,
+	       "ring: what a snapshot has still to write does not expire under it (%d, %llu "
+	       "bytes lost: %s)",
+	       r, (unsigned long long)counter(st, "snapshot_lost_bytes"), why);
+	fmt_timeline.free(st);
+	unlink(asked);
+}
+
 /* A stem with '"' and '\\' in its name: the index escapes its windows' names, and a restarted
  * sink reads them back, so that it keeps listing (and in time deletes) them. */
 static void test_index_escaped(void)
@@ -460,19 +608,6 @@ static void test_meta_cap(void)
 	       files);
 }
 
-/* The format's counter named name, or ~0 when it has none. */
-static __u64 counter(void *st, const char *name)
-{
-	const char *names[64];
-	__u64 values[64];
-	unsigned int i, n = fmt_timeline.counters(st, names, values, 64);
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(names[i], name))
-			return values[i];
-	return ~0ull;
-}
-
 /* So many tracks that their names alone fill a window of max_mb = 1: windows close when their
  * events fill half a window, not one an event, and status says max_mb is too small. */
 static void test_meta_big(void)
@@ -530,6 +665,8 @@ int main(void)
 	test_meta_cap();
 	test_meta_big();
 	test_index_escaped();
+	test_ring_skip();
+	test_ring_expiry();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {
 	}

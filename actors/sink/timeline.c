@@ -124,6 +124,7 @@
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
 #define SNAP_STEP_BYTES (32ull << 20)
+#define SNAP_GAPS_MAX 64 /* struct snapshot's ranges of positions not written */
 /* Bounds of what a window's close writes after its events (struct win_meta): a track's name
  * event (a name of at most 95 characters, 16 of them a comm that may escape to 6 bytes each,
  * in a metadata event with the widest pid and tid: 245 bytes), a stackFrames entry's bytes
@@ -341,10 +342,14 @@ struct snapshot {
 	__u64 pos, end; /* ring positions still to write */
 	__u64 cutoff; /* records stamped before this are older than keep_s: left out */
 	__u64 events, skipped; /* written; ring bytes evicted before they could be */
-	/* no record from here on was evicted before the writer passed it: a record needing
-	 * one before it (a flow needs its call's slice), or one older than the cut, is left
-	 * out */
-	__u64 valid_from;
+	/* The positions from start on that were not written: evicted under the writer, older
+	 * than the cut, or left out. A record that needs one before it (a flow needs its call's
+	 * slice) is written only if that one was (snap_unwritten). Adjacent ranges merge; past
+	 * SNAP_GAPS_MAX the last grows over what lies between (arrows are then left out that
+	 * could have been kept, never one kept without its call). */
+	__u64 start;
+	__u64 gaps[SNAP_GAPS_MAX][2];
+	__u32 n_gaps;
 	__u64 orphans; /* flows left out so */
 	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
 	int result;
@@ -2521,6 +2526,9 @@ static void close_all(struct timeline *t)
 		t->flows_unknown += t->pending[(t->pend_head + i) % PENDING_MAX].seq != 0;
 	t->pend_n = 0;
 	t->pend_live = 0;
+	/* what closes now is stamped now in the ring, not at the last event received (a
+	 * source lagging more than keep_s would leave it out of the stop's snapshot) */
+	t->cur_last = t->max_ts;
 
 	for (i = 0; i < RANGES_MAX; i++) {
 		struct open_range *r = &t->ranges[i];
@@ -2784,6 +2792,32 @@ static void snap_finish(struct timeline *t)
 	t->in_file = 0;
 }
 
+/* Positions [from, to) of the snapshot were not written. */
+static void snap_gap(struct snapshot *sn, __u64 from, __u64 to)
+{
+	if (sn->n_gaps && sn->gaps[sn->n_gaps - 1][1] >= from) {
+		sn->gaps[sn->n_gaps - 1][1] = to;
+	} else if (sn->n_gaps < SNAP_GAPS_MAX) {
+		sn->gaps[sn->n_gaps][0] = from;
+		sn->gaps[sn->n_gaps++][1] = to;
+	} else {
+		sn->gaps[SNAP_GAPS_MAX - 1][1] = to;
+	}
+}
+
+/* Whether the record at pos, which the writer has passed, is not in the snapshot. */
+static bool snap_unwritten(const struct snapshot *sn, __u64 pos)
+{
+	__u32 i;
+
+	if (pos < sn->start)
+		return true;
+	for (i = 0; i < sn->n_gaps; i++)
+		if (pos >= sn->gaps[i][0] && pos < sn->gaps[i][1])
+			return true;
+	return false;
+}
+
 /* Write up to budget bytes of the ring into the snapshot in progress; finish it at the end. */
 static void snap_step(struct timeline *t, __u64 budget)
 {
@@ -2794,20 +2828,25 @@ static void snap_step(struct timeline *t, __u64 budget)
 	if (!sn->o)
 		return;
 	while (done < budget) {
-		__u64 skipped = sn->skipped;
+		__u64 skipped = sn->skipped, at = sn->pos;
 
 		if (trace_ring__next(t->ring, &sn->pos, sn->end, &rec, &sn->skipped)) {
 			snap_finish(t);
 			return;
 		}
-		if (sn->skipped != skipped) /* evicted under the writer */
-			sn->valid_from = rec.pos;
-		if (rec.ts < sn->cutoff)
+		if (sn->skipped != skipped) { /* evicted under the writer */
+			snap_gap(sn, at, rec.pos);
+			at = rec.pos;
+		}
+		if (rec.ts < sn->cutoff) {
+			snap_gap(sn, at, sn->pos);
 			continue;
-		/* the call's slice was written if it was still there and in the cut (its
-		 * start in the cut is enough: its record is stamped with its end) */
-		if (rec.dep && (rec.dep - 1 < sn->valid_from || rec.dep_ts < sn->cutoff)) {
+		}
+		/* an arrow with its call's slice (or the GPU slice that came first), or not at
+		 * all: that record is before this one, and the writer knows whether it wrote it */
+		if (rec.dep && snap_unwritten(sn, rec.dep - 1)) {
 			sn->orphans++;
+			snap_gap(sn, at, sn->pos);
 			continue;
 		}
 		out__write(sn->o, sn->events ? ",\n" : "", sn->events ? 2 : 0);
@@ -2865,7 +2904,8 @@ static int snap_start(struct timeline *t, const char *path, const char *reason, 
 	sn->end = trace_ring__tail(t->ring);
 	sn->cutoff = t->max_ts > t->keep_ns ? t->max_ts - t->keep_ns : 0;
 	sn->events = sn->skipped = sn->orphans = 0;
-	sn->valid_from = sn->pos;
+	sn->start = sn->pos;
+	sn->n_gaps = 0;
 	out__write(sn->o, trace_head, sizeof(trace_head) - 1);
 	/* a first part now: new events evict from the head, where the writer starts */
 	snap_step(t, SNAP_STEP_BYTES);
@@ -2928,8 +2968,12 @@ static int ring_tick(struct timeline *t, char *why, size_t why_len)
 	struct snapshot *sn = &t->snap;
 	bool stale;
 
+	/* age alone does not take what a snapshot being written still has to write: only
+	 * room does (max_mb bounds the ring either way) */
 	if (t->max_ts > t->keep_ns)
-		trace_ring__expire(t->ring, t->max_ts - t->keep_ns);
+		trace_ring__expire(t->ring, sn->o && sn->cutoff < t->max_ts - t->keep_ns ?
+						    sn->cutoff :
+						    t->max_ts - t->keep_ns);
 	if (sn->o)
 		snap_step(t, SNAP_STEP_BYTES);
 	/* an outcome left unread a whole tick has no reader (a group, `xpusup subscribe`):
@@ -3050,9 +3094,9 @@ static int ring_finish(struct timeline *t, char *why, size_t why_len)
 	char path[sizeof(sn->result_path)], said[sizeof(sn->result_why)];
 	int earlier, err;
 
-	close_all(t); /* into the ring: they end now */
-	if (sn->o) /* the one in progress first */
+	if (sn->o) /* the one in progress first: what stop closes must not push it out */
 		snap_step(t, ~0ull);
+	close_all(t); /* into the ring: they end now */
 	earlier = sn->result;
 	memcpy(path, sn->result_path, sizeof(path));
 	memcpy(said, sn->result_why, sizeof(said));

@@ -158,8 +158,9 @@ int trace_ring__next(const struct trace_ring *r, __u64 *pos, __u64 end, struct t
 	__u64 skip;
 
 	if (*pos < r->head) {
-		if (skipped)
-			*skipped += r->head - *pos;
+		/* what the reader lost of its own range: not what came after its end */
+		if (skipped && *pos < end)
+			*skipped += (r->head < end ? r->head : end) - *pos;
 		*pos = r->head;
 	}
 	if (end > r->tail)
