@@ -395,18 +395,32 @@ static __u64 fill_ring(void *st, __u64 id, __u64 *ts, __u64 bytes)
 	return id;
 }
 
+/* A flight recorder of 64 MiB, path name in the test's folder, keeping keep_s. 0 or -errno. */
+static int open_big_ring(const char *name, const char *keep_s, void **st)
+{
+	static char rp[sizeof(dir) + 32];
+	struct fmt_test_opt o[] = { { "path", rp },
+				    { "mode", "ring" },
+				    { "max_mb", "64" },
+				    { "keep_s", keep_s },
+				    { NULL, NULL } };
+	struct fmt_env env = fmt_test_env(o);
+	char why[600] = "";
+	int err;
+
+	snprintf(rp, sizeof(rp), "%s/%s", dir, name);
+	err = fmt_timeline.open(st, &env, why, sizeof(why));
+	if (err)
+		tap_diag("open %s: %s", name, why);
+	return err;
+}
+
 /* A snapshot that falls behind (new events evict from the ring's head past where it writes)
  * keeps the arrows whose call it had written before: only the records lost to eviction are
  * missing, and an arrow is left out only with its call. */
 static void test_ring_skip(void)
 {
-	char got[512], why[600] = "", asked[sizeof(dir) + 32], rp[sizeof(dir) + 32];
-	struct fmt_test_opt o[] = { { "path", rp },
-				    { "mode", "ring" },
-				    { "max_mb", "64" },
-				    { "keep_s", "600" },
-				    { NULL, NULL } };
-	struct fmt_env env = fmt_test_env(o);
+	char got[512], why[600] = "", asked[sizeof(dir) + 32];
 	struct xpu_wire_batch b = { .producer = 1, .n_events = 1 };
 	struct xpu_cevent e;
 	__u64 ts = BASE, id = 1000;
@@ -414,9 +428,8 @@ static void test_ring_skip(void)
 	char *text;
 	int r;
 
-	snprintf(rp, sizeof(rp), "%s/skip.json", dir);
 	snprintf(asked, sizeof(asked), "%s/skip-snap.json", dir);
-	if (fmt_timeline.open(&st, &env, why, sizeof(why)))
+	if (open_big_ring("skip.json", "600", &st))
 		return;
 	/* the call first, its kernel 50 MB of filler later: the arrow's record needs the call's */
 	e = (struct xpu_cevent){ .id = 1,
@@ -470,20 +483,13 @@ static void test_ring_skip(void)
  * snapshot's unwritten part with it. */
 static void test_ring_expiry(void)
 {
-	char got[512], why[600] = "", asked[sizeof(dir) + 32], rp[sizeof(dir) + 32];
-	struct fmt_test_opt o[] = { { "path", rp },
-				    { "mode", "ring" },
-				    { "max_mb", "64" },
-				    { "keep_s", "60" },
-				    { NULL, NULL } };
-	struct fmt_env env = fmt_test_env(o);
+	char got[512], why[600] = "", asked[sizeof(dir) + 32];
 	__u64 ts = BASE, id = 1;
 	void *st = NULL;
 	int r;
 
-	snprintf(rp, sizeof(rp), "%s/exp.json", dir);
 	snprintf(asked, sizeof(asked), "%s/exp-snap.json", dir);
-	if (fmt_timeline.open(&st, &env, why, sizeof(why)))
+	if (open_big_ring("exp.json", "60", &st))
 		return;
 	id = fill_ring(st, id, &ts, 50ull << 20);
 	r = fmt_timeline.snapshot(st, asked, why, sizeof(why)); /* 38 MB of 50 written */
