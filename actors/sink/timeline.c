@@ -420,7 +420,7 @@ struct timeline {
 		__u64 id, ts, correlation_id, bind;
 		__u32 producer, pid, tid, track;
 	} call;
-	__u64 dep, dep_ts; /* what the record being grouped needs: the launching call's */
+	__u64 dep; /* what the record being grouped needs: the launching call's */
 	__u64 last_pos; /* the last record emitted: its position + 1 */
 	size_t hold_len;
 	bool grouping; /* emit holds instead of storing */
@@ -865,14 +865,13 @@ static bool emit_ring(struct timeline *t)
 		t->hold_len += t->len;
 		if (t->grouping)
 			return true;
-		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep,
-					 t->dep_ts, NULL);
+		ok = !trace_ring__append(t->ring, t->hold, t->hold_len, t->cur_last, t->dep, NULL);
 		t->written += ok ? 2 : 0;
 		t->dropped += ok ? 0 : 2;
 		t->hold_len = 0;
 		return ok;
 	}
-	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, 0, &t->last_pos)) {
+	if (trace_ring__append(t->ring, t->ev, t->len, t->cur_last, 0, &t->last_pos)) {
 		t->dropped++;
 		return false;
 	}
@@ -1522,12 +1521,11 @@ static void launches__add(struct timeline *t, __u32 producer, __u64 id, __u64 ts
  * are one record, which needs the record of the end written before (dep): the call's, or
  * for an arrow written when its call came last, the GPU slice's. */
 static void write_flow(struct timeline *t, __u32 pid, __u32 tid, __u64 ts, __u32 vpid, __u32 stream,
-		       __u64 gpu_ts, __u64 dep, __u64 dep_ts)
+		       __u64 gpu_ts, __u64 dep)
 {
 	t->flows++;
 	t->grouping = true;
 	t->dep = dep;
-	t->dep_ts = dep_ts;
 	begin(t, 's', LIT("launch"), LIT("launch"), cpu_pid(t, pid), tid, ts);
 	put_member(t, LIT(",\"id\":"), t->flows);
 	emit(t);
@@ -1612,7 +1610,7 @@ static void pending_resolve(struct timeline *t, __u32 producer, __u32 pid, __u64
 		p->seq = 0;
 		t->pend_live--;
 		if (p->gen == t->gen)
-			write_flow(t, pid, tid, ts, p->vpid, p->stream, p->ts, p->pos, p->ts);
+			write_flow(t, pid, tid, ts, p->vpid, p->stream, p->ts, p->pos);
 		else
 			t->flows_unknown++; /* its slice is in an earlier window */
 		seq = p->prev_seq;
@@ -1654,8 +1652,7 @@ static void flow(struct timeline *t, __u32 producer, const struct xpu_cevent *e,
 		pending_add(t, producer, e, vpid);
 		return;
 	}
-	write_flow(t, from->pid, from->tid, from->ts, vpid, e->stream, e->ts_ns, from->pos,
-		   from->ts);
+	write_flow(t, from->pid, from->tid, from->ts, vpid, e->stream, e->ts_ns, from->pos);
 }
 
 /* ---- SM active % ---- */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HDR 32u /* struct hdr */
+#define HDR 24u /* struct hdr */
 #define WRAP 0xffffffffu /* len of a wrap mark: the rest of the buffer is unused */
 #define MIN_SIZE 4096u
 
@@ -14,8 +14,10 @@ struct hdr {
 	__u32 len; /* text bytes, or WRAP */
 	__u32 pad;
 	__u64 ts;
-	__u64 dep, dep_ts; /* trace_ring__append's */
+	__u64 dep; /* trace_ring__append's */
 };
+
+_Static_assert(sizeof(struct hdr) == HDR, "HDR is struct hdr's size");
 
 struct trace_ring {
 	unsigned char *buf;
@@ -84,11 +86,11 @@ static void drop_head(struct trace_ring *r)
 }
 
 int trace_ring__append(struct trace_ring *r, const char *text, size_t len, __u64 ts, __u64 dep,
-		       __u64 dep_ts, __u64 *pos)
+		       __u64 *pos)
 {
 	__u64 need = rec_size((__u32)len), off = r->tail % r->size, rest = r->size - off;
 	__u64 room = need + (rest < need ? rest : 0); /* a record never straddles the end */
-	struct hdr h = { .len = (__u32)len, .ts = ts, .dep = dep, .dep_ts = dep_ts };
+	struct hdr h = { .len = (__u32)len, .ts = ts, .dep = dep };
 
 	if (len >= WRAP || need > r->size) {
 		r->too_big++;
@@ -174,7 +176,6 @@ int trace_ring__next(const struct trace_ring *r, __u64 *pos, __u64 end, struct t
 	rec->len = h.len;
 	rec->ts = h.ts;
 	rec->dep = h.dep;
-	rec->dep_ts = h.dep_ts;
 	rec->pos = *pos;
 	*pos += rec_size(h.len);
 	return 0;

@@ -14,7 +14,7 @@
  *
  * Positions are byte counts since the ring was made (never wrapping in a __u64), so a reader
  * that fell behind, its records evicted under it while it wrote, knows it and skips to the
- * head. A record is [len][ts][dep][dep_ts][text] padded to 8 bytes, never split at the end of the buffer:
+ * head. A record is [len][ts][dep][text] padded to 8 bytes, never split at the end of the buffer:
  * where one does not fit, a wrap mark sends readers to the start.
  */
 #ifndef XPUSUP_ACTORS_SINK_TRACE_RING_H
@@ -30,7 +30,7 @@ struct trace_ring_rec {
 	const char *text;
 	__u32 len;
 	__u64 ts;
-	__u64 dep, dep_ts; /* as appended */
+	__u64 dep; /* as appended */
 	__u64 pos; /* where it is */
 };
 
@@ -48,11 +48,11 @@ int trace_ring__new(struct trace_ring **r, size_t size);
 void trace_ring__free(struct trace_ring *r);
 
 /* trace_ring__append - keep len bytes of text stamped ts, evicting the oldest records as
- * needed; dep and dep_ts are kept for readers (the timeline: position + 1 and time of a record
+ * needed; dep is kept for readers (the timeline: position + 1 of a record
  * this one needs, 0 none), and *pos (may be NULL) says where the record went. 0, or -E2BIG
  * when it cannot fit even in an empty ring (counted in too_big). */
 int trace_ring__append(struct trace_ring *r, const char *text, size_t len, __u64 ts, __u64 dep,
-		       __u64 dep_ts, __u64 *pos);
+		       __u64 *pos);
 
 /* trace_ring__expire - drop records from the head while their ts is below before. Records
  * arrive roughly in time order (the correlator's lateness), so one younger record stops it:
