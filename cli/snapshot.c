@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,9 +55,19 @@ const char snapshot_usage[] =
 struct target {
 	const struct conf_actor *actor;
 	pid_t pid;
+	int slot; /* its status slot, -1: none */
 	char id[64];
 	int state; /* 0 asked, 1 started, 2 done, -1 failed */
+	struct timespec asked; /* CLOCK_REALTIME, against the -o file's time */
 };
+
+static volatile sig_atomic_t interrupted; /* SIGINT or SIGTERM: stop waiting, clean up */
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
 
 static bool is_ring(const struct conf_actor *a)
 {
@@ -75,6 +86,7 @@ static int ask(const struct session *s, struct target *t, const char *out)
 	int fd;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	clock_gettime(CLOCK_REALTIME, &t->asked);
 	snprintf(t->id, sizeof(t->id), "%d-%lld%09ld", (int)getpid(), (long long)now.tv_sec,
 		 now.tv_nsec);
 	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT "%s", t->actor->name, t->id);
@@ -147,6 +159,53 @@ static void poll_reply(const struct session *s, struct target *t)
 		unlinkat(s->dirfd, name, 0);
 }
 
+/* t's request and reply files, once the wait is over without an answer: a request left
+ * there would be served by the sink's next signal, into its file, and its reply would stay
+ * until stop. */
+static void forget(const struct session *s, const struct target *t)
+{
+	char name[192];
+
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT "%s", t->actor->name, t->id);
+	unlinkat(s->dirfd, name, 0);
+	snprintf(name, sizeof(name), XPU_SNAPSHOT_REPLY_FMT, t->actor->name, t->id);
+	unlinkat(s->dirfd, name, 0);
+}
+
+/* t's sink is gone (stopped, exited, restarted) while its answer was awaited: its reply may
+ * have gone with the session's folder. The file asked for is there, new since the request,
+ * when the sink wrote it (it is renamed into place whole): then it is done. */
+static bool sink_gone(const struct session *s, struct target *t, const char *out)
+{
+	__u32 state = status_load(&s->status->slots[t->slot].state);
+	struct stat st;
+
+	if (status_load(&s->status->slots[t->slot].pid) == (__u32)t->pid &&
+	    (state == XPU_ACTOR_RUNNING || state == XPU_ACTOR_STOPPING) &&
+	    (kill(t->pid, 0) == 0 || errno != ESRCH))
+		return false;
+	poll_reply(s, t); /* it may have answered just before */
+	if (t->state == 2 || t->state == -1)
+		return true;
+	if (out && !stat(out, &st) &&
+	    (st.st_mtim.tv_sec > t->asked.tv_sec ||
+	     (st.st_mtim.tv_sec == t->asked.tv_sec && st.st_mtim.tv_nsec >= t->asked.tv_nsec))) {
+		t->state = 2;
+		printf("%s\n", out);
+		fprintf(stderr,
+			"xpusup: snapshot of sink %s written: %s (the sink stopped before its "
+			"answer could be read)\n",
+			t->actor->name, out);
+		return true;
+	}
+	t->state = -1;
+	fprintf(stderr,
+		"xpusup: unable to snapshot sink %s: it ended or was restarted before answering "
+		"(now %s)\n",
+		t->actor->name, xpu_actor_state__name(state));
+	return true;
+}
+
 int snapshot_cmd(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -164,6 +223,7 @@ int snapshot_cmd(int argc, char **argv)
 	struct conf *conf = NULL;
 	struct session s;
 	unsigned int n = 0, i, j, pending;
+	__u32 state;
 	int c, code = XPUSUP_EXIT_SYSTEM, err;
 	__u64 waited = 0;
 
@@ -177,6 +237,11 @@ int snapshot_cmd(int argc, char **argv)
 			break;
 		case 'o':
 			out = optarg;
+			/* the request is a line: its path must be one */
+			if (strchr(out, '\n') || !*out)
+				return cli__usage_error("snapshot",
+							"bad -o: an empty name, or one with a line "
+							"break");
 			break;
 		case 't':
 			if (conf_parse_uint(optarg, 1, 86400, &timeout_s))
@@ -218,11 +283,19 @@ int snapshot_cmd(int argc, char **argv)
 
 		if (!is_ring(a) || (only && strcmp(a->name, only)))
 			continue;
-		t[n] = (struct target){ .actor = a };
-		for (j = 0; j < s.status->hdr.n_actors && j < XPU_STATUS_MAX_ACTORS; j++)
-			if (!strncmp(s.status->slots[j].name, a->name,
-				     sizeof(s.status->slots[j].name)))
+		t[n] = (struct target){ .actor = a, .slot = -1 };
+		for (j = 0; j < s.status->hdr.n_actors && j < XPU_STATUS_MAX_ACTORS; j++) {
+			if (strncmp(s.status->slots[j].name, a->name,
+				    sizeof(s.status->slots[j].name)))
+				continue;
+			/* only a sink that is running or stopping (it answers what comes
+			 * while it stops): its pid is published at the fork, before it
+			 * handles SIGUSR1, whose default would end it and its ring */
+			t[n].slot = (int)j;
+			state = status_load(&s.status->slots[j].state);
+			if (state == XPU_ACTOR_RUNNING || state == XPU_ACTOR_STOPPING)
 				t[n].pid = (pid_t)status_load(&s.status->slots[j].pid);
+		}
 		n++;
 	}
 	if (!n) {
@@ -249,33 +322,48 @@ int snapshot_cmd(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		if (!t[i].pid) {
 			fprintf(stderr,
-				"xpusup: unable to snapshot: sink %s is not running (see "
+				"xpusup: unable to snapshot: sink %s is not running (%s; see "
 				"`xpusup status`)\n",
-				t[i].actor->name);
+				t[i].actor->name,
+				t[i].slot < 0 ? "not started" :
+						xpu_actor_state__name(status_load(
+							&s.status->slots[t[i].slot].state)));
 			t[i].state = -1;
 		} else if (ask(&s, &t[i], out)) {
 			t[i].state = -1;
 		}
 	}
+	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_interrupt }, NULL);
+	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_interrupt }, NULL);
 	do {
 		pending = 0;
 		for (i = 0; i < n; i++) {
 			if (t[i].state == 0 || t[i].state == 1)
 				poll_reply(&s, &t[i]);
+			if ((t[i].state == 0 || t[i].state == 1) && sink_gone(&s, &t[i], out))
+				forget(&s, &t[i]);
 			pending += t[i].state == 0 || t[i].state == 1;
 		}
-		if (!pending)
+		if (!pending || interrupted)
 			break;
 		usleep(POLL_MS * 1000);
 		waited += POLL_MS;
 	} while (waited < timeout_s * 1000);
 	code = 0;
 	for (i = 0; i < n; i++) {
-		if (t[i].state == 0 || t[i].state == 1)
-			fprintf(stderr,
-				"xpusup: unable to snapshot sink %s: no answer within %llu s (see "
-				"%s)\n",
-				t[i].actor->name, timeout_s, s.log);
+		if (t[i].state == 0 || t[i].state == 1) {
+			if (interrupted)
+				fprintf(stderr,
+					"xpusup: unable to snapshot sink %s: interrupted before its "
+					"answer\n",
+					t[i].actor->name);
+			else
+				fprintf(stderr,
+					"xpusup: unable to snapshot sink %s: no answer within %llu s "
+					"(see %s)\n",
+					t[i].actor->name, timeout_s, s.log);
+			forget(&s, &t[i]);
+		}
 		if (t[i].state != 2)
 			code = XPUSUP_EXIT_SYSTEM;
 	}

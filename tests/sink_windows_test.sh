@@ -158,7 +158,8 @@ ok $? "restart: the index lists the windows of both runs, every one on disk and 
 
 # ---- ring: a snapshot holds the last keep_s, a mark in it, an older one not ---------------
 s="$PREFIX-ring"
-{ printf '[source ann]\nkind = inproc\n'
+{ printf '[supervisor]\nwatchdog_ms = 30000\n' # the sink is paused a moment below
+  printf '[source ann]\nkind = inproc\n'
   printf '[sink fr]\nkind = timeline\npath = ring/trace.json\nmode = ring\nkeep_s = 2\nmax_mb = 64\n'
   printf 'trigger_mark = xpusup-trigger\ntrigger_holdoff_s = 1\n'
   source_syn 2000; } >"$WORK/ring.conf"
@@ -233,11 +234,54 @@ rc=$?
 [ $rc = 111 ] && grep -q "Not a directory" "$WORK/snapbad.err" &&
 	[ "$(json "$s" "'Not a directory' in a['fr']['problem']")" = True ]
 ok $? "ring: a snapshot to a path that cannot be made fails with why, in the command and in status (exit $rc: $(head -c 200 "$WORK/snapbad.err"))"
+# a snapshot that gets no answer in time (the sink paused) takes its request back: left there,
+# the sink's next signal would serve it, into its file
+pid=$(json "$s" "a['fr']['pid']")
+kill -STOP "$pid"
+"$XPUSUP" snapshot --session "$s" -o "$WORK/late.json" -t 1 >/dev/null 2>"$WORK/late.err"
+rc=$?
+left=$(find "$BASE/$s" -maxdepth 1 -name 'snapshot.*' | wc -l)
+kill -CONT "$pid"
+sleep 1
+[ $rc = 111 ] && [ "$left" = 0 ] && [ ! -e "$WORK/late.json" ] && grep -q "no answer within 1 s" "$WORK/late.err"
+ok $? "ring: a snapshot that times out leaves no request behind for the sink's next signal (exit $rc, $left files left)"
 unset XPUSUP_SESSION_DIR
-"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+# asked while the session stops: told at once, written or not (the reply went with the
+# session's folder, and the asker waited out its whole timeout)
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1 &
+stopper=$!
+sleep 0.05
+t0=$(date +%s)
+"$XPUSUP" snapshot --session "$s" -o "$WORK/during.json" -t 30 >/dev/null 2>"$WORK/during.err"
+rc=$?
+took=$(($(date +%s) - t0))
+wait $stopper
+{ { [ $rc = 0 ] && [ -s "$WORK/during.json" ]; } || [ $rc = 111 ]; } && [ "$took" -lt 10 ]
+ok $? "ring: a snapshot asked while the session stops is answered at once (exit $rc after ${took} s: $(head -c 200 "$WORK/during.err"))"
 log_clean "$s" "ring"
 [ -s "$WORK/ring/trace.json" ] && "$XPUSUP" check "$WORK/ring/trace.json" >/dev/null 2>&1
 ok $? "ring: at stop the ring is written to path, and passes xpusup check"
+
+# A sink that dies while its snapshot is awaited: the asker says so at once (it waited out its
+# whole timeout, 2 minutes by default)
+s="$PREFIX-gone"
+{ printf '[supervisor]\nwatchdog_ms = 30000\n'
+  printf '[sink fr]\nkind = timeline\npath = gone/trace.json\nmode = ring\nmax_mb = 8\n'
+  source_syn 2000; } >"$WORK/gone.conf"
+"$XPUSUP" start "$WORK/gone.conf" --session "$s" >/dev/null 2>&1
+pid=$(json "$s" "a['fr']['pid']")
+kill -STOP "$pid"
+t0=$(date +%s)
+"$XPUSUP" snapshot --session "$s" -o "$WORK/gone.json" -t 60 >/dev/null 2>"$WORK/gone.err" &
+asker=$!
+sleep 0.5
+kill -KILL "$pid"
+wait $asker
+rc=$?
+took=$(($(date +%s) - t0))
+"$XPUSUP" stop --session "$s" >/dev/null 2>&1
+[ $rc = 111 ] && [ "$took" -lt 10 ] && grep -q "ended or was restarted before answering" "$WORK/gone.err"
+ok $? "ring: a sink that dies before answering is said at once (exit $rc after ${took} s: $(head -c 200 "$WORK/gone.err"))"
 
 # ---- memory: two rings in one flat-out session of 30 s -------------------------------------
 s="$PREFIX-mem"
