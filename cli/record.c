@@ -170,6 +170,9 @@ static pid_t spawn_waiting(char **cmd, int *go, const struct gpu_env *env)
 		close(pipefd[0]);
 		if (gpu_env__apply(env))
 			_exit(126);
+		/* ours is ignored (record.c's start), and an ignored signal stays so across
+		 * exec: the command gets the default, as it would without us */
+		signal(SIGPIPE, SIG_DFL);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "xpusup: unable to run %s: %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -179,6 +182,14 @@ static pid_t spawn_waiting(char **cmd, int *go, const struct gpu_env *env)
 	return pid;
 }
 
+/* A file execvp can run: executable, and not a folder (which access(X_OK) passes). */
+static bool exec_file(const char *path)
+{
+	struct stat st;
+
+	return !access(path, X_OK) && !stat(path, &st) && !S_ISDIR(st.st_mode);
+}
+
 /* Whether execvp would find cmd: checked before a session is started for nothing. */
 static bool runnable(const char *cmd)
 {
@@ -186,12 +197,12 @@ static bool runnable(const char *cmd)
 	char buf[PATH_MAX];
 
 	if (strchr(cmd, '/'))
-		return !access(cmd, X_OK);
+		return exec_file(cmd);
 	for (p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p; p = *end ? end + 1 : end) {
 		end = strchrnul(p, ':');
 		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), end == p ? "." : p, cmd) <
 			    (int)sizeof(buf) &&
-		    !access(buf, X_OK))
+		    exec_file(buf))
 			return true;
 	}
 	return false;
@@ -290,14 +301,25 @@ static void show_top(const char *folded)
 
 /* A timeline in windows (DIR/trace.index.json beside the path DIR/trace.json): where they
  * are and how many. false when there is no index. */
-static bool show_windows(const char *path)
+/* Whether path was written since this run started (the output folder may hold an earlier
+ * run's files under the same names). */
+static bool fresh(const char *path, const struct timespec *since, struct stat *st)
+{
+	return !stat(path, st) &&
+	       (st->st_mtim.tv_sec > since->tv_sec ||
+		(st->st_mtim.tv_sec == since->tv_sec && st->st_mtim.tv_nsec >= since->tv_nsec));
+}
+
+static bool show_windows(const char *path, const struct timespec *since)
 {
 	char index[PATH_MAX], *line = NULL;
 	size_t cap = 0;
 	unsigned int n = 0;
+	struct stat st;
 	FILE *f;
 
-	if (timeline_index__path(path, index, sizeof(index)) || !(f = fopen(index, "r")))
+	if (timeline_index__path(path, index, sizeof(index)) || !fresh(index, since, &st) ||
+	    !(f = fopen(index, "r")))
 		return false;
 	while (getline(&line, &cap, f) > 0)
 		n += !strncmp(line, "{\"file\":", 8);
@@ -310,8 +332,9 @@ static bool show_windows(const char *path)
 	return true;
 }
 
-/* Where one sink or format a wrote, as the user will look for it. */
-static void show_output(const struct conf *conf, const struct conf_actor *a)
+/* Where one sink or format a wrote since this run started, as the user will look for it. */
+static void show_output(const struct conf *conf, const struct conf_actor *a,
+			const struct timespec *since)
 {
 	char path[PATH_MAX], text[PATH_MAX];
 	struct stat st;
@@ -319,20 +342,21 @@ static void show_output(const struct conf *conf, const struct conf_actor *a)
 
 	if (conf_actor__path(conf, a, "path", path, sizeof(path)))
 		return;
-	if (stat(path, &st) && !strcmp(a->kind, "timeline") && show_windows(path))
+	/* windows when this run closed one, whatever an earlier run left under path */
+	if (!strcmp(a->kind, "timeline") && show_windows(path, since))
 		return;
-	if (stat(path, &st))
+	if (!fresh(path, since, &st))
 		fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind, path);
 	else
 		fprintf(stderr, "  %-10s %s (%lld bytes)\n", a->kind, path, (long long)st.st_size);
 	len = strlen(path);
 	if (!strcmp(a->kind, "folded") && len > 7 && !strcmp(path + len - 7, ".folded") &&
 	    snprintf(text, sizeof(text), "%.*s.html", (int)(len - 7), path) < (int)sizeof(text) &&
-	    !stat(text, &st))
+	    fresh(text, since, &st))
 		fprintf(stderr, "  %-10s %s (open it in a browser)\n", "", text);
 	if (!strcmp(a->kind, "stats") && len > 5 && !strcmp(path + len - 5, ".json") &&
 	    snprintf(text, sizeof(text), "%.*s.txt", (int)(len - 5), path) < (int)sizeof(text) &&
-	    !stat(text, &st))
+	    fresh(text, since, &st))
 		fprintf(stderr, "  %-10s %s\n", "", text);
 }
 
@@ -348,7 +372,7 @@ static const struct conf_actor *output_at(const struct conf *conf, unsigned int 
 }
 
 /* Where each sink and format of conf wrote, then the top of the flame graph. */
-static void show_outputs(const struct conf *conf)
+static void show_outputs(const struct conf *conf, const struct timespec *since)
 {
 	const struct conf_actor *a;
 	char path[PATH_MAX];
@@ -356,7 +380,7 @@ static void show_outputs(const struct conf *conf)
 
 	fprintf(stderr, "xpusup: outputs:\n");
 	for (i = 0; (a = output_at(conf, i)); i++)
-		show_output(conf, a);
+		show_output(conf, a, since);
 	for (i = 0; (a = output_at(conf, i)); i++) {
 		if (!strcmp(a->kind, "folded") &&
 		    !conf_actor__path(conf, a, "path", path, sizeof(path))) {
@@ -387,7 +411,7 @@ int record_cmd(int argc, char **argv)
 	int c, err, code, status = 0, go = -1;
 	/* SA_RESTART: a forwarded signal must not cut short our own waits */
 	struct sigaction sa = { .sa_handler = forward_signal, .sa_flags = SA_RESTART };
-	struct timespec t0, t1;
+	struct timespec t0, t1, started;
 	const struct conf_actor *in_process;
 	struct session s = { 0 };
 	struct gpu_env env;
@@ -395,6 +419,10 @@ int record_cmd(int argc, char **argv)
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "record-%d", (int)getpid());
+	/* what is older in the output is not ours (a second back: file times are coarse,
+	 * and no output of ours is written within a second of this) */
+	clock_gettime(CLOCK_REALTIME, &started);
+	started.tv_sec--;
 	/* a closed terminal or pipe must not kill us between start and stop */
 	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "+c:o:F:u:s:h", opts, NULL)) != -1) {
@@ -524,7 +552,7 @@ int record_cmd(int argc, char **argv)
 		fprintf(stderr, "xpusup: the outputs may be incomplete (see %s)\n", s.log);
 		goto out;
 	}
-	show_outputs(conf);
+	show_outputs(conf, &started);
 	code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 out:
 	for (i = 0; i < CONF_MAX_ACTORS; i++)

@@ -224,6 +224,28 @@ XPUSUP_CUPTI_LIB="$FAKE" "$XPUSUP" record -o "$WORK/plain" --session "$PREFIX-rp
 	! grep -q '^kind = inproc' "$WORK/plain/pipeline.conf"
 ok_or $? "plain record: the built-in pipeline's cupti source, CMD gets the injection library" || { cat "$WORK/rec6.out"; cat "$WORK/plain/pipeline.conf"; }
 
+# CMD runs as it would without us: SIGPIPE not ignored (record ignores it for itself, and an
+# ignored signal stays so across exec)
+"$XPUSUP" record -c "$WORK/inp.conf" --session "$PREFIX-rs" -- sh -c 'grep SigIgn /proc/self/status' >"$WORK/rec7.out" 2>&1
+ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' "$WORK/rec7.out")
+[ -n "$ign" ] && [ $((0x$ign & 0x1000)) = 0 ]
+ok_or $? "record: CMD gets SIGPIPE's default action (SigIgn $ign)" || cat "$WORK/rec7.out"
+"$XPUSUP" record -c "$WORK/inp.conf" --session "$PREFIX-rd" -- /tmp >"$WORK/rec8.out" 2>&1
+rc=$?
+[ $rc = 127 ] && grep -q "not executable" "$WORK/rec8.out" && ! grep -q "starting session" "$WORK/rec8.out"
+ok_or $? "record: a folder as CMD is refused before any session (exit $rc)" || cat "$WORK/rec8.out"
+# outputs of an earlier run under the same names are not shown as this one's: a short run
+# leaves trace.json, a longer one windows and their index beside it
+mkdir -p "$WORK/again"
+printf '[correlator]\nshards = 1\n[source syn]\nkind = synthetic\nprocesses = 1\nlaunches_per_s = 2000\ncount = 0\n[sink t]\nkind = timeline\npath = %s/again/trace.json\nwindow_s = 1\n' "$WORK" >"$WORK/again.conf"
+"$XPUSUP" record -c "$WORK/again.conf" --session "$PREFIX-ra" -- true >"$WORK/rec9.out" 2>&1
+sleep 1.2
+"$XPUSUP" record -c "$WORK/again.conf" --session "$PREFIX-rb" -- sleep 3 >"$WORK/rec10.out" 2>&1
+grep -q "timeline   $WORK/again/trace.json (" "$WORK/rec9.out" &&
+	grep -q "timeline   $WORK/again/trace.index.json ([2-9] windows" "$WORK/rec10.out" &&
+	! grep -q "again/trace.json (" "$WORK/rec10.out"
+ok_or $? "record: the windows of this run are shown, not the trace.json of the run before" || cat "$WORK/rec9.out" "$WORK/rec10.out"
+
 # ---- one in-process source per pipeline ------------------------------------------------------
 printf '[correlator]\n[source ann]\nkind = inproc\n\n[source gpu]\nkind = cupti\n' >"$WORK/two.conf"
 "$XPUSUP" start --check "$WORK/two.conf" >"$WORK/two.out" 2>&1

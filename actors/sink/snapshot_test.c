@@ -506,38 +506,76 @@ static void test_ring_expiry(void)
 	unlink(asked);
 }
 
+/* A session that left n windows (empty files, listed as bytes each) for stem_path, and its
+ * index.
+ * 0 or -errno. */
+static int windows_left(const char *stem_path, unsigned int n, __u64 bytes)
+{
+	char file[sizeof(dir) + 300], why[600] = "";
+	struct trace_window win = { .bytes = bytes };
+	struct trace_windows *w = NULL;
+	unsigned int i;
+	__u64 start;
+	FILE *f;
+	int err = trace_windows__open(&w, stem_path, 1000000, false, why, sizeof(why));
+
+	for (i = 0; !err && i < n; i++) {
+		err = trace_windows__name(w, file, sizeof(file), &start);
+		f = err ? NULL : fopen(file, "w");
+		if (f)
+			fclose(f);
+		if (!err)
+			err = trace_windows__add(w, file, &win, why, sizeof(why));
+	}
+	trace_windows__free(w);
+	return err;
+}
+
 /* A stem with '"' and '\\' in its name: the index escapes its windows' names, and a restarted
  * sink reads them back, so that it keeps listing (and in time deletes) them. */
 static void test_index_escaped(void)
 {
-	char d[sizeof(dir) + 8], p[sizeof(dir) + 32], file[sizeof(dir) + 300], why[600] = "";
-	struct trace_window win = { .bytes = 1000 };
+	char d[sizeof(dir) + 8], p[sizeof(dir) + 32], why[600] = "";
 	struct trace_windows *w = NULL;
-	unsigned int i, n = 0;
-	__u64 start;
-	FILE *f;
+	unsigned int n = 0;
 
 	snprintf(d, sizeof(d), "%s/e", dir);
 	mkdir(d, 0755);
 	snprintf(p, sizeof(p), "%s/tr\"a\\ce.json", d);
-	if (trace_windows__open(&w, p, 1000000, false, why, sizeof(why)))
+	if (windows_left(p, 2, 1000))
 		return;
-	for (i = 0; i < 2; i++) {
-		if (trace_windows__name(w, file, sizeof(file), &start))
-			break;
-		f = fopen(file, "w");
-		if (f)
-			fclose(f);
-		trace_windows__add(w, file, &win, why, sizeof(why));
-	}
-	trace_windows__free(w);
-	w = NULL;
 	if (!trace_windows__open(&w, p, 1000000, true, why, sizeof(why)))
 		n = trace_windows__count(w);
 	tap_ok(n == 2,
 	       "restart: windows whose names hold '\"' and '\\' are read back from the index "
 	       "(%u of 2: %s)",
 	       n, why);
+	trace_windows__free(w);
+}
+
+/* A new session writing windows under the same path takes the windows an earlier one left
+ * over: listed, under the cap, deleted oldest first; its own counts start at 0. (They stayed
+ * on disk past every cap, the new index not listing them.) */
+static void test_windows_adopted(void)
+{
+	char p[sizeof(dir) + 32], why[600] = "";
+	struct trace_windows *w = NULL;
+	__u64 written = 1, deleted = 1, bytes = 1;
+	unsigned int n = 0;
+
+	snprintf(p, sizeof(p), "%s/a", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/a/trace.json", dir);
+	if (windows_left(p, 3, 300000))
+		return;
+	if (!trace_windows__open(&w, p, 1000000, false, why, sizeof(why))) {
+		n = trace_windows__count(w);
+		trace_windows__counts(w, &written, &deleted, &bytes);
+	}
+	tap_ok(n == 3 && !written && !deleted && !bytes,
+	       "windows: a new session takes over the windows an earlier one left (%u of 3), its "
+	       "own counts from 0",
+	       n);
 	trace_windows__free(w);
 }
 
@@ -671,6 +709,7 @@ int main(void)
 	test_meta_cap();
 	test_meta_big();
 	test_index_escaped();
+	test_windows_adopted();
 	test_ring_skip();
 	test_ring_expiry();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -3326,8 +3326,8 @@ static int timeline_open(void **out, const struct fmt_env *env, char *why, size_
 			goto fail;
 		if (trace_windows__partials_removed(t->windows))
 			fprintf(stderr,
-				"timeline %s: deleted %u unfinished window(s) of the run "
-				"before the restart\n",
+				"timeline %s: deleted %u unfinished window(s) a killed run "
+				"left\n",
 				t->path, trace_windows__partials_removed(t->windows));
 	}
 	for (i = 0; i < RANGES_MAX; i++)

@@ -194,10 +194,15 @@ int trace_windows__open(struct trace_windows **out, const char *path, __u64 max_
 		return -ENAMETOOLONG;
 	}
 	w->max_bytes = max_bytes;
-	if (resume) {
-		read_index(w);
-		w->partials_removed = remove_partials(w);
-	}
+	/* The windows of the index found are taken over either way: a restarted sink's own,
+	 * or an earlier session's under the same path, which would otherwise stay on disk past
+	 * every cap (they are listed, counted under max_bytes and deleted oldest first). Only a
+	 * restarted sink's counts go on. The unfinished window of a killed writer is
+	 * nobody's. */
+	read_index(w);
+	if (!resume)
+		w->written = w->deleted = w->bytes_deleted = 0;
+	w->partials_removed = remove_partials(w);
 	*out = w;
 	return 0;
 }
