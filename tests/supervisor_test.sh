@@ -144,7 +144,8 @@ restart = temporary
 crash_after_ms = 50
 EOF
 "$XPUSUP" start "$WORK/states.conf" --session "$s" >/dev/null 2>&1
-sleep 0.5
+# until all three ended (a sanitizer build's crash report can take more than a second)
+wait_for 20 "$s" "all(a[k].get('last_exit') for k in ('gone', 'perm', 'temp'))"
 got=$(json "$s" "a['gone']['state'], a['perm']['state'], a['perm']['last_exit'], a['temp']['state'], a['temp']['last_exit']")
 [ "$got" = "exited failed {'code': 100} failed {'signal': 'SIGABRT'}" ]
 ok $? "transient normal exit -> exited; exit 100 -> failed, not restarted; temporary crash -> failed (got $got)"
