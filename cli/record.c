@@ -310,9 +310,11 @@ static bool fresh(const char *path, const struct timespec *since, struct stat *s
 		(st->st_mtim.tv_sec == since->tv_sec && st->st_mtim.tv_nsec >= since->tv_nsec));
 }
 
-static bool show_windows(const char *path, const struct timespec *since)
+/* The windows of timeline a (path its path), when this run wrote its index. */
+static bool show_windows(const struct conf_actor *a, const char *path, const struct timespec *since)
 {
 	char index[PATH_MAX], *line = NULL;
+	struct timeline_options o;
 	size_t cap = 0;
 	unsigned int n = 0;
 	struct stat st;
@@ -325,10 +327,14 @@ static bool show_windows(const char *path, const struct timespec *since)
 		n += !strncmp(line, "{\"file\":", 8);
 	free(line);
 	fclose(f);
+	/* its own window_s: a -c pipeline's may be any */
+	if (conf_actor__options(a, &o, sizeof(o)))
+		o.window_s = 0;
 	fprintf(stderr,
-		"  %-10s %s (%u windows of up to " RECORD_WINDOW_S
-		" s, each a trace of its own,\n  %-10s beside it as %.*s-<UTC start>.json)\n",
-		"timeline", index, n, "", (int)(strlen(index) - strlen(".index.json")), index);
+		"  %-10s %s (%u windows of up to %llu s, each a trace of its own,\n  %-10s beside "
+		"it as %.*s-<UTC start>.json)\n",
+		"timeline", index, n, (unsigned long long)o.window_s, "",
+		(int)(strlen(index) - strlen(".index.json")), index);
 	return true;
 }
 
@@ -343,7 +349,7 @@ static void show_output(const struct conf *conf, const struct conf_actor *a,
 	if (conf_actor__path(conf, a, "path", path, sizeof(path)))
 		return;
 	/* windows when this run closed one, whatever an earlier run left under path */
-	if (!strcmp(a->kind, "timeline") && show_windows(path, since))
+	if (!strcmp(a->kind, "timeline") && show_windows(a, path, since))
 		return;
 	if (!fresh(path, since, &st))
 		fprintf(stderr, "  %-10s %s (not written: see the session log)\n", a->kind, path);

@@ -242,7 +242,7 @@ printf '[correlator]\nshards = 1\n[source syn]\nkind = synthetic\nprocesses = 1\
 sleep 1.2
 "$XPUSUP" record -c "$WORK/again.conf" --session "$PREFIX-rb" -- sleep 3 >"$WORK/rec10.out" 2>&1
 grep -q "timeline   $WORK/again/trace.json (" "$WORK/rec9.out" &&
-	grep -q "timeline   $WORK/again/trace.index.json ([2-9] windows" "$WORK/rec10.out" &&
+	grep -q "timeline   $WORK/again/trace.index.json ([2-9] windows of up to 1 s" "$WORK/rec10.out" &&
 	! grep -q "again/trace.json (" "$WORK/rec10.out"
 ok_or $? "record: the windows of this run are shown, not the trace.json of the run before" || cat "$WORK/rec9.out" "$WORK/rec10.out"
 
