@@ -260,9 +260,20 @@ int snapshot_cmd(int argc, char **argv)
 	err = session__paths(&s, name);
 	if (err == -EINVAL)
 		return cli__usage_error("snapshot", "bad session name '%s'", name);
-	if (err || (err = session__open(&s))) {
-		fprintf(stderr, "xpusup: unable to snapshot: %s\n",
-			err == -ENOENT ? "no session of that name is running" : strerror(-err));
+	if (err) {
+		fprintf(stderr,
+			"xpusup: unable to snapshot: not root and XDG_RUNTIME_DIR is not set\n");
+		return XPUSUP_EXIT_SYSTEM;
+	}
+	err = session__open(&s);
+	if (err) {
+		if (err == -EAGAIN)
+			fprintf(stderr,
+				"xpusup: unable to snapshot: session %s is still starting\n",
+				s.name);
+		else
+			fprintf(stderr, "xpusup: unable to snapshot: no session '%s' is running\n",
+				s.name);
 		return XPUSUP_EXIT_SYSTEM;
 	}
 	/* the sink writes the file: a relative name is ours, not its working folder's */
