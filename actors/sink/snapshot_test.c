@@ -531,6 +531,69 @@ static int windows_left(const char *stem_path, unsigned int n, __u64 bytes)
 	return err;
 }
 
+/* Many records older than the cut between the calls (each a range the snapshot does not
+ * write): every arrow whose call it wrote is kept. Past 64 such ranges the last one grew
+ * over the calls after it, and each arrow left out so made one more: all were left out. */
+static void test_ring_many_gaps(void)
+{
+	enum { CALLS = 200 };
+	struct xpu_cevent e[2 * CALLS];
+	struct xpu_wire_batch b = { .producer = 1, .n_events = 2 * CALLS };
+	char got[512], why[600] = "", asked[sizeof(dir) + 32];
+	__u64 at = BASE + 10000 * MS;
+	void *st = NULL;
+	unsigned int i;
+	int r;
+
+	snprintf(asked, sizeof(asked), "%s/gaps-snap.json", dir);
+	if (open_big_ring("gaps.json", "1", &st))
+		return;
+	for (i = 0; i < CALLS; i++) { /* a call, then a kernel of 10 s before: older than keep_s */
+		e[2 * i] = (struct xpu_cevent){ .id = 1 + i,
+						.kind = XPU_REC_CUDA_API,
+						.sub_kind = XPU_API_RUNTIME,
+						.pid = 42,
+						.tid = 43,
+						.ts_ns = at + i * MS,
+						.end_ns = at + i * MS + 800,
+						.correlation_id = 1 + i,
+						.api_id = 211 };
+		e[2 * i + 1] = (struct xpu_cevent){ .id = 10000 + i,
+						    .kind = XPU_REC_GPU_KERNEL,
+						    .pid = 42,
+						    .tid = 42,
+						    .ts_ns = BASE + i * 1000,
+						    .end_ns = BASE + i * 1000 + 500,
+						    .stream = 7,
+						    .name = "old",
+						    .name_len = 3 };
+	}
+	fmt_timeline.batch(st, &b, e);
+	for (i = 0; i < CALLS; i++) { /* each call's kernel: an arrow from the call */
+		e[i] = (struct xpu_cevent){ .id = 20000 + i,
+					    .kind = XPU_REC_GPU_KERNEL,
+					    .pid = 42,
+					    .tid = 43,
+					    .ts_ns = at + i * MS + 900,
+					    .end_ns = at + i * MS + 1900,
+					    .stream = 9,
+					    .correlation_id = 1 + i,
+					    .name = "new",
+					    .name_len = 3 };
+		e[i].links[e[i].n_links++] =
+			(struct xpu_link){ .type = XPU_LINK_LAUNCHED_BY, .target = 1 + i };
+	}
+	b.n_events = CALLS;
+	fmt_timeline.batch(st, &b, e);
+	r = fmt_timeline.snapshot(st, asked, why, sizeof(why));
+	r = r ? r : fmt_timeline.snapshot_result(st, got, sizeof(got), why, sizeof(why));
+	tap_ok(r == 1 && strstr(why, " 0 flow arrows left out"),
+	       "ring: %u records older than the cut among the calls: every arrow kept (%d: %s)",
+	       CALLS, r, why);
+	fmt_timeline.free(st);
+	unlink(asked);
+}
+
 /* A stem with '"' and '\\' in its name: the index escapes its windows' names, and a restarted
  * sink reads them back, so that it keeps listing (and in time deletes) them. */
 static void test_index_escaped(void)
@@ -712,6 +775,7 @@ int main(void)
 	test_windows_adopted();
 	test_ring_skip();
 	test_ring_expiry();
+	test_ring_many_gaps();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) {
 	}

@@ -124,7 +124,6 @@
 /* A snapshot is written over ticks, this much of the ring a tick, so that the sink goes on
  * receiving meanwhile (a big ring at disk speed takes seconds). */
 #define SNAP_STEP_BYTES (32ull << 20)
-#define SNAP_GAPS_MAX 64 /* struct snapshot's ranges of positions not written */
 /* Bounds of what a window's close writes after its events (struct win_meta): a track's name
  * event (a name of at most 95 characters, 16 of them a comm that may escape to 6 bytes each,
  * in a metadata event with the widest pid and tid: 245 bytes), a stackFrames entry's bytes
@@ -342,14 +341,14 @@ struct snapshot {
 	__u64 pos, end; /* ring positions still to write */
 	__u64 cutoff; /* records stamped before this are older than keep_s: left out */
 	__u64 events, skipped; /* written; ring bytes evicted before they could be */
-	/* The positions from start on that were not written: evicted under the writer, older
-	 * than the cut, or left out. A record that needs one before it (a flow needs its call's
-	 * slice) is written only if that one was (snap_unwritten). Adjacent ranges merge; past
-	 * SNAP_GAPS_MAX the last grows over what lies between (arrows are then left out that
-	 * could have been kept, never one kept without its call). */
+	/* The positions from start on that were not written: evicted under the writer, or
+	 * older than the cut. A record that needs one before it (a flow needs its call's
+	 * slice) is written only if that one was (snap_unwritten). In order; adjacent ranges
+	 * merge. Without memory for more, the last grows over what lies between (arrows are
+	 * then left out that could have been kept, never one kept without its call). */
 	__u64 start;
-	__u64 gaps[SNAP_GAPS_MAX][2];
-	__u32 n_gaps;
+	__u64 (*gaps)[2];
+	__u32 n_gaps, cap_gaps;
 	__u64 orphans; /* flows left out so */
 	/* the last outcome, for fmt_ops.snapshot_result: 1 done, -errno failed, 0 taken */
 	int result;
@@ -2794,25 +2793,42 @@ static void snap_gap(struct snapshot *sn, __u64 from, __u64 to)
 {
 	if (sn->n_gaps && sn->gaps[sn->n_gaps - 1][1] >= from) {
 		sn->gaps[sn->n_gaps - 1][1] = to;
-	} else if (sn->n_gaps < SNAP_GAPS_MAX) {
-		sn->gaps[sn->n_gaps][0] = from;
-		sn->gaps[sn->n_gaps++][1] = to;
-	} else {
-		sn->gaps[SNAP_GAPS_MAX - 1][1] = to;
+		return;
 	}
+	if (sn->n_gaps == sn->cap_gaps) {
+		__u32 cap = sn->cap_gaps ? 2 * sn->cap_gaps : 64;
+		__u64(*g)[2] = realloc(sn->gaps, cap * sizeof(*g));
+
+		if (!g) {
+			if (sn->n_gaps) /* no room: the last covers this one too */
+				sn->gaps[sn->n_gaps - 1][1] = to;
+			else
+				sn->start = to; /* none yet: the start moves past it */
+			return;
+		}
+		sn->gaps = g;
+		sn->cap_gaps = cap;
+	}
+	sn->gaps[sn->n_gaps][0] = from;
+	sn->gaps[sn->n_gaps++][1] = to;
 }
 
-/* Whether the record at pos, which the writer has passed, is not in the snapshot. */
+/* Whether the record at pos, which the writer has passed, is not in the snapshot: the gaps
+ * are in order, so a binary search for the last one starting at or before pos. */
 static bool snap_unwritten(const struct snapshot *sn, __u64 pos)
 {
-	__u32 i;
+	__u32 lo = 0, hi = sn->n_gaps, mid;
 
 	if (pos < sn->start)
 		return true;
-	for (i = 0; i < sn->n_gaps; i++)
-		if (pos >= sn->gaps[i][0] && pos < sn->gaps[i][1])
-			return true;
-	return false;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (sn->gaps[mid][0] <= pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && pos < sn->gaps[lo - 1][1];
 }
 
 /* Write up to budget bytes of the ring into the snapshot in progress; finish it at the end. */
@@ -2842,8 +2858,9 @@ static void snap_step(struct timeline *t, __u64 budget)
 		/* an arrow with its call's slice (or the GPU slice that came first), or not at
 		 * all: that record is before this one, and the writer knows whether it wrote it */
 		if (rec.dep && snap_unwritten(sn, rec.dep - 1)) {
+			/* no gap: an arrow's record is no record's dep (the ring gives
+			 * grouped records no position to name) */
 			sn->orphans++;
-			snap_gap(sn, at, sn->pos);
 			continue;
 		}
 		out__write(sn->o, sn->events ? ",\n" : "", sn->events ? 2 : 0);
@@ -3150,6 +3167,7 @@ static void timeline_free(void *st)
 	out__abort(t->o);
 	if (t->snap.o != t->o)
 		out__abort(t->snap.o);
+	free(t->snap.gaps);
 	sm_active__free(t->sm);
 	for (i = 0; t->ranges && i < RANGES_MAX; i++)
 		free(t->ranges[i].name);
