@@ -642,6 +642,35 @@ static void test_windows_adopted(void)
 	trace_windows__free(w);
 }
 
+/* A short session after an earlier one's windows (an earlier `xpusup record` into the same
+ * folder) still leaves path itself, one trace, as docs/timeline.md says: the windows it took
+ * over are not its own. (It became one more window in the index.) */
+static void test_short_after_windows(void)
+{
+	char d[sizeof(dir) + 8], p[sizeof(dir) + 32], why[600] = "";
+	struct fmt_test_opt o[] = {
+		{ "path", p }, { "mode", "file" }, { "window_s", "3600" }, { NULL, NULL }
+	};
+	struct fmt_env env = fmt_test_env(o);
+	void *st = NULL;
+	int err;
+
+	snprintf(d, sizeof(d), "%s/s", dir);
+	mkdir(d, 0755);
+	snprintf(p, sizeof(p), "%s/trace.json", d);
+	if (windows_left(p, 2, 1000) || fmt_timeline.open(&st, &env, why, sizeof(why)))
+		return;
+	kernels(st, 1, BASE, 5);
+	err = fmt_timeline.finish(st, why, sizeof(why));
+	tap_ok(!err && access(p, F_OK) == 0 && counter(st, "windows_written") == 0 &&
+		       counter(st, "windows_on_disk") == 2,
+	       "windows: a short session after an earlier one's windows leaves path itself "
+	       "(%s; %llu written, %llu listed)",
+	       why, (unsigned long long)counter(st, "windows_written"),
+	       (unsigned long long)counter(st, "windows_on_disk"));
+	fmt_timeline.free(st);
+}
+
 /* A timeline writing windows into the new folder d under a cap of 1 MiB: they rotate on
  * size alone (window_s is an hour). */
 static int open_small_windows(const char *d, void **st, char *why, size_t why_len)
@@ -773,6 +802,7 @@ int main(void)
 	test_meta_big();
 	test_index_escaped();
 	test_windows_adopted();
+	test_short_after_windows();
 	test_ring_skip();
 	test_ring_expiry();
 	test_ring_many_gaps();

@@ -2698,6 +2698,16 @@ static void window_full(struct timeline *t)
 	}
 }
 
+/* Whether this sink (its run, or the run before its restart) has closed a window: the index
+ * may also list an earlier session's. */
+static bool window_written(const struct timeline *t)
+{
+	__u64 written, deleted, bytes;
+
+	trace_windows__counts(t->windows, &written, &deleted, &bytes);
+	return written > 0;
+}
+
 /* Close the current window: the names of every track and the metadata, renamed into place
  * and listed in the index. last: the session ends; a session that never filled a window
  * leaves path itself, one trace as without windows. */
@@ -2722,7 +2732,7 @@ static int window_close(struct timeline *t, bool last, char *why, size_t why_len
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	w.end_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
-	if (last && !trace_windows__count(t->windows)) {
+	if (last && !window_written(t)) { /* adopted windows of another run are not ours */
 		if (!rename(t->cur_path, t->path))
 			return 0;
 		err = -errno;
@@ -3142,7 +3152,7 @@ static int timeline_finish(void *st, char *why, size_t why_len)
 	}
 	close_all(t);
 	if (t->windows) {
-		if (!t->in_file && trace_windows__count(t->windows)) {
+		if (!t->in_file && window_written(t)) {
 			out__abort(t->o); /* nothing since the last window: no empty file */
 			t->o = NULL;
 			return 0;

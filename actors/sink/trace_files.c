@@ -99,8 +99,9 @@ static const char *unescape_name(const char *s, char *out, size_t size)
 static void read_index(struct trace_windows *w)
 {
 	char file[TW_PATH_MAX + 300], *line = NULL;
-	unsigned long long first_us, last_us, events, bytes, del, del_bytes, start, end;
+	unsigned long long first_us, last_us, events, bytes, del, del_bytes, start, end, written;
 	unsigned int first_f, last_f;
+	int k;
 	struct trace_window win;
 	const char *rest;
 	size_t cap = 0;
@@ -130,15 +131,18 @@ static void read_index(struct trace_windows *w)
 			snprintf(file, sizeof(file), "%s%s", w->dir, win.file);
 			if (!strchr(win.file, '/') && !stat(file, &st))
 				push(w, &win);
-		} else if (sscanf(line, "],\"windows_deleted\":%llu,\"bytes_deleted\":%llu", &del,
-				  &del_bytes) == 2) {
+		} else if ((k = sscanf(line,
+				       "],\"windows_deleted\":%llu,\"bytes_deleted\":%llu"
+				       ",\"windows_written\":%llu",
+				       &del, &del_bytes, &written)) >= 2) {
 			w->deleted = del;
 			w->bytes_deleted = del_bytes;
+			/* an index of before windows_written: its windows, as then */
+			w->written = k == 3 ? written : w->n;
 		}
 	}
 	free(line);
 	fclose(f);
-	w->written = w->n;
 }
 
 /* The windows a killed predecessor was writing (STEM-<UTC>.json.partial): never listed, each
@@ -197,12 +201,13 @@ int trace_windows__open(struct trace_windows **out, const char *path, __u64 max_
 	/* The windows of the index found are taken over either way: a restarted sink's own,
 	 * or an earlier session's under the same path, which would otherwise stay on disk past
 	 * every cap (they are listed, counted under max_bytes and deleted oldest first). Only a
-	 * restarted sink's counts go on. The unfinished window of a killed writer is
-	 * nobody's. */
+	 * restarted sink's counts go on, and only it deletes the unfinished window of the run
+	 * it follows (a new session's may be another's, still writing). */
 	read_index(w);
 	if (!resume)
 		w->written = w->deleted = w->bytes_deleted = 0;
-	w->partials_removed = remove_partials(w);
+	else /* only a restart's: another session may be writing under this path */
+		w->partials_removed = remove_partials(w);
 	*out = w;
 	return 0;
 }
@@ -284,8 +289,10 @@ static int write_index(struct trace_windows *w, char *why, size_t why_len)
 			    (unsigned int)(v->last_ts % 1000), (uint64_t)v->events,
 			    (uint64_t)v->bytes, start, end, i + 1 < w->n ? "," : "");
 	}
-	out__printf(o, "],\"windows_deleted\":%" PRIu64 ",\"bytes_deleted\":%" PRIu64 "}\n",
-		    (uint64_t)w->deleted, (uint64_t)w->bytes_deleted);
+	out__printf(o,
+		    "],\"windows_deleted\":%" PRIu64 ",\"bytes_deleted\":%" PRIu64
+		    ",\"windows_written\":%" PRIu64 "}\n",
+		    (uint64_t)w->deleted, (uint64_t)w->bytes_deleted, (uint64_t)w->written);
 	err = out__commit(o, why, why_len);
 	if (err)
 		goto stale;

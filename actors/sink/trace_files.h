@@ -39,10 +39,11 @@ struct trace_window {
 
 /* trace_windows__open - for path (the sink's `path`), at most max_bytes on disk (0: no cap).
  * The index found is taken over (the windows it lists that are still there: a restarted
- * sink's own, or an earlier session's, which then count under the cap and go oldest first),
- * and the unfinished window a killed writer left (STEM-*.json.partial) is deleted
- * (trace_windows__partials_removed says how many). resume: a restarted sink, whose counts
- * of windows written and deleted go on from the index's. 0 or -errno with why. */
+ * sink's own, or an earlier session's, which then count under the cap and go oldest first).
+ * resume: a restarted sink, whose counts of windows written and deleted go on from the
+ * index's, and which deletes the unfinished window the killed run was writing
+ * (STEM-*.json.partial; trace_windows__partials_removed says how many). 0 or -errno with
+ * why. */
 int trace_windows__open(struct trace_windows **w, const char *path, __u64 max_bytes, bool resume,
 			char *why, size_t why_len);
 
