@@ -316,24 +316,36 @@ static bool show_windows(const struct conf_actor *a, const char *path, const str
 	char index[PATH_MAX], *line = NULL;
 	struct timeline_options o;
 	size_t cap = 0;
-	unsigned int n = 0;
+	unsigned int n = 0, listed = 0;
+	char more[64] = "";
 	struct stat st;
 	FILE *f;
 
 	if (timeline_index__path(path, index, sizeof(index)) || !fresh(index, since, &st) ||
 	    !(f = fopen(index, "r")))
 		return false;
-	while (getline(&line, &cap, f) > 0)
-		n += !strncmp(line, "{\"file\":", 8);
+	/* this run's windows: opened since it started (the index may also list an earlier
+	 * run's, taken over) */
+	while (getline(&line, &cap, f) > 0) {
+		const char *at = strstr(line, "\"start_ns\":");
+
+		listed += !strncmp(line, "{\"file\":", 8);
+		n += !strncmp(line, "{\"file\":", 8) && at &&
+		     strtoull(at + 11, NULL, 10) >=
+			     (unsigned long long)since->tv_sec * 1000000000ull +
+				     (unsigned long long)since->tv_nsec;
+	}
 	free(line);
 	fclose(f);
 	/* its own window_s: a -c pipeline's may be any */
 	if (conf_actor__options(a, &o, sizeof(o)))
 		o.window_s = 0;
+	if (listed > n)
+		snprintf(more, sizeof(more), "; %u listed with an earlier run's", listed);
 	fprintf(stderr,
-		"  %-10s %s (%u windows of up to %llu s, each a trace of its own,\n  %-10s beside "
+		"  %-10s %s (%u windows of up to %llu s, each a trace of its own%s,\n  %-10s beside "
 		"it as %.*s-<UTC start>.json)\n",
-		"timeline", index, n, (unsigned long long)o.window_s, "",
+		"timeline", index, n, (unsigned long long)o.window_s, more, "",
 		(int)(strlen(index) - strlen(".index.json")), index);
 	return true;
 }

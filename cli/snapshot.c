@@ -58,7 +58,10 @@ struct target {
 	int slot; /* its status slot, -1: none */
 	char id[64];
 	int state; /* 0 asked, 1 started, 2 done, -1 failed */
-	struct timespec asked; /* CLOCK_REALTIME, against the -o file's time */
+	/* the -o file as it was before the request (0: none): the sink renames a new one into
+	 * place, a new inode (file times are too coarse to tell) */
+	dev_t out_dev;
+	ino_t out_ino;
 };
 
 static volatile sig_atomic_t interrupted; /* SIGINT or SIGTERM: stop waiting, clean up */
@@ -82,11 +85,15 @@ static int ask(const struct session *s, struct target *t, const char *out)
 {
 	char name[192], tmp[208];
 	struct timespec now;
+	struct stat st;
 	FILE *f;
 	int fd;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	clock_gettime(CLOCK_REALTIME, &t->asked);
+	if (out && !stat(out, &st)) {
+		t->out_dev = st.st_dev;
+		t->out_ino = st.st_ino;
+	}
 	snprintf(t->id, sizeof(t->id), "%d-%lld%09ld", (int)getpid(), (long long)now.tv_sec,
 		 now.tv_nsec);
 	snprintf(name, sizeof(name), XPU_SNAPSHOT_REQ_FMT "%s", t->actor->name, t->id);
@@ -173,8 +180,8 @@ static void forget(const struct session *s, const struct target *t)
 }
 
 /* t's sink is gone (stopped, exited, restarted) while its answer was awaited: its reply may
- * have gone with the session's folder. The file asked for is there, new since the request,
- * when the sink wrote it (it is renamed into place whole): then it is done. */
+ * have gone with the session's folder. The file asked for is there, a new one since the
+ * request, when the sink wrote it (it is renamed into place whole): then it is done. */
 static bool sink_gone(const struct session *s, struct target *t, const char *out)
 {
 	__u32 state = status_load(&s->status->slots[t->slot].state);
@@ -187,9 +194,7 @@ static bool sink_gone(const struct session *s, struct target *t, const char *out
 	poll_reply(s, t); /* it may have answered just before */
 	if (t->state == 2 || t->state == -1)
 		return true;
-	if (out && !stat(out, &st) &&
-	    (st.st_mtim.tv_sec > t->asked.tv_sec ||
-	     (st.st_mtim.tv_sec == t->asked.tv_sec && st.st_mtim.tv_nsec >= t->asked.tv_nsec))) {
+	if (out && !stat(out, &st) && (st.st_ino != t->out_ino || st.st_dev != t->out_dev)) {
 		t->state = 2;
 		printf("%s\n", out);
 		fprintf(stderr,

@@ -245,6 +245,10 @@ grep -q "timeline   $WORK/again/trace.json (" "$WORK/rec9.out" &&
 	grep -q "timeline   $WORK/again/trace.index.json ([2-9] windows of up to 1 s" "$WORK/rec10.out" &&
 	! grep -q "again/trace.json (" "$WORK/rec10.out"
 ok_or $? "record: the windows of this run are shown, not the trace.json of the run before" || cat "$WORK/rec9.out" "$WORK/rec10.out"
+sleep 1.2
+"$XPUSUP" record -c "$WORK/again.conf" --session "$PREFIX-rc" -- sleep 3 >"$WORK/rec11.out" 2>&1
+grep -Eq "timeline   $WORK/again/trace.index.json \(([2-9]) windows of up to 1 s, each a trace of its own; ([4-9]|1[0-9]) listed with an earlier run's" "$WORK/rec11.out"
+ok_or $? "record: a run after a windowed one counts its own windows and says the index lists the earlier ones too" || cat "$WORK/rec11.out"
 
 # ---- one in-process source per pipeline ------------------------------------------------------
 printf '[correlator]\n[source ann]\nkind = inproc\n\n[source gpu]\nkind = cupti\n' >"$WORK/two.conf"
