@@ -241,10 +241,20 @@ kill -STOP "$pid"
 "$XPUSUP" snapshot --session "$s" -o "$WORK/late.json" -t 1 >/dev/null 2>"$WORK/late.err"
 rc=$?
 left=$(find "$BASE/$s" -maxdepth 1 -name 'snapshot.*' | wc -l)
+# and one interrupted (Ctrl-C) does the same
+"$XPUSUP" snapshot --session "$s" -o "$WORK/intr.json" -t 60 >/dev/null 2>"$WORK/intr.err" &
+asker=$!
+sleep 0.5
+kill -INT $asker
+wait $asker
+irc=$?
+ileft=$(find "$BASE/$s" -maxdepth 1 -name 'snapshot.*' | wc -l)
 kill -CONT "$pid"
 sleep 1
 [ $rc = 111 ] && [ "$left" = 0 ] && [ ! -e "$WORK/late.json" ] && grep -q "no answer within 1 s" "$WORK/late.err"
 ok $? "ring: a snapshot that times out leaves no request behind for the sink's next signal (exit $rc, $left files left)"
+[ $irc = 111 ] && [ "$ileft" = 0 ] && [ ! -e "$WORK/intr.json" ] && grep -q "interrupted before its answer" "$WORK/intr.err"
+ok $? "ring: and so does one interrupted (exit $irc, $ileft files left: $(head -c 200 "$WORK/intr.err"))"
 unset XPUSUP_SESSION_DIR
 # asked while the session stops: told at once, written or not (the reply went with the
 # session's folder, and the asker waited out its whole timeout)

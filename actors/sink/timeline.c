@@ -151,6 +151,12 @@ static void win_meta__track(struct win_meta *m)
 	m->bytes += META_TRACK_BYTES;
 }
 
+/* What every window's close adds whatever its events: the track names and the rest. */
+static __u64 win_meta__base(const struct win_meta *m)
+{
+	return (__u64)m->tracks * META_TRACK_BYTES + META_OTHER_BYTES;
+}
+
 /* ---- bounded hash tables: open addressing, at most half full, never shrink ---- */
 
 struct tkey {
@@ -2490,7 +2496,7 @@ static int file_open(struct timeline *t)
 		return err;
 	t->in_file = 0;
 	t->gen++; /* no node is named by this file's events yet: only the tracks and the rest */
-	t->meta.bytes = (__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES;
+	t->meta.bytes = win_meta__base(&t->meta);
 	t->werr = out__write(t->o, trace_head, sizeof(trace_head) - 1);
 	if (t->windows) /* what is on disk, this window included, stays under the cap */
 		window_full(t);
@@ -2672,7 +2678,7 @@ static void write_other(struct timeline *t)
  * emit as the window passes trim_at, so the check costs nothing per event. */
 static void window_full(struct timeline *t)
 {
-	__u64 base = (__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES;
+	__u64 base = win_meta__base(&t->meta);
 	__u64 cur = (t->o ? out__bytes(t->o) : 0) + t->meta.bytes, reserve = t->max_bytes / 16;
 	__u64 listed, limit = t->win_limit;
 
@@ -3094,8 +3100,7 @@ static int timeline_tick(void *st, __u64 now_ns, char *why, size_t why_len)
 			 "metadata take up to %" PRIu64 " KiB of every window, over half of a "
 			 "window's %" PRIu64 " KiB, so windows may pass the cap",
 			 (uint64_t)(t->max_bytes >> 20), t->meta.tracks,
-			 (uint64_t)(((__u64)t->meta.tracks * META_TRACK_BYTES + META_OTHER_BYTES) >>
-				    10),
+			 (uint64_t)(win_meta__base(&t->meta) >> 10),
 			 (uint64_t)(t->win_limit >> 10));
 		return -EFBIG;
 	}

@@ -95,7 +95,8 @@ static const char *unescape_name(const char *s, char *out, size_t size)
 	return s + 1;
 }
 
-/* The index a killed predecessor left: its windows that are still on disk. */
+/* The index found at open (a killed predecessor's, or an earlier session's under the same
+ * path): its windows that are still on disk, and its counts. */
 static void read_index(struct trace_windows *w)
 {
 	char file[TW_PATH_MAX + 300], *line = NULL;
